@@ -116,7 +116,8 @@ export class Emitter {
     const cast = (e: string): string => (brand === undefined ? e : `(${e} as ${brand})`)
     switch (t.name) {
       case 'bool':
-        if (dv !== undefined && dv !== 'true' && dv !== 'false') throw new Error(`${where}: bool default ${dv}`)
+        if (dv !== undefined && dv !== 'true' && dv !== 'false')
+          throw new Error(`${where}: bool default ${dv}`)
         return dv === 'true' ? 'true' : 'false'
       case 'int64': {
         const n = BigInt(dv ?? '0')
@@ -241,7 +242,8 @@ export class Emitter {
     const t = f.type
     const where = `${this.s.name}.${f.name}`
     const nullable = this.nullable(f)
-    const guard = nullable && nc !== 'true' ? `if (${x} === null && !(${nc})) rt.nullInNonNullable('${where}')\n    ` : ''
+    const guard =
+      nullable && nc !== 'true' ? `if (${x} === null && !(${nc})) rt.nullInNonNullable('${where}')\n    ` : ''
     if (t.kind === 'primitive') return guard + this.writePrim(t.name, x, fx, nullable)
     if (t.kind === 'struct') {
       if (!nullable) return `write${t.name}(w, ${x}, v)`
@@ -249,7 +251,11 @@ export class Emitter {
     }
     const el = t.element
     const elWrite =
-      el.kind === 'struct' ? `write${el.name}(w, e, v)` : el.kind === 'primitive' ? this.writePrim(el.name, 'e', fx, false) : ''
+      el.kind === 'struct'
+        ? `write${el.name}(w, e, v)`
+        : el.kind === 'primitive'
+          ? this.writePrim(el.name, 'e', fx, false)
+          : ''
     const elTs = this.typeTs(f, el, true)
     return `rt.writeArray(w, ${x}, ${fx}, ${nc}, '${where}', (w, e: ${elTs}) => {\n      ${elWrite.replace(/\n/g, '\n  ')}\n    })`
   }
@@ -272,7 +278,8 @@ export class Emitter {
         this.out.push(`  /** ${about}${about ? ' ' : ''}(${ver}) */`)
         this.out.push(`  ${camel(f.name)}${input ? '?' : ''}: ${this.fieldTs(f, input)}`)
       }
-      if (tagged) this.out.push('  /** Tagged fields this codec does not know, kept so re-encoding preserves them. */')
+      if (tagged)
+        this.out.push('  /** Tagged fields this codec does not know, kept so re-encoding preserves them. */')
       if (tagged) this.out.push(`  _unknownTaggedFields?: ${input ? 'readonly ' : ''}rt.RawTaggedField[]`)
       this.out.push('}', '')
     }
@@ -310,7 +317,9 @@ export class Emitter {
         continue
       }
       const present = this.cond(f.versions)
-      this.out.push(`    ${key}: ${this.ternary(present, this.readExpr(f, this.flexOf(f)), this.defaultExpr(f))},`)
+      this.out.push(
+        `    ${key}: ${this.ternary(present, this.readExpr(f, this.flexOf(f)), this.defaultExpr(f))},`,
+      )
     }
     this.out.push('  }')
     if (flexCond !== 'false') {
@@ -380,7 +389,9 @@ export class Emitter {
       this.out.push('  }')
     }
     if (flexCond !== 'false') {
-      this.out.push(`  if (flex) rt.writeTaggedFields(w, ${pendingTagged ? 'tagged' : 'null'}, o._unknownTaggedFields)`)
+      this.out.push(
+        `  if (flex) rt.writeTaggedFields(w, ${pendingTagged ? 'tagged' : 'null'}, o._unknownTaggedFields)`,
+      )
     } else {
       this.out.push('  void flex')
     }
@@ -427,7 +438,9 @@ export class Emitter {
     ]
     const text = [...head, ...metaLines, ...body].join('\n')
     // Drop the model import when nothing uses it.
-    return /\bm\.[A-Z]/.test(text) ? text : text.replace(`import type * as m from '${up}../model/index.ts'\n`, '')
+    return /\bm\.[A-Z]/.test(text)
+      ? text
+      : text.replace(`import type * as m from '${up}../model/index.ts'\n`, '')
   }
 }
 

@@ -160,9 +160,12 @@ export function loadSchema(path: string): Schema {
       const taggedVersions = parseRange(raw.taggedVersions as string | undefined, at)
       // A tagged field may leave out `versions`: it is then present exactly in its tagged versions.
       const versions =
-        raw.versions === undefined && !isEmpty(taggedVersions) ? taggedVersions : parseRange(raw.versions as string, at)
+        raw.versions === undefined && !isEmpty(taggedVersions)
+          ? taggedVersions
+          : parseRange(raw.versions as string, at)
       const tag = raw.tag as number | undefined
-      if ((tag === undefined) !== isEmpty(taggedVersions)) throw new Error(`${at}: tag and taggedVersions go together`)
+      if ((tag === undefined) !== isEmpty(taggedVersions))
+        throw new Error(`${at}: tag and taggedVersions go together`)
       if (tag !== undefined && (taggedVersions.min !== versions.min || taggedVersions.max !== versions.max))
         throw new Error(`${at}: taggedVersions must equal versions`)
       const field: Field = {

@@ -73,7 +73,8 @@ export function readTaggedFields(
     const body = new Reader(r.buf, start, end)
     r.offset = end
     if (known(tag, body)) {
-      if (body.offset !== end) throw new DecodeError(`tagged field ${tag} body does not match its size ${size}`)
+      if (body.offset !== end)
+        throw new DecodeError(`tagged field ${tag} body does not match its size ${size}`)
     } else {
       if (unknown === undefined) unknown = []
       unknown.push({ tag, data: r.buf.subarray(start, end) })
