@@ -85,7 +85,7 @@ export function decodeRequest(frame: Buffer): DecodedRequest {
 
 /** Encodes a request frame with its size prefix, as pieces for a vectored write. */
 export function encodeRequest<ReqIn>(
-  api: Api<unknown, ReqIn, unknown, unknown>,
+  api: Api<unknown, ReqIn, unknown, never>,
   header: Omit<RequestHeaderIn, 'requestApiKey'>,
   body: ReqIn,
 ): Buffer[] {
@@ -99,7 +99,7 @@ export function encodeRequest<ReqIn>(
 
 /** Encodes a response frame with its size prefix, as pieces for a vectored write. */
 export function encodeResponse<ResIn>(
-  api: Api<unknown, unknown, unknown, ResIn>,
+  api: Api<unknown, never, unknown, ResIn>,
   version: number,
   correlationId: number,
   body: ResIn,

@@ -1,0 +1,7 @@
+/** Kafka's wire protocol, sans I/O: primitives, generated message codecs, framing, record batches. */
+export * from './codec.ts'
+export * from './frame.ts'
+export * from './generated/index.ts'
+export { DecodeError, Reader } from './wire/reader.ts'
+export type { PendingTaggedField, RawTaggedField } from './wire/support.ts'
+export { EncodeError, Writer, ZERO_COPY_MIN_BYTES } from './wire/writer.ts'
