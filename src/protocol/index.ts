@@ -2,6 +2,7 @@
 export * from './codec.ts'
 export * from './frame.ts'
 export * from './generated/index.ts'
+export * from './metadata-record.ts'
 export { DecodeError, Reader } from './wire/reader.ts'
 export type { PendingTaggedField, RawTaggedField } from './wire/support.ts'
 export { EncodeError, Writer, ZERO_COPY_MIN_BYTES } from './wire/writer.ts'
