@@ -1,0 +1,587 @@
+/**
+ * tidy: checks that src/ keeps the shape DESIGN.md draws: the import arrows between modules, entry
+ * through each module's index.ts, node:* only at the edges, time and randomness only through the
+ * io ports, kebab-case file names, and an index.ts and README.md per module.
+ *
+ * Run: `node tools/tidy.ts [root]` (root defaults to the repository). Prints `file:line: message`
+ * per violation and exits 1 if there is any.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { isBuiltin } from 'node:module'
+import { join, posix, resolve } from 'node:path'
+
+// ---------------------------------------------------------------------------------------------
+// The rules, in one place. Change DESIGN.md and this table together.
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The import arrows: each module (a folder under src/) and the other modules it may import. Every
+ * module may also import itself and `model`. A folder missing here is an unknown module.
+ */
+export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrows({
+  model: '', // ids, units, assert(): imports nothing
+  io: '', // the ports and their node:* implementations
+  protocol: '', // the codec: pure
+  raft: '', // the KRaft core: pure
+  metadata: 'protocol',
+  storage: 'protocol io', // DESIGN.md says protocol/records; all of protocol is allowed
+  quorum: 'raft storage protocol io',
+  controller: 'quorum metadata protocol io', // not drawn in DESIGN.md: appends records via the quorum
+  replication: 'storage metadata protocol io',
+  coordinator: 'replication storage metadata protocol io',
+  server: 'io protocol storage raft quorum metadata controller replication coordinator',
+  broker: 'io protocol storage raft quorum metadata controller replication coordinator server',
+  cli: 'protocol io', // talks to a node over the wire, never to its internals
+  console: 'protocol io',
+})
+
+function arrows(table: Record<string, string>): Record<string, readonly string[]> {
+  const result: Record<string, readonly string[]> = {}
+  for (const [module, targets] of Object.entries(table)) {
+    result[module] = targets.split(' ').filter((t) => t !== '')
+    for (const target of result[module]) {
+      if (!Object.hasOwn(table, target)) throw new Error(`tidy: ${module} -> ${target}: no such module`)
+    }
+  }
+  return result
+}
+
+/** Modules that may import `node:*` (the edges). */
+const NODE_IMPORT_MODULES: ReadonlySet<string> = new Set(['io', 'server', 'broker', 'cli', 'console'])
+
+/** Single exceptions to NODE_IMPORT_MODULES: a folder and the builtins it may import. */
+const NODE_IMPORT_ALLOWANCES: readonly { dir: string; specifiers: readonly string[]; why: string }[] = [
+  { dir: 'src/protocol/records/', specifiers: ['node:zlib', 'node:buffer'], why: 'record compression' },
+]
+
+/** Modules that may read real time and randomness and set real timers; the rest use the io ports. */
+const REAL_TIME_MODULES: ReadonlySet<string> = new Set(['io', 'broker', 'cli', 'console'])
+
+/** Member reads that reach real time or randomness, and what to use instead. */
+const BANNED_MEMBERS: ReadonlyMap<string, string> = new Map([
+  ['Date.now', 'Clock.nowMs()'],
+  ['performance.now', 'Clock.monotonicMs()'],
+  ['process.hrtime', 'Clock.monotonicMs()'],
+  ['Math.random', 'the Random port'],
+  ['crypto.getRandomValues', 'the Random port'],
+  ['crypto.randomUUID', 'the Random port'],
+])
+
+/**
+ * Global calls that set real timers (`queueMicrotask` is allowed: it involves no time). A method of
+ * the same name is reported too, which is why the Clock port calls it `setTimer`.
+ */
+const BANNED_TIMER_CALLS: ReadonlySet<string> = new Set(['setTimeout', 'setInterval', 'setImmediate'])
+
+/** Names that say nothing about what a file holds. */
+const BANNED_FILE_NAMES: ReadonlySet<string> = new Set(['utils', 'helpers'])
+
+/** Files every module folder has. */
+const MODULE_FILES = ['index.ts', 'README.md'] as const
+
+const KEBAB_CASE = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
+
+// ---------------------------------------------------------------------------------------------
+
+export type Rule =
+  | 'import-arrow'
+  | 'import-entry'
+  | 'node-import'
+  | 'banned-call'
+  | 'file-name'
+  | 'module-layout'
+
+export interface Violation {
+  /** Path relative to the root, with `/` separators. */
+  readonly file: string
+  /** 1-based. */
+  readonly line: number
+  readonly rule: Rule
+  readonly message: string
+}
+
+export function formatViolation(v: Violation): string {
+  return `${v.file}:${v.line}: ${v.message} (${v.rule})`
+}
+
+function isModuleName(name: string): boolean {
+  return Object.hasOwn(MODULE_IMPORTS, name)
+}
+
+/** Check `rootDir/src`. Violations come sorted by file, line and rule. */
+export function tidy(rootDir: string): Violation[] {
+  const violations: Violation[] = []
+  const srcDir = join(rootDir, 'src')
+  if (!existsSync(srcDir)) {
+    return [{ file: 'src', line: 1, rule: 'module-layout', message: 'no src/ directory' }]
+  }
+  checkModuleLayout(srcDir, violations)
+  for (const { path, isDirectory } of walk(srcDir, 'src')) {
+    checkName(path, isDirectory, violations)
+    if (!isDirectory) checkSource(path, readFileSync(join(rootDir, path), 'utf8'), violations)
+  }
+  return violations.sort(
+    (a, b) =>
+      compare(a.file, b.file) || a.line - b.line || compare(a.rule, b.rule) || compare(a.message, b.message),
+  )
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/** Every folder and .ts file under `dir`, depth first in name order, skipping node_modules. */
+function* walk(dir: string, relDir: string): Generator<{ path: string; isDirectory: boolean }> {
+  const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => compare(a.name, b.name))
+  for (const entry of entries) {
+    const path = `${relDir}/${entry.name}`
+    if (entry.isDirectory()) {
+      if (entry.name === 'node_modules') continue
+      yield { path, isDirectory: true }
+      yield* walk(join(dir, entry.name), path)
+    } else if (entry.isFile() && entry.name.endsWith('.ts')) {
+      yield { path, isDirectory: false }
+    }
+  }
+}
+
+function checkModuleLayout(srcDir: string, out: Violation[]): void {
+  for (const entry of readdirSync(srcDir, { withFileTypes: true })) {
+    const path = `src/${entry.name}`
+    if (entry.isFile() && entry.name.endsWith('.ts')) {
+      out.push({
+        file: path,
+        line: 1,
+        rule: 'module-layout',
+        message: 'file directly in src/, outside any module folder',
+      })
+    }
+    if (!entry.isDirectory() || entry.name === 'node_modules') continue
+    if (!isModuleName(entry.name)) {
+      out.push({
+        file: path,
+        line: 1,
+        rule: 'module-layout',
+        message: `unknown module '${entry.name}': not in DESIGN.md's module map (add it there and to tidy's MODULE_IMPORTS)`,
+      })
+      continue
+    }
+    for (const name of MODULE_FILES) {
+      if (!existsSync(join(srcDir, entry.name, name))) {
+        out.push({
+          file: path,
+          line: 1,
+          rule: 'module-layout',
+          message:
+            name === 'index.ts'
+              ? `module '${entry.name}' has no index.ts (its only public entry)`
+              : `module '${entry.name}' has no README.md (what it owns, what it must not do, main types)`,
+        })
+      }
+    }
+  }
+}
+
+function checkName(path: string, isDirectory: boolean, out: Violation[]): void {
+  const base = path.slice(path.lastIndexOf('/') + 1)
+  const parts = (isDirectory ? base : base.slice(0, -'.ts'.length)).split('.')
+  if (!parts.every((part) => KEBAB_CASE.test(part))) {
+    const what = isDirectory ? 'folder' : 'file'
+    out.push({ file: path, line: 1, rule: 'file-name', message: `${what} name '${base}' is not kebab-case` })
+  }
+  if (!isDirectory && BANNED_FILE_NAMES.has(parts[0]!)) {
+    out.push({
+      file: path,
+      line: 1,
+      rule: 'file-name',
+      message: `no ${parts[0]}.ts: name the file after its main export`,
+    })
+  }
+}
+
+/** The module a path under src/ belongs to, or null for a file directly in src/. */
+function moduleOf(path: string): string | null {
+  const parts = path.split('/')
+  return parts.length > 2 ? parts[1]! : null
+}
+
+function checkSource(path: string, source: string, out: Violation[]): void {
+  const isTest = path.endsWith('.test.ts')
+  const module = moduleOf(path)
+  const tokens = tokenize(source)
+
+  for (const ref of findImports(tokens)) {
+    const at = { file: path, line: ref.line }
+    if (ref.specifier === null) {
+      out.push({
+        ...at,
+        rule: 'import-arrow',
+        message: 'import() of a computed specifier cannot be checked: use a string literal',
+      })
+      continue
+    }
+    const spec = ref.specifier
+    if (spec.startsWith('node:') || isBuiltin(spec)) {
+      if (!isTest) checkNodeImport(path, module, spec, at, out)
+    } else if (spec.startsWith('./') || spec.startsWith('../')) {
+      checkRelativeImport(path, module, spec, isTest, at, out)
+    }
+    // Bare package specifiers are not this tool's business (docs/decisions.md lists dependencies).
+  }
+
+  if (!isTest && (module === null || !REAL_TIME_MODULES.has(module))) {
+    for (const found of findBannedCalls(tokens)) {
+      out.push({
+        file: path,
+        line: found.line,
+        rule: 'banned-call',
+        message: `${found.what} outside io/, broker/, cli/, console/: use ${found.instead} from the io ports`,
+      })
+    }
+  }
+}
+
+function checkNodeImport(
+  path: string,
+  module: string | null,
+  spec: string,
+  at: { file: string; line: number },
+  out: Violation[],
+): void {
+  if (module !== null && NODE_IMPORT_MODULES.has(module)) return
+  const name = spec.startsWith('node:') ? spec : `node:${spec}`
+  if (NODE_IMPORT_ALLOWANCES.some((a) => path.startsWith(a.dir) && a.specifiers.includes(name))) return
+  const allowance = NODE_IMPORT_ALLOWANCES.find((a) => path.startsWith(a.dir))
+  const extra =
+    allowance === undefined
+      ? ''
+      : ` (${allowance.dir} may import ${allowance.specifiers.join(', ')} for ${allowance.why})`
+  out.push({
+    ...at,
+    rule: 'node-import',
+    message: `imports '${spec}': only ${[...NODE_IMPORT_MODULES].join(', ')} import node:*${extra}; reach the OS through the io ports`,
+  })
+}
+
+function checkRelativeImport(
+  path: string,
+  module: string | null,
+  spec: string,
+  isTest: boolean,
+  at: { file: string; line: number },
+  out: Violation[],
+): void {
+  const target = posix.normalize(posix.join(posix.dirname(path), spec))
+  if (!target.startsWith('src/')) {
+    // Tests may reach fixtures and helpers under test/; shipped code stays inside src/.
+    if (!isTest) out.push({ ...at, rule: 'import-arrow', message: `imports '${spec}', outside src/` })
+    return
+  }
+  // `../io` names the module folder itself; `src/main.ts` is a file in no module.
+  const targetModule = moduleOf(target) ?? (target.includes('.') ? null : target.slice('src/'.length))
+  if (targetModule === null) {
+    out.push({ ...at, rule: 'import-arrow', message: `imports '${spec}', which is in no module` })
+    return
+  }
+  if (targetModule === module) return
+  const allowed = module !== null && isModuleName(module) ? MODULE_IMPORTS[module] : undefined
+  if (allowed !== undefined && targetModule !== 'model') {
+    if (!allowed.includes(targetModule)) {
+      const may = ['model', ...allowed].join(', ')
+      out.push({
+        ...at,
+        rule: 'import-arrow',
+        message: `${module} may not import ${targetModule} ('${spec}'); ${module} imports only ${may}`,
+      })
+    }
+  }
+  const entry = `src/${targetModule}/index.ts`
+  if (target !== entry) {
+    out.push({
+      ...at,
+      rule: 'import-entry',
+      message: `imports '${spec}': reach another module only through its index.ts (${entry})`,
+    })
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small tokenizer: enough of TypeScript's lexical grammar to skip comments, strings, template
+// text and regular expressions, so that code in them is never mistaken for imports or calls.
+// ---------------------------------------------------------------------------------------------
+
+export type TokenKind = 'name' | 'number' | 'string' | 'template' | 'regex' | 'punct'
+
+export interface Token {
+  readonly kind: TokenKind
+  /** Names and punctuation: their text. Strings, and templates without substitutions: their raw
+   * contents. A template with `${...}` has `value` null; the code inside it follows as tokens. */
+  readonly value: string | null
+  readonly line: number
+}
+
+/** After these keywords a `/` starts a regular expression, not a division. */
+const KEYWORDS_BEFORE_EXPRESSION: ReadonlySet<string> = new Set([
+  'return',
+  'typeof',
+  'instanceof',
+  'in',
+  'of',
+  'new',
+  'delete',
+  'void',
+  'throw',
+  'case',
+  'do',
+  'else',
+  'yield',
+  'await',
+])
+
+const NAME_START = /[\p{ID_Start}$_#]/u
+const NAME_PART = /[\p{ID_Continue}$\u200c\u200d]/u
+
+export function tokenize(source: string): Token[] {
+  const tokens: Token[] = []
+  const n = source.length
+  let i = source.startsWith('#!') ? source.indexOf('\n') : 0 // a shebang line
+  if (i < 0) i = n
+  let line = 1
+  /** Per open `${`: how many `{` are open inside it, so its own `}` resumes the template. */
+  const substitutions: number[] = []
+
+  const push = (kind: TokenKind, value: string | null, at = line) => {
+    tokens.push({ kind, value, line: at })
+  }
+
+  /** Scan template text from `i` to its closing backtick or next `${`. Returns the raw text and whether it ended. */
+  const scanTemplateText = (): { text: string; ended: boolean } => {
+    const start = i
+    while (i < n) {
+      const c = source[i]!
+      if (c === '\\') {
+        if (source[i + 1] === '\n') line++
+        i += 2
+      } else if (c === '`') {
+        i++
+        return { text: source.slice(start, i - 1), ended: true }
+      } else if (c === '$' && source[i + 1] === '{') {
+        const text = source.slice(start, i)
+        i += 2
+        substitutions.push(0)
+        return { text, ended: false }
+      } else {
+        if (c === '\n') line++
+        i++
+      }
+    }
+    return { text: source.slice(start), ended: true }
+  }
+
+  const regexAllowed = (): boolean => {
+    const prev = tokens.at(-1)
+    if (prev === undefined) return true
+    if (prev.kind === 'punct') return prev.value !== ')' && prev.value !== ']' && prev.value !== '}'
+    if (prev.kind === 'name') return KEYWORDS_BEFORE_EXPRESSION.has(prev.value!)
+    return false
+  }
+
+  /** Scan a regular expression literal at `i`; false (and `i` unchanged) if none ends on this line. */
+  const scanRegex = (): boolean => {
+    let j = i + 1
+    let inClass = false
+    while (j < n) {
+      const c = source[j]!
+      if (c === '\n') return false
+      if (c === '\\') j += 2
+      else {
+        if (c === '[') inClass = true
+        else if (c === ']') inClass = false
+        else if (c === '/' && !inClass) break
+        j++
+      }
+    }
+    if (j >= n) return false
+    j++
+    while (j < n && /[a-z]/.test(source[j]!)) j++
+    push('regex', source.slice(i, j))
+    i = j
+    return true
+  }
+
+  while (i < n) {
+    const c = source[i]!
+    const next = source[i + 1]
+    if (c === '\n') {
+      line++
+      i++
+    } else if (c === ' ' || c === '\t' || c === '\r' || c === '\f' || c === '\v' || c === '\ufeff') {
+      i++
+    } else if (c === '/' && next === '/') {
+      while (i < n && source[i] !== '\n') i++
+    } else if (c === '/' && next === '*') {
+      const end = source.indexOf('*/', i + 2)
+      const stop = end < 0 ? n : end + 2
+      for (let k = i; k < stop; k++) if (source[k] === '\n') line++
+      i = stop
+    } else if (c === "'" || c === '"') {
+      const at = line
+      let j = i + 1
+      while (j < n && source[j] !== c && source[j] !== '\n') {
+        if (source[j] === '\\') {
+          if (source[j + 1] === '\n') line++
+          j++
+        }
+        j++
+      }
+      push('string', source.slice(i + 1, j), at)
+      i = j < n && source[j] === c ? j + 1 : j
+    } else if (c === '`') {
+      const at = line
+      i++
+      const { text, ended } = scanTemplateText()
+      push('template', ended ? text : null, at)
+    } else if (c === '}' && substitutions.length > 0 && substitutions.at(-1) === 0) {
+      substitutions.pop()
+      i++
+      scanTemplateText()
+    } else if (c === '/' && regexAllowed() && scanRegex()) {
+      // scanned
+    } else if (NAME_START.test(c)) {
+      let j = i + 1
+      while (j < n && NAME_PART.test(source[j]!)) j++
+      push('name', source.slice(i, j))
+      i = j
+    } else if ((c >= '0' && c <= '9') || (c === '.' && next !== undefined && next >= '0' && next <= '9')) {
+      let j = i + 1
+      while (j < n && /[\w.]/.test(source[j]!)) j++
+      push('number', source.slice(i, j))
+      i = j
+    } else if (c === '?' && next === '.' && !/[0-9]/.test(source[i + 2] ?? '')) {
+      push('punct', '?.')
+      i += 2
+    } else {
+      if (substitutions.length > 0) {
+        if (c === '{') substitutions[substitutions.length - 1]!++
+        else if (c === '}') substitutions[substitutions.length - 1]!--
+      }
+      push('punct', c)
+      i++
+    }
+  }
+  return tokens
+}
+
+export interface ImportRef {
+  /** The module specifier, or null for `import(expr)` with a computed one. */
+  readonly specifier: string | null
+  readonly line: number
+}
+
+function isPunct(token: Token | undefined, ...values: string[]): boolean {
+  return token?.kind === 'punct' && values.includes(token.value!)
+}
+
+function isName(token: Token | undefined, value: string): boolean {
+  return token?.kind === 'name' && token.value === value
+}
+
+function staticString(token: Token | undefined): string | null {
+  return (token?.kind === 'string' || token?.kind === 'template') && token.value !== null ? token.value : null
+}
+
+/**
+ * Every `import ... from '...'`, `import '...'`, `export ... from '...'` and `import('...')`
+ * (including TypeScript's `typeof import('...')` types).
+ */
+export function findImports(tokens: readonly Token[]): ImportRef[] {
+  const refs: ImportRef[] = []
+  for (let k = 0; k < tokens.length; k++) {
+    const token = tokens[k]!
+    if (token.kind !== 'name' || (token.value !== 'import' && token.value !== 'export')) continue
+    if (isPunct(tokens[k - 1], '.', '?.')) continue // obj.import, not a keyword
+    const after = tokens[k + 1]
+    if (token.value === 'import') {
+      if (isPunct(after, '.')) continue // import.meta
+      if (isPunct(after, '(')) {
+        const literal = staticString(tokens[k + 2])
+        const closed = isPunct(tokens[k + 3], ')', ',')
+        refs.push({ specifier: literal !== null && closed ? literal : null, line: token.line })
+        continue
+      }
+      if (after?.kind === 'string') {
+        refs.push({ specifier: after.value!, line: token.line }) // import './side-effect.ts'
+        continue
+      }
+    } else {
+      // Only re-exports have a `from`: export * ..., export { ... }, export type { ... } / * ...
+      const head = isName(after, 'type') ? tokens[k + 2] : after
+      if (!isPunct(head, '*', '{')) continue
+    }
+    // An import or re-export clause: names, `{ } , *`, up to `from '...'`.
+    for (let j = k + 1; j < tokens.length; j++) {
+      const t = tokens[j]!
+      if (isName(t, 'from') && tokens[j + 1]?.kind === 'string') {
+        refs.push({ specifier: tokens[j + 1]!.value!, line: token.line })
+        break
+      }
+      const clause =
+        (t.kind === 'name' && t.value !== 'import' && t.value !== 'export') || isPunct(t, '{', '}', ',', '*')
+      if (!clause) break // not an import declaration this tool knows, e.g. `import x = require(...)`
+    }
+  }
+  return refs
+}
+
+interface BannedCall {
+  readonly what: string
+  readonly instead: string
+  readonly line: number
+}
+
+const GLOBAL_OBJECTS: ReadonlySet<string> = new Set(['globalThis', 'global', 'window', 'self'])
+
+/** A name read as a global: not a member of something else, except of `globalThis`. */
+function isGlobalRead(tokens: readonly Token[], k: number): boolean {
+  if (!isPunct(tokens[k - 1], '.', '?.')) return true
+  const owner = tokens[k - 2]
+  return owner?.kind === 'name' && GLOBAL_OBJECTS.has(owner.value!)
+}
+
+export function findBannedCalls(tokens: readonly Token[]): BannedCall[] {
+  const found: BannedCall[] = []
+  for (let k = 0; k < tokens.length; k++) {
+    const token = tokens[k]!
+    if (token.kind !== 'name' || !isGlobalRead(tokens, k)) continue
+    const name = token.value!
+    const after = tokens[k + 1]
+    if (isPunct(after, '.', '?.') && tokens[k + 2]?.kind === 'name') {
+      const member = `${name}.${tokens[k + 2]!.value}`
+      const instead = BANNED_MEMBERS.get(member)
+      if (instead !== undefined) found.push({ what: member, instead, line: token.line })
+    } else if (BANNED_TIMER_CALLS.has(name) && isPunct(after, '(')) {
+      found.push({ what: `${name}()`, instead: 'Clock.setTimer()', line: token.line })
+    } else if (name === 'Date') {
+      const isNew = isName(tokens[k - 1], 'new')
+      const noArgs = isPunct(after, '(') && isPunct(tokens[k + 2], ')')
+      if (isNew && (noArgs || !isPunct(after, '('))) {
+        found.push({ what: 'new Date()', instead: 'Clock.nowMs()', line: token.line })
+      } else if (!isNew && isPunct(after, '(')) {
+        found.push({ what: 'Date()', instead: 'Clock.nowMs()', line: token.line })
+      }
+    }
+  }
+  return found
+}
+
+function main(args: readonly string[]): void {
+  const root = resolve(args[0] ?? join(import.meta.dirname, '..'))
+  const violations = tidy(root)
+  for (const v of violations) console.log(formatViolation(v))
+  if (violations.length > 0) {
+    console.error(`tidy: ${violations.length} violation${violations.length === 1 ? '' : 's'}`)
+    process.exitCode = 1
+  }
+}
+
+if (import.meta.main) main(process.argv.slice(2))
