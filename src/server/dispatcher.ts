@@ -1,0 +1,111 @@
+/**
+ * One request frame in, one response frame (or nothing, or "close the connection") out. No
+ * sockets: `dispatch` is also how tests inject frames into a node.
+ */
+import {
+  ApiKey,
+  apis,
+  DecodeError,
+  decodeRequest,
+  EncodeError,
+  ErrorCode,
+  encodeResponse,
+  readRequestPrefix,
+} from '../protocol/index.ts'
+import { NO_RESPONSE, type RequestContext } from './handler.ts'
+import type { HandlerRegistry } from './registry.ts'
+
+export type DispatchResult =
+  /** A response frame with its size prefix, as pieces for a vectored write. */
+  | { readonly kind: 'response'; readonly frame: Buffer[] }
+  /** The request is answered by silence (Produce with acks=0). */
+  | { readonly kind: 'none' }
+  /** The connection must close: the bytes were malformed or the request cannot be answered. */
+  | { readonly kind: 'close'; readonly reason: string }
+
+export interface ConnectionInfo {
+  readonly connectionId: number
+  readonly clientAddress: string
+  readonly listenerName: string
+}
+
+export class Dispatcher {
+  readonly registry: HandlerRegistry
+
+  constructor(registry: HandlerRegistry) {
+    this.registry = registry
+  }
+
+  async dispatch(frame: Buffer, conn: ConnectionInfo): Promise<DispatchResult> {
+    let decoded: ReturnType<typeof decodeRequest>
+    try {
+      decoded = decodeRequest(frame)
+    } catch (e) {
+      if (e instanceof DecodeError) return { kind: 'close', reason: `malformed request: ${e.message}` }
+      throw e
+    }
+    if (decoded.kind === 'unknown-api') {
+      return { kind: 'close', reason: `unknown api key ${decoded.prefix.apiKey}` }
+    }
+    const { apiKey, apiVersion, correlationId } =
+      decoded.kind === 'ok'
+        ? {
+            apiKey: decoded.api.apiKey,
+            apiVersion: decoded.header.requestApiVersion,
+            correlationId: decoded.header.correlationId,
+          }
+        : decoded.prefix
+    const handler = this.registry.get(apiKey)
+    const served =
+      handler !== undefined && apiVersion >= handler.minVersion && apiVersion <= handler.maxVersion
+    if (!served || decoded.kind !== 'ok') {
+      // KIP-511: an ApiVersions request of a version the broker does not know is answered in v0
+      // with UNSUPPORTED_VERSION and the supported ranges, so the client can pick a version.
+      if (apiKey === ApiKey.ApiVersions) {
+        return {
+          kind: 'response',
+          frame: encodeResponse(apis.ApiVersions, 0, correlationId, {
+            errorCode: ErrorCode.UnsupportedVersion,
+            apiKeys: this.registry.apiVersions(),
+          }),
+        }
+      }
+      const name = decoded.api.name
+      return {
+        kind: 'close',
+        reason:
+          handler === undefined
+            ? `${name} is not served here`
+            : `${name} v${apiVersion} is not a served version`,
+      }
+    }
+    const ctx: RequestContext = {
+      header: decoded.header,
+      apiVersion,
+      connectionId: conn.connectionId,
+      clientAddress: conn.clientAddress,
+      listenerName: conn.listenerName,
+    }
+    const result = await handler.handle(decoded.body, ctx)
+    if (result === NO_RESPONSE) return { kind: 'none' }
+    try {
+      return {
+        kind: 'response',
+        frame: encodeResponse(handler.api, apiVersion, correlationId, result as never),
+      }
+    } catch (e) {
+      if (e instanceof EncodeError)
+        return { kind: 'close', reason: `${handler.api.name} response: ${e.message}` }
+      throw e
+    }
+  }
+}
+
+/** The correlation id of a frame, for logging a request that could not be decoded. */
+export function correlationIdOf(frame: Buffer): number | undefined {
+  try {
+    return readRequestPrefix(frame).correlationId
+  } catch {
+    return undefined
+  }
+}

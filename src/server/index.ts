@@ -1,0 +1,13 @@
+/** The Kafka-protocol server: listener, connections, dispatch, and one handler per API. */
+export { Connection, type ConnectionLimits } from './connection.ts'
+export { type ConnectionInfo, Dispatcher, type DispatchResult } from './dispatcher.ts'
+export {
+  defineHandler,
+  type Handler,
+  type HandlerResult,
+  NO_RESPONSE,
+  type RequestContext,
+} from './handler.ts'
+export { type FeatureView, makeApiVersionsHandler } from './handlers/api-versions.ts'
+export { Listener, type ListenerOptions } from './listener.ts'
+export { HandlerRegistry } from './registry.ts'
