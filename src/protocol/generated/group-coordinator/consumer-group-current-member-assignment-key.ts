@@ -29,9 +29,9 @@ export interface ConsumerGroupCurrentMemberAssignmentKey {
 /** ConsumerGroupCurrentMemberAssignmentKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupCurrentMemberAssignmentKeyIn {
   /** The group id. (versions 8) */
-  groupId?: string
+  groupId?: string | undefined
   /** The member id. (versions 8) */
-  memberId?: string
+  memberId?: string | undefined
 }
 
 export function defaultConsumerGroupCurrentMemberAssignmentKey(): ConsumerGroupCurrentMemberAssignmentKey {

@@ -39,15 +39,15 @@ export interface ConsumerGroupCurrentMemberAssignmentValue {
 /** ConsumerGroupCurrentMemberAssignmentValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupCurrentMemberAssignmentValueIn {
   /** The current member epoch that is expected from the member in the heartbeat request. (versions 0+) */
-  memberEpoch?: number
+  memberEpoch?: number | undefined
   /** If the last epoch bump is lost before reaching the member, the member will retry with the previous epoch. (versions 0+) */
-  previousMemberEpoch?: number
+  previousMemberEpoch?: number | undefined
   /** The member state. See MemberState for the possible values. (versions 0+) */
-  state?: number
+  state?: number | undefined
   /** The partitions assigned to (or owned by) this member. (versions 0+) */
-  assignedPartitions?: readonly TopicPartitionsIn[]
+  assignedPartitions?: readonly TopicPartitionsIn[] | undefined
   /** The partitions that must be revoked by this member. (versions 0+) */
-  partitionsPendingRevocation?: readonly TopicPartitionsIn[]
+  partitionsPendingRevocation?: readonly TopicPartitionsIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -128,9 +128,9 @@ export interface TopicPartitions {
 /** TopicPartitions as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicPartitionsIn {
   /** The topic Id. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The partition Ids. (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

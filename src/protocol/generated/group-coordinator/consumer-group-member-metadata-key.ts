@@ -29,9 +29,9 @@ export interface ConsumerGroupMemberMetadataKey {
 /** ConsumerGroupMemberMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupMemberMetadataKeyIn {
   /** The group id. (versions 5) */
-  groupId?: string
+  groupId?: string | undefined
   /** The member id. (versions 5) */
-  memberId?: string
+  memberId?: string | undefined
 }
 
 export function defaultConsumerGroupMemberMetadataKey(): ConsumerGroupMemberMetadataKey {

@@ -45,23 +45,23 @@ export interface ConsumerGroupMemberMetadataValue {
 /** ConsumerGroupMemberMetadataValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupMemberMetadataValueIn {
   /** The (optional) instance id. (versions 0+, nullable 0+) */
-  instanceId?: string | null
+  instanceId?: string | null | undefined
   /** The (optional) rack id. (versions 0+, nullable 0+) */
-  rackId?: string | null
+  rackId?: string | null | undefined
   /** The client id. (versions 0+) */
-  clientId?: string
+  clientId?: string | undefined
   /** The client host. (versions 0+) */
-  clientHost?: string
+  clientHost?: string | undefined
   /** The list of subscribed topic names. (versions 0+) */
-  subscribedTopicNames?: readonly string[]
+  subscribedTopicNames?: readonly string[] | undefined
   /** The subscribed topic regular expression. (versions 0+, nullable 0+) */
-  subscribedTopicRegex?: string | null
+  subscribedTopicRegex?: string | null | undefined
   /** The rebalance timeout (versions 0+) */
-  rebalanceTimeoutMs?: number
+  rebalanceTimeoutMs?: number | undefined
   /** The server assignor to use; or null if not used. (versions 0+, nullable 0+) */
-  serverAssignor?: string | null
+  serverAssignor?: string | null | undefined
   /** The classic member metadata which includes the supported protocols of the consumer if it uses the classic protocol. The metadata is null if the consumer uses the consumer protocol. (versions 0+, tag 0, nullable 0+) */
-  classicMemberMetadata?: ClassicMemberMetadataIn | null
+  classicMemberMetadata?: ClassicMemberMetadataIn | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -195,9 +195,9 @@ export interface ClassicProtocol {
 /** ClassicProtocol as an encoder accepts it: every field may be left out and takes its default. */
 export interface ClassicProtocolIn {
   /** The protocol name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The protocol metadata. (versions 0+) */
-  metadata?: Buffer
+  metadata?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -255,9 +255,9 @@ export interface ClassicMemberMetadata {
 /** ClassicMemberMetadata as an encoder accepts it: every field may be left out and takes its default. */
 export interface ClassicMemberMetadataIn {
   /** The session timeout if the consumer uses the classic protocol. (versions 0+) */
-  sessionTimeoutMs?: number
+  sessionTimeoutMs?: number | undefined
   /** The list of protocols that the member supports if the consumer uses the classic protocol. (versions 0+) */
-  supportedProtocols?: readonly ClassicProtocolIn[]
+  supportedProtocols?: readonly ClassicProtocolIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -27,7 +27,7 @@ export interface ConsumerGroupMetadataKey {
 /** ConsumerGroupMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupMetadataKeyIn {
   /** The group id. (versions 3) */
-  groupId?: string
+  groupId?: string | undefined
 }
 
 export function defaultConsumerGroupMetadataKey(): ConsumerGroupMetadataKey {

@@ -27,7 +27,7 @@ export interface ConsumerGroupPartitionMetadataKey {
 /** ConsumerGroupPartitionMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupPartitionMetadataKeyIn {
   /** The group id. (versions 4) */
-  groupId?: string
+  groupId?: string | undefined
 }
 
 export function defaultConsumerGroupPartitionMetadataKey(): ConsumerGroupPartitionMetadataKey {

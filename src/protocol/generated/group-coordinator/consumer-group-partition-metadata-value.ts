@@ -31,7 +31,7 @@ export interface ConsumerGroupPartitionMetadataValue {
 /** ConsumerGroupPartitionMetadataValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupPartitionMetadataValueIn {
   /** The list of topic metadata. (versions 0+) */
-  topics?: readonly TopicMetadataIn[]
+  topics?: readonly TopicMetadataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -82,9 +82,9 @@ export interface PartitionMetadata {
 /** PartitionMetadata as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionMetadataIn {
   /** The partition number. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The set of racks that the partition is mapped to. (versions 0+) */
-  racks?: readonly string[]
+  racks?: readonly string[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -147,13 +147,13 @@ export interface TopicMetadata {
 /** TopicMetadata as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicMetadataIn {
   /** The topic id. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The topic name. (versions 0+) */
-  topicName?: string
+  topicName?: string | undefined
   /** The number of partitions of the topic. (versions 0+) */
-  numPartitions?: number
+  numPartitions?: number | undefined
   /** Deprecated: this field is not used after 4.0. Partitions mapped to a set of racks. If the rack information is unavailable for all the partitions, an empty list is stored (versions 0+) */
-  partitionMetadata?: readonly PartitionMetadataIn[]
+  partitionMetadata?: readonly PartitionMetadataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

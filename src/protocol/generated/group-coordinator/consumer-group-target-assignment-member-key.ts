@@ -29,9 +29,9 @@ export interface ConsumerGroupTargetAssignmentMemberKey {
 /** ConsumerGroupTargetAssignmentMemberKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupTargetAssignmentMemberKeyIn {
   /** The group id. (versions 7) */
-  groupId?: string
+  groupId?: string | undefined
   /** The member id. (versions 7) */
-  memberId?: string
+  memberId?: string | undefined
 }
 
 export function defaultConsumerGroupTargetAssignmentMemberKey(): ConsumerGroupTargetAssignmentMemberKey {

@@ -27,7 +27,7 @@ export interface ConsumerGroupTargetAssignmentMetadataKey {
 /** ConsumerGroupTargetAssignmentMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupTargetAssignmentMetadataKeyIn {
   /** The group id. (versions 6) */
-  groupId?: string
+  groupId?: string | undefined
 }
 
 export function defaultConsumerGroupTargetAssignmentMetadataKey(): ConsumerGroupTargetAssignmentMetadataKey {

@@ -27,7 +27,7 @@ export interface GroupMetadataKey {
 /** GroupMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface GroupMetadataKeyIn {
   /** (versions 2) */
-  group?: string
+  group?: string | undefined
 }
 
 export function defaultGroupMetadataKey(): GroupMetadataKey {

@@ -39,17 +39,17 @@ export interface GroupMetadataValue {
 /** GroupMetadataValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface GroupMetadataValueIn {
   /** (versions 0+) */
-  protocolType?: string
+  protocolType?: string | undefined
   /** (versions 0+) */
-  generation?: number
+  generation?: number | undefined
   /** (versions 0+, nullable 0+) */
-  protocol?: string | null
+  protocol?: string | null | undefined
   /** (versions 0+, nullable 0+) */
-  leader?: string | null
+  leader?: string | null | undefined
   /** (versions 2+) */
-  currentStateTimestamp?: bigint
+  currentStateTimestamp?: bigint | undefined
   /** (versions 0+) */
-  members?: readonly MemberMetadataIn[]
+  members?: readonly MemberMetadataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -150,21 +150,21 @@ export interface MemberMetadata {
 /** MemberMetadata as an encoder accepts it: every field may be left out and takes its default. */
 export interface MemberMetadataIn {
   /** (versions 0+) */
-  memberId?: string
+  memberId?: string | undefined
   /** (versions 3+, nullable 3+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** (versions 0+) */
-  clientId?: string
+  clientId?: string | undefined
   /** (versions 0+) */
-  clientHost?: string
+  clientHost?: string | undefined
   /** (versions 1+) */
-  rebalanceTimeout?: number
+  rebalanceTimeout?: number | undefined
   /** (versions 0+) */
-  sessionTimeout?: number
+  sessionTimeout?: number | undefined
   /** (versions 0+) */
-  subscription?: Buffer
+  subscription?: Buffer | undefined
   /** (versions 0+) */
-  assignment?: Buffer
+  assignment?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

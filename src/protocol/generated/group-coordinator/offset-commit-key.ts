@@ -31,11 +31,11 @@ export interface OffsetCommitKey {
 /** OffsetCommitKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetCommitKeyIn {
   /** (versions 0-1) */
-  group?: string
+  group?: string | undefined
   /** (versions 0-1) */
-  topic?: string
+  topic?: string | undefined
   /** (versions 0-1) */
-  partition?: number
+  partition?: number | undefined
 }
 
 export function defaultOffsetCommitKey(): OffsetCommitKey {

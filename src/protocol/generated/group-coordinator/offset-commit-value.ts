@@ -37,15 +37,15 @@ export interface OffsetCommitValue {
 /** OffsetCommitValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetCommitValueIn {
   /** (versions 0+) */
-  offset?: bigint
+  offset?: bigint | undefined
   /** (versions 3+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** (versions 0+) */
-  metadata?: string
+  metadata?: string | undefined
   /** (versions 0+) */
-  commitTimestamp?: bigint
+  commitTimestamp?: bigint | undefined
   /** (versions 1) */
-  expireTimestamp?: bigint
+  expireTimestamp?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

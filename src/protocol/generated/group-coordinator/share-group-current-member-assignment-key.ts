@@ -29,9 +29,9 @@ export interface ShareGroupCurrentMemberAssignmentKey {
 /** ShareGroupCurrentMemberAssignmentKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupCurrentMemberAssignmentKeyIn {
   /** The group id. (versions 14) */
-  groupId?: string
+  groupId?: string | undefined
   /** The member id. (versions 14) */
-  memberId?: string
+  memberId?: string | undefined
 }
 
 export function defaultShareGroupCurrentMemberAssignmentKey(): ShareGroupCurrentMemberAssignmentKey {

@@ -29,9 +29,9 @@ export interface ShareGroupMemberMetadataKey {
 /** ShareGroupMemberMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupMemberMetadataKeyIn {
   /** The group id. (versions 10) */
-  groupId?: string
+  groupId?: string | undefined
   /** The member id. (versions 10) */
-  memberId?: string
+  memberId?: string | undefined
 }
 
 export function defaultShareGroupMemberMetadataKey(): ShareGroupMemberMetadataKey {

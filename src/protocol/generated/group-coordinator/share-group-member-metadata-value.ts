@@ -35,13 +35,13 @@ export interface ShareGroupMemberMetadataValue {
 /** ShareGroupMemberMetadataValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupMemberMetadataValueIn {
   /** The (optional) rack id. (versions 0+, nullable 0+) */
-  rackId?: string | null
+  rackId?: string | null | undefined
   /** The client id. (versions 0+) */
-  clientId?: string
+  clientId?: string | undefined
   /** The client host. (versions 0+) */
-  clientHost?: string
+  clientHost?: string | undefined
   /** The list of subscribed topic names. (versions 0+) */
-  subscribedTopicNames?: readonly string[]
+  subscribedTopicNames?: readonly string[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -27,7 +27,7 @@ export interface ShareGroupMetadataKey {
 /** ShareGroupMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupMetadataKeyIn {
   /** The group id. (versions 11) */
-  groupId?: string
+  groupId?: string | undefined
 }
 
 export function defaultShareGroupMetadataKey(): ShareGroupMetadataKey {

@@ -29,7 +29,7 @@ export interface ShareGroupMetadataValue {
 /** ShareGroupMetadataValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupMetadataValueIn {
   /** The group epoch. (versions 0+) */
-  epoch?: number
+  epoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

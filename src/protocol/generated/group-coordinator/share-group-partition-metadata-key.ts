@@ -27,7 +27,7 @@ export interface ShareGroupPartitionMetadataKey {
 /** ShareGroupPartitionMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupPartitionMetadataKeyIn {
   /** The group id. (versions 9) */
-  groupId?: string
+  groupId?: string | undefined
 }
 
 export function defaultShareGroupPartitionMetadataKey(): ShareGroupPartitionMetadataKey {

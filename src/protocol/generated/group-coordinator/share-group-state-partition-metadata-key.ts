@@ -27,7 +27,7 @@ export interface ShareGroupStatePartitionMetadataKey {
 /** ShareGroupStatePartitionMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupStatePartitionMetadataKeyIn {
   /** The group id. (versions 15) */
-  groupId?: string
+  groupId?: string | undefined
 }
 
 export function defaultShareGroupStatePartitionMetadataKey(): ShareGroupStatePartitionMetadataKey {

@@ -33,9 +33,9 @@ export interface ShareGroupStatePartitionMetadataValue {
 /** ShareGroupStatePartitionMetadataValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupStatePartitionMetadataValueIn {
   /** The topics with initialized share-group state. (versions 0+) */
-  initializedTopics?: readonly TopicPartitionsInfoIn[]
+  initializedTopics?: readonly TopicPartitionsInfoIn[] | undefined
   /** The topics whose share-group state is being deleted. (versions 0+) */
-  deletingTopics?: readonly TopicInfoIn[]
+  deletingTopics?: readonly TopicInfoIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -97,11 +97,11 @@ export interface TopicPartitionsInfo {
 /** TopicPartitionsInfo as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicPartitionsInfoIn {
   /** The topic identifier. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The topic name. (versions 0+) */
-  topicName?: string
+  topicName?: string | undefined
   /** The partitions. (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -167,9 +167,9 @@ export interface TopicInfo {
 /** TopicInfo as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicInfoIn {
   /** The topic identifier. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The topic name. (versions 0+) */
-  topicName?: string
+  topicName?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -29,9 +29,9 @@ export interface ShareGroupTargetAssignmentMemberKey {
 /** ShareGroupTargetAssignmentMemberKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupTargetAssignmentMemberKeyIn {
   /** The group id. (versions 13) */
-  groupId?: string
+  groupId?: string | undefined
   /** The member id. (versions 13) */
-  memberId?: string
+  memberId?: string | undefined
 }
 
 export function defaultShareGroupTargetAssignmentMemberKey(): ShareGroupTargetAssignmentMemberKey {

@@ -31,7 +31,7 @@ export interface ShareGroupTargetAssignmentMemberValue {
 /** ShareGroupTargetAssignmentMemberValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupTargetAssignmentMemberValueIn {
   /** The assigned partitions. (versions 0+) */
-  topicPartitions?: readonly TopicPartitionIn[]
+  topicPartitions?: readonly TopicPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -82,9 +82,9 @@ export interface TopicPartition {
 /** TopicPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicPartitionIn {
   /** (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

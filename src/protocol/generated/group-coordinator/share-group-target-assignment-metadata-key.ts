@@ -27,7 +27,7 @@ export interface ShareGroupTargetAssignmentMetadataKey {
 /** ShareGroupTargetAssignmentMetadataKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupTargetAssignmentMetadataKeyIn {
   /** The group id. (versions 12) */
-  groupId?: string
+  groupId?: string | undefined
 }
 
 export function defaultShareGroupTargetAssignmentMetadataKey(): ShareGroupTargetAssignmentMetadataKey {

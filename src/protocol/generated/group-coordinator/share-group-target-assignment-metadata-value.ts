@@ -29,7 +29,7 @@ export interface ShareGroupTargetAssignmentMetadataValue {
 /** ShareGroupTargetAssignmentMetadataValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareGroupTargetAssignmentMetadataValueIn {
   /** The assignment epoch. (versions 0+) */
-  assignmentEpoch?: number
+  assignmentEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -37,13 +37,13 @@ export interface AddOffsetsToTxnRequest {
 /** AddOffsetsToTxnRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddOffsetsToTxnRequestIn {
   /** The transactional id corresponding to the transaction. (versions 0+) */
-  transactionalId?: m.TransactionalId
+  transactionalId?: m.TransactionalId | undefined
   /** Current producer id in use by the transactional id. (versions 0+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** Current epoch associated with the producer id. (versions 0+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** The unique group identifier. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

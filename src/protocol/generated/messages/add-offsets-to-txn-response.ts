@@ -32,9 +32,9 @@ export interface AddOffsetsToTxnResponse {
 /** AddOffsetsToTxnResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddOffsetsToTxnResponseIn {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The response error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

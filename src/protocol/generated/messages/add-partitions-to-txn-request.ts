@@ -39,15 +39,15 @@ export interface AddPartitionsToTxnRequest {
 /** AddPartitionsToTxnRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddPartitionsToTxnRequestIn {
   /** List of transactions to add partitions to. (versions 4+) */
-  transactions?: readonly AddPartitionsToTxnTransactionIn[]
+  transactions?: readonly AddPartitionsToTxnTransactionIn[] | undefined
   /** The transactional id corresponding to the transaction. (versions 0-3) */
-  v3AndBelowTransactionalId?: m.TransactionalId
+  v3AndBelowTransactionalId?: m.TransactionalId | undefined
   /** Current producer id in use by the transactional id. (versions 0-3) */
-  v3AndBelowProducerId?: m.ProducerId
+  v3AndBelowProducerId?: m.ProducerId | undefined
   /** Current epoch associated with the producer id. (versions 0-3) */
-  v3AndBelowProducerEpoch?: number
+  v3AndBelowProducerEpoch?: number | undefined
   /** The partitions to add to the transaction. (versions 0-3) */
-  v3AndBelowTopics?: readonly AddPartitionsToTxnTopicIn[]
+  v3AndBelowTopics?: readonly AddPartitionsToTxnTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -145,15 +145,15 @@ export interface AddPartitionsToTxnTransaction {
 /** AddPartitionsToTxnTransaction as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddPartitionsToTxnTransactionIn {
   /** The transactional id corresponding to the transaction. (versions 4+) */
-  transactionalId?: m.TransactionalId
+  transactionalId?: m.TransactionalId | undefined
   /** Current producer id in use by the transactional id. (versions 4+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** Current epoch associated with the producer id. (versions 4+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** Boolean to signify if we want to check if the partition is in the transaction rather than add it. (versions 4+) */
-  verifyOnly?: boolean
+  verifyOnly?: boolean | undefined
   /** The partitions to add to the transaction. (versions 4+) */
-  topics?: readonly AddPartitionsToTxnTopicIn[]
+  topics?: readonly AddPartitionsToTxnTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -243,9 +243,9 @@ export interface AddPartitionsToTxnTopic {
 /** AddPartitionsToTxnTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddPartitionsToTxnTopicIn {
   /** The name of the topic. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partition indexes to add to the transaction (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -37,13 +37,13 @@ export interface AddPartitionsToTxnResponse {
 /** AddPartitionsToTxnResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddPartitionsToTxnResponseIn {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The response top level error code. (versions 4+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Results categorized by transactional ID. (versions 4+) */
-  resultsByTransaction?: readonly AddPartitionsToTxnResultIn[]
+  resultsByTransaction?: readonly AddPartitionsToTxnResultIn[] | undefined
   /** The results for each topic. (versions 0-3) */
-  resultsByTopicV3AndBelow?: readonly AddPartitionsToTxnTopicResultIn[]
+  resultsByTopicV3AndBelow?: readonly AddPartitionsToTxnTopicResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -121,9 +121,9 @@ export interface AddPartitionsToTxnResult {
 /** AddPartitionsToTxnResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddPartitionsToTxnResultIn {
   /** The transactional id corresponding to the transaction. (versions 4+) */
-  transactionalId?: m.TransactionalId
+  transactionalId?: m.TransactionalId | undefined
   /** The results for each topic. (versions 4+) */
-  topicResults?: readonly AddPartitionsToTxnTopicResultIn[]
+  topicResults?: readonly AddPartitionsToTxnTopicResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -186,9 +186,9 @@ export interface AddPartitionsToTxnTopicResult {
 /** AddPartitionsToTxnTopicResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddPartitionsToTxnTopicResultIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The results for each partition (versions 0+) */
-  resultsByPartition?: readonly AddPartitionsToTxnPartitionResultIn[]
+  resultsByPartition?: readonly AddPartitionsToTxnPartitionResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -247,9 +247,9 @@ export interface AddPartitionsToTxnPartitionResult {
 /** AddPartitionsToTxnPartitionResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddPartitionsToTxnPartitionResultIn {
   /** The partition indexes. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The response error code. (versions 0+) */
-  partitionErrorCode?: number
+  partitionErrorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -40,15 +40,15 @@ export interface AddRaftVoterRequest {
 /** AddRaftVoterRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface AddRaftVoterRequestIn {
   /** (versions 0+, nullable 0+) */
-  clusterId?: string | null
+  clusterId?: string | null | undefined
   /** (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** The replica id of the voter getting added to the topic partition (versions 0+) */
-  voterId?: number
+  voterId?: number | undefined
   /** The directory id of the voter getting added to the topic partition (versions 0+) */
-  voterDirectoryId?: m.Uuid
+  voterDirectoryId?: m.Uuid | undefined
   /** The endpoints that can be used to communicate with the voter (versions 0+) */
-  listeners?: readonly ListenerIn[]
+  listeners?: readonly ListenerIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -130,11 +130,11 @@ export interface Listener {
 /** Listener as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListenerIn {
   /** The name of the endpoint (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The hostname (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The port (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

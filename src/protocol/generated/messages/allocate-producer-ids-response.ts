@@ -37,13 +37,13 @@ export interface AllocateProducerIdsResponse {
 /** AllocateProducerIdsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AllocateProducerIdsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top level response error code (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The first producer ID in this range, inclusive (versions 0+) */
-  producerIdStart?: m.ProducerId
+  producerIdStart?: m.ProducerId | undefined
   /** The number of producer IDs in this range (versions 0+) */
-  producerIdLen?: number
+  producerIdLen?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

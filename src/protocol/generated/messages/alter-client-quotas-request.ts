@@ -32,9 +32,9 @@ export interface AlterClientQuotasRequest {
 /** AlterClientQuotasRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterClientQuotasRequestIn {
   /** The quota configuration entries to alter. (versions 0+) */
-  entries?: readonly EntryDataIn[]
+  entries?: readonly EntryDataIn[] | undefined
   /** Whether the alteration should be validated, but not performed. (versions 0+) */
-  validateOnly?: boolean
+  validateOnly?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -92,9 +92,9 @@ export interface EntityData {
 /** EntityData as an encoder accepts it: every field may be left out and takes its default. */
 export interface EntityDataIn {
   /** The entity type. (versions 0+) */
-  entityType?: string
+  entityType?: string | undefined
   /** The name of the entity, or null if the default. (versions 0+, nullable 0+) */
-  entityName?: string | null
+  entityName?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -154,11 +154,11 @@ export interface OpData {
 /** OpData as an encoder accepts it: every field may be left out and takes its default. */
 export interface OpDataIn {
   /** The quota configuration key. (versions 0+) */
-  key?: string
+  key?: string | undefined
   /** The value to set, otherwise ignored if the value is to be removed. (versions 0+) */
-  value?: number
+  value?: number | undefined
   /** Whether the quota configuration value should be removed, otherwise set. (versions 0+) */
-  remove?: boolean
+  remove?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -222,9 +222,9 @@ export interface EntryData {
 /** EntryData as an encoder accepts it: every field may be left out and takes its default. */
 export interface EntryDataIn {
   /** The quota entity to alter. (versions 0+) */
-  entity?: readonly EntityDataIn[]
+  entity?: readonly EntityDataIn[] | undefined
   /** An individual quota configuration entry to alter. (versions 0+) */
-  ops?: readonly OpDataIn[]
+  ops?: readonly OpDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

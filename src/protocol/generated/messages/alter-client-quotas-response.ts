@@ -32,9 +32,9 @@ export interface AlterClientQuotasResponse {
 /** AlterClientQuotasResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterClientQuotasResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The quota configuration entries to alter. (versions 0+) */
-  entries?: readonly EntryDataIn[]
+  entries?: readonly EntryDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -92,9 +92,9 @@ export interface EntityData {
 /** EntityData as an encoder accepts it: every field may be left out and takes its default. */
 export interface EntityDataIn {
   /** The entity type. (versions 0+) */
-  entityType?: string
+  entityType?: string | undefined
   /** The name of the entity, or null if the default. (versions 0+, nullable 0+) */
-  entityName?: string | null
+  entityName?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -154,11 +154,11 @@ export interface EntryData {
 /** EntryData as an encoder accepts it: every field may be left out and takes its default. */
 export interface EntryDataIn {
   /** The error code, or `0` if the quota alteration succeeded. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or `null` if the quota alteration succeeded. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The quota entity to alter. (versions 0+) */
-  entity?: readonly EntityDataIn[]
+  entity?: readonly EntityDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

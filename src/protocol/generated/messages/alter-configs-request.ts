@@ -32,9 +32,9 @@ export interface AlterConfigsRequest {
 /** AlterConfigsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterConfigsRequestIn {
   /** The updates for each resource. (versions 0+) */
-  resources?: readonly AlterConfigsResourceIn[]
+  resources?: readonly AlterConfigsResourceIn[] | undefined
   /** True if we should validate the request, but not change the configurations. (versions 0+) */
-  validateOnly?: boolean
+  validateOnly?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -92,9 +92,9 @@ export interface AlterableConfig {
 /** AlterableConfig as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterableConfigIn {
   /** The configuration key name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The value to set for the configuration key. (versions 0+, nullable 0+) */
-  value?: string | null
+  value?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -154,11 +154,11 @@ export interface AlterConfigsResource {
 /** AlterConfigsResource as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterConfigsResourceIn {
   /** The resource type. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The resource name. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** The configurations. (versions 0+) */
-  configs?: readonly AlterableConfigIn[]
+  configs?: readonly AlterableConfigIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

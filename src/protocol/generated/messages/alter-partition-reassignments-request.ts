@@ -33,9 +33,9 @@ export interface AlterPartitionReassignmentsRequest {
 /** AlterPartitionReassignmentsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterPartitionReassignmentsRequestIn {
   /** The time in ms to wait for the request to complete. (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** The topics to reassign. (versions 0+) */
-  topics?: readonly ReassignableTopicIn[]
+  topics?: readonly ReassignableTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,9 +93,9 @@ export interface ReassignablePartition {
 /** ReassignablePartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReassignablePartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The replicas to place the partitions on, or null to cancel a pending reassignment for this partition. (versions 0+, nullable 0+) */
-  replicas?: readonly m.BrokerId[] | null
+  replicas?: readonly m.BrokerId[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -153,9 +153,9 @@ export interface ReassignableTopic {
 /** ReassignableTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReassignableTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partitions to reassign. (versions 0+) */
-  partitions?: readonly ReassignablePartitionIn[]
+  partitions?: readonly ReassignablePartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

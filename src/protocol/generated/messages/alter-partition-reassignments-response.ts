@@ -37,13 +37,13 @@ export interface AlterPartitionReassignmentsResponse {
 /** AlterPartitionReassignmentsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterPartitionReassignmentsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top-level error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The top-level error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The responses to topics to reassign. (versions 0+) */
-  responses?: readonly ReassignableTopicResponseIn[]
+  responses?: readonly ReassignableTopicResponseIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -118,11 +118,11 @@ export interface ReassignablePartitionResponse {
 /** ReassignablePartitionResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReassignablePartitionResponseIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The error code for this partition, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message for this partition, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -186,9 +186,9 @@ export interface ReassignableTopicResponse {
 /** ReassignableTopicResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReassignableTopicResponseIn {
   /** The topic name (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The responses to partitions to reassign (versions 0+) */
-  partitions?: readonly ReassignablePartitionResponseIn[]
+  partitions?: readonly ReassignablePartitionResponseIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -36,11 +36,11 @@ export interface AlterPartitionRequest {
 /** AlterPartitionRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterPartitionRequestIn {
   /** The ID of the requesting broker (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The epoch of the requesting broker (versions 0+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -105,9 +105,9 @@ export interface BrokerState {
 /** BrokerState as an encoder accepts it: every field may be left out and takes its default. */
 export interface BrokerStateIn {
   /** The ID of the broker. (versions 3+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The epoch of the broker. It will be -1 if the epoch check is not supported. (versions 3+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -175,17 +175,17 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The leader epoch of this partition (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** The ISR for this partition. Deprecated since version 3. (versions 0-2) */
-  newIsr?: readonly m.BrokerId[]
+  newIsr?: readonly m.BrokerId[] | undefined
   /** (versions 3+) */
-  newIsrWithEpochs?: readonly BrokerStateIn[]
+  newIsrWithEpochs?: readonly BrokerStateIn[] | undefined
   /** 1 if the partition is recovering from an unclean leader election; 0 otherwise. (versions 1+) */
-  leaderRecoveryState?: number
+  leaderRecoveryState?: number | undefined
   /** The expected epoch of the partition which is being updated. For legacy cluster this is the ZkVersion in the LeaderAndIsr request. (versions 0+) */
-  partitionEpoch?: number
+  partitionEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -281,11 +281,11 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** The name of the topic to alter ISRs for (versions 0-1) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The ID of the topic to alter ISRs for (versions 2+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

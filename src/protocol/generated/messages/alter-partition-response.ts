@@ -36,11 +36,11 @@ export interface AlterPartitionResponse {
 /** AlterPartitionResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterPartitionResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top level response error code (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -115,19 +115,19 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The partition level error code (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The broker ID of the leader. (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The leader epoch. (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** The in-sync replica IDs. (versions 0+) */
-  isr?: readonly m.BrokerId[]
+  isr?: readonly m.BrokerId[] | undefined
   /** 1 if the partition is recovering from an unclean leader election; 0 otherwise. (versions 1+) */
-  leaderRecoveryState?: number
+  leaderRecoveryState?: number | undefined
   /** The current epoch for the partition for KRaft controllers. The current ZK version for the legacy controllers. (versions 0+) */
-  partitionEpoch?: number
+  partitionEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -222,11 +222,11 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** The name of the topic (versions 0-1) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The ID of the topic (versions 2+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

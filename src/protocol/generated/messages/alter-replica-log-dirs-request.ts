@@ -31,7 +31,7 @@ export interface AlterReplicaLogDirsRequest {
 /** AlterReplicaLogDirsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterReplicaLogDirsRequestIn {
   /** The alterations to make for each directory. (versions 0+) */
-  dirs?: readonly AlterReplicaLogDirIn[]
+  dirs?: readonly AlterReplicaLogDirIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -82,9 +82,9 @@ export interface AlterReplicaLogDirTopic {
 /** AlterReplicaLogDirTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterReplicaLogDirTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partition indexes. (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -143,9 +143,9 @@ export interface AlterReplicaLogDir {
 /** AlterReplicaLogDir as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterReplicaLogDirIn {
   /** The absolute directory path. (versions 0+) */
-  path?: string
+  path?: string | undefined
   /** The topics to add to the directory. (versions 0+) */
-  topics?: readonly AlterReplicaLogDirTopicIn[]
+  topics?: readonly AlterReplicaLogDirTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

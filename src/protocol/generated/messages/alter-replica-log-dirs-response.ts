@@ -33,9 +33,9 @@ export interface AlterReplicaLogDirsResponse {
 /** AlterReplicaLogDirsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterReplicaLogDirsResponseIn {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The results for each topic. (versions 0+) */
-  results?: readonly AlterReplicaLogDirTopicResultIn[]
+  results?: readonly AlterReplicaLogDirTopicResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,9 +93,9 @@ export interface AlterReplicaLogDirPartitionResult {
 /** AlterReplicaLogDirPartitionResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterReplicaLogDirPartitionResultIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -151,9 +151,9 @@ export interface AlterReplicaLogDirTopicResult {
 /** AlterReplicaLogDirTopicResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterReplicaLogDirTopicResultIn {
   /** The name of the topic. (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The results for each partition. (versions 0+) */
-  partitions?: readonly AlterReplicaLogDirPartitionResultIn[]
+  partitions?: readonly AlterReplicaLogDirPartitionResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

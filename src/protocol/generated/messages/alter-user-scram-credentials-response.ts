@@ -32,9 +32,9 @@ export interface AlterUserScramCredentialsResponse {
 /** AlterUserScramCredentialsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterUserScramCredentialsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The results for deletions and alterations, one per affected user. (versions 0+) */
-  results?: readonly AlterUserScramCredentialsResultIn[]
+  results?: readonly AlterUserScramCredentialsResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -94,11 +94,11 @@ export interface AlterUserScramCredentialsResult {
 /** AlterUserScramCredentialsResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterUserScramCredentialsResultIn {
   /** The user name. (versions 0+) */
-  user?: string
+  user?: string | undefined
   /** The error code. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, if any. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

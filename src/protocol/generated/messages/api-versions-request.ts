@@ -32,9 +32,9 @@ export interface ApiVersionsRequest {
 /** ApiVersionsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ApiVersionsRequestIn {
   /** The name of the client. (versions 3+) */
-  clientSoftwareName?: string
+  clientSoftwareName?: string | undefined
   /** The version of the client. (versions 3+) */
-  clientSoftwareVersion?: string
+  clientSoftwareVersion?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -42,19 +42,19 @@ export interface ApiVersionsResponse {
 /** ApiVersionsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ApiVersionsResponseIn {
   /** The top-level error code. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The APIs supported by the broker. (versions 0+) */
-  apiKeys?: readonly ApiVersionIn[]
+  apiKeys?: readonly ApiVersionIn[] | undefined
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Features supported by the broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted. (versions 3+, tag 0) */
-  supportedFeatures?: readonly SupportedFeatureKeyIn[]
+  supportedFeatures?: readonly SupportedFeatureKeyIn[] | undefined
   /** The monotonically increasing epoch for the finalized features information. Valid values are >= 0. A value of -1 is special and represents unknown epoch. (versions 3+, tag 1) */
-  finalizedFeaturesEpoch?: bigint
+  finalizedFeaturesEpoch?: bigint | undefined
   /** List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0. (versions 3+, tag 2) */
-  finalizedFeatures?: readonly FinalizedFeatureKeyIn[]
+  finalizedFeatures?: readonly FinalizedFeatureKeyIn[] | undefined
   /** Set by a KRaft controller if the required configurations for ZK migration are present (versions 3+, tag 3) */
-  zkMigrationReady?: boolean
+  zkMigrationReady?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -199,11 +199,11 @@ export interface ApiVersion {
 /** ApiVersion as an encoder accepts it: every field may be left out and takes its default. */
 export interface ApiVersionIn {
   /** The API index. (versions 0+) */
-  apiKey?: number
+  apiKey?: number | undefined
   /** The minimum supported version, inclusive. (versions 0+) */
-  minVersion?: number
+  minVersion?: number | undefined
   /** The maximum supported version, inclusive. (versions 0+) */
-  maxVersion?: number
+  maxVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -268,11 +268,11 @@ export interface SupportedFeatureKey {
 /** SupportedFeatureKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface SupportedFeatureKeyIn {
   /** The name of the feature. (versions 3+) */
-  name?: string
+  name?: string | undefined
   /** The minimum supported version for the feature. (versions 3+) */
-  minVersion?: number
+  minVersion?: number | undefined
   /** The maximum supported version for the feature. (versions 3+) */
-  maxVersion?: number
+  maxVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -344,11 +344,11 @@ export interface FinalizedFeatureKey {
 /** FinalizedFeatureKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface FinalizedFeatureKeyIn {
   /** The name of the feature. (versions 3+) */
-  name?: string
+  name?: string | undefined
   /** The cluster-wide finalized max version level for the feature. (versions 3+) */
-  maxVersionLevel?: number
+  maxVersionLevel?: number | undefined
   /** The cluster-wide finalized min version level for the feature. (versions 3+) */
-  minVersionLevel?: number
+  minVersionLevel?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

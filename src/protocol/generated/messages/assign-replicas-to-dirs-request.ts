@@ -36,11 +36,11 @@ export interface AssignReplicasToDirsRequest {
 /** AssignReplicasToDirsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface AssignReplicasToDirsRequestIn {
   /** The ID of the requesting broker (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The epoch of the requesting broker (versions 0+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** (versions 0+) */
-  directories?: readonly DirectoryDataIn[]
+  directories?: readonly DirectoryDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -103,7 +103,7 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -152,9 +152,9 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** The ID of the assigned topic (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -212,9 +212,9 @@ export interface DirectoryData {
 /** DirectoryData as an encoder accepts it: every field may be left out and takes its default. */
 export interface DirectoryDataIn {
   /** The ID of the directory (versions 0+) */
-  id?: m.Uuid
+  id?: m.Uuid | undefined
   /** (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

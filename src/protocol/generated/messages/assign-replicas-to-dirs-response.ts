@@ -36,11 +36,11 @@ export interface AssignReplicasToDirsResponse {
 /** AssignReplicasToDirsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AssignReplicasToDirsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top level response error code (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** (versions 0+) */
-  directories?: readonly DirectoryDataIn[]
+  directories?: readonly DirectoryDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -105,9 +105,9 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The partition level error code (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -163,9 +163,9 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** The ID of the assigned topic (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -223,9 +223,9 @@ export interface DirectoryData {
 /** DirectoryData as an encoder accepts it: every field may be left out and takes its default. */
 export interface DirectoryDataIn {
   /** The ID of the directory (versions 0+) */
-  id?: m.Uuid
+  id?: m.Uuid | undefined
   /** (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

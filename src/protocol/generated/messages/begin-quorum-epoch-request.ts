@@ -38,13 +38,13 @@ export interface BeginQuorumEpochRequest {
 /** BeginQuorumEpochRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface BeginQuorumEpochRequestIn {
   /** (versions 0+, nullable 0+) */
-  clusterId?: string | null
+  clusterId?: string | null | undefined
   /** The replica id of the voter receiving the request (versions 1+) */
-  voterId?: m.BrokerId
+  voterId?: m.BrokerId | undefined
   /** (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** Endpoints for the leader (versions 1+) */
-  leaderEndpoints?: readonly LeaderEndpointIn[]
+  leaderEndpoints?: readonly LeaderEndpointIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -123,13 +123,13 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The directory id of the receiving replica (versions 1+) */
-  voterDirectoryId?: m.Uuid
+  voterDirectoryId?: m.Uuid | undefined
   /** The ID of the newly elected leader (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The epoch of the newly elected leader (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -199,9 +199,9 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** The topic name (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -262,11 +262,11 @@ export interface LeaderEndpoint {
 /** LeaderEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderEndpointIn {
   /** The name of the endpoint (versions 1+) */
-  name?: string
+  name?: string | undefined
   /** The node's hostname (versions 1+) */
-  host?: string
+  host?: string | undefined
   /** The node's port (versions 1+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -41,17 +41,17 @@ export interface BrokerHeartbeatRequest {
 /** BrokerHeartbeatRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface BrokerHeartbeatRequestIn {
   /** The broker ID. (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The broker epoch. (versions 0+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** The highest metadata offset which the broker has reached. (versions 0+) */
-  currentMetadataOffset?: bigint
+  currentMetadataOffset?: bigint | undefined
   /** True if the broker wants to be fenced, false otherwise. (versions 0+) */
-  wantFence?: boolean
+  wantFence?: boolean | undefined
   /** True if the broker wants to be shut down, false otherwise. (versions 0+) */
-  wantShutDown?: boolean
+  wantShutDown?: boolean | undefined
   /** Log directories that failed and went offline. (versions 1+, tag 0) */
-  offlineLogDirs?: readonly m.Uuid[]
+  offlineLogDirs?: readonly m.Uuid[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

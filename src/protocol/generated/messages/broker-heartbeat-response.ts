@@ -38,15 +38,15 @@ export interface BrokerHeartbeatResponse {
 /** BrokerHeartbeatResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface BrokerHeartbeatResponseIn {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** True if the broker has approximately caught up with the latest metadata. (versions 0+) */
-  isCaughtUp?: boolean
+  isCaughtUp?: boolean | undefined
   /** True if the broker is fenced. (versions 0+) */
-  isFenced?: boolean
+  isFenced?: boolean | undefined
   /** True if the broker should proceed with its shutdown. (versions 0+) */
-  shouldShutDown?: boolean
+  shouldShutDown?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

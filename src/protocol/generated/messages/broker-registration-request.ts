@@ -48,23 +48,23 @@ export interface BrokerRegistrationRequest {
 /** BrokerRegistrationRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface BrokerRegistrationRequestIn {
   /** The broker ID. (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The cluster id of the broker process. (versions 0+) */
-  clusterId?: string
+  clusterId?: string | undefined
   /** The incarnation id of the broker process. (versions 0+) */
-  incarnationId?: m.Uuid
+  incarnationId?: m.Uuid | undefined
   /** The listeners of this broker (versions 0+) */
-  listeners?: readonly ListenerIn[]
+  listeners?: readonly ListenerIn[] | undefined
   /** The features on this broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted. (versions 0+) */
-  features?: readonly FeatureIn[]
+  features?: readonly FeatureIn[] | undefined
   /** The rack which this broker is in. (versions 0+, nullable 0+) */
-  rack?: string | null
+  rack?: string | null | undefined
   /** If the required configurations for ZK migration are present, this value is set to true (versions 1+) */
-  isMigratingZkBroker?: boolean
+  isMigratingZkBroker?: boolean | undefined
   /** Log directories configured in this broker which are available. (versions 2+) */
-  logDirs?: readonly m.Uuid[]
+  logDirs?: readonly m.Uuid[] | undefined
   /** The epoch before a clean shutdown. (versions 3+) */
-  previousBrokerEpoch?: bigint
+  previousBrokerEpoch?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -183,13 +183,13 @@ export interface Listener {
 /** Listener as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListenerIn {
   /** The name of the endpoint. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The hostname. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The port. (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** The security protocol. (versions 0+) */
-  securityProtocol?: number
+  securityProtocol?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -263,11 +263,11 @@ export interface Feature {
 /** Feature as an encoder accepts it: every field may be left out and takes its default. */
 export interface FeatureIn {
   /** The feature name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The minimum supported feature level. (versions 0+) */
-  minSupportedVersion?: number
+  minSupportedVersion?: number | undefined
   /** The maximum supported feature level. (versions 0+) */
-  maxSupportedVersion?: number
+  maxSupportedVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,9 +33,9 @@ export interface ConsumerGroupDescribeRequest {
 /** ConsumerGroupDescribeRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupDescribeRequestIn {
   /** The ids of the groups to describe (versions 0+) */
-  groupIds?: readonly m.GroupId[]
+  groupIds?: readonly m.GroupId[] | undefined
   /** Whether to include authorized operations. (versions 0+) */
-  includeAuthorizedOperations?: boolean
+  includeAuthorizedOperations?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -34,9 +34,9 @@ export interface ConsumerGroupDescribeResponse {
 /** ConsumerGroupDescribeResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerGroupDescribeResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Each described group. (versions 0+) */
-  groups?: readonly DescribedGroupIn[]
+  groups?: readonly DescribedGroupIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -110,25 +110,25 @@ export interface Member {
 /** Member as an encoder accepts it: every field may be left out and takes its default. */
 export interface MemberIn {
   /** The member ID. (versions 0+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The member instance ID. (versions 0+, nullable 0+) */
-  instanceId?: string | null
+  instanceId?: string | null | undefined
   /** The member rack ID. (versions 0+, nullable 0+) */
-  rackId?: string | null
+  rackId?: string | null | undefined
   /** The current member epoch. (versions 0+) */
-  memberEpoch?: number
+  memberEpoch?: number | undefined
   /** The client ID. (versions 0+) */
-  clientId?: string
+  clientId?: string | undefined
   /** The client host. (versions 0+) */
-  clientHost?: string
+  clientHost?: string | undefined
   /** The subscribed topic names. (versions 0+) */
-  subscribedTopicNames?: readonly m.TopicName[]
+  subscribedTopicNames?: readonly m.TopicName[] | undefined
   /** the subscribed topic regex otherwise or null of not provided. (versions 0+, nullable 0+) */
-  subscribedTopicRegex?: string | null
+  subscribedTopicRegex?: string | null | undefined
   /** The current assignment. (versions 0+) */
-  assignment?: AssignmentIn
+  assignment?: AssignmentIn | undefined
   /** The target assignment. (versions 0+) */
-  targetAssignment?: AssignmentIn
+  targetAssignment?: AssignmentIn | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -263,23 +263,23 @@ export interface DescribedGroup {
 /** DescribedGroup as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribedGroupIn {
   /** The describe error, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The top-level error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The group ID string. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The group state string, or the empty string. (versions 0+) */
-  groupState?: string
+  groupState?: string | undefined
   /** The group epoch. (versions 0+) */
-  groupEpoch?: number
+  groupEpoch?: number | undefined
   /** The assignment epoch. (versions 0+) */
-  assignmentEpoch?: number
+  assignmentEpoch?: number | undefined
   /** The selected assignor. (versions 0+) */
-  assignorName?: string
+  assignorName?: string | undefined
   /** The members. (versions 0+) */
-  members?: readonly MemberIn[]
+  members?: readonly MemberIn[] | undefined
   /** 32-bit bitfield to represent authorized operations for this group. (versions 0+) */
-  authorizedOperations?: number
+  authorizedOperations?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -392,11 +392,11 @@ export interface TopicPartitions {
 /** TopicPartitions as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicPartitionsIn {
   /** The topic ID. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The topic name. (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The partitions. (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -460,7 +460,7 @@ export interface Assignment {
 /** Assignment as an encoder accepts it: every field may be left out and takes its default. */
 export interface AssignmentIn {
   /** The assigned topic-partitions to the member. (versions 0+) */
-  topicPartitions?: readonly TopicPartitionsIn[]
+  topicPartitions?: readonly TopicPartitionsIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

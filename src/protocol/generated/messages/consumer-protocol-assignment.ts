@@ -30,9 +30,9 @@ export interface ConsumerProtocolAssignment {
 /** ConsumerProtocolAssignment as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerProtocolAssignmentIn {
   /** (versions 0+) */
-  assignedPartitions?: readonly TopicPartitionIn[]
+  assignedPartitions?: readonly TopicPartitionIn[] | undefined
   /** (versions 0+, nullable 0+) */
-  userData?: Buffer | null
+  userData?: Buffer | null | undefined
 }
 
 export function defaultConsumerProtocolAssignment(): ConsumerProtocolAssignment {
@@ -84,9 +84,9 @@ export interface TopicPartition {
 /** TopicPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicPartitionIn {
   /** (versions 0+) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
 }
 
 export function defaultTopicPartition(): TopicPartition {

@@ -36,15 +36,15 @@ export interface ConsumerProtocolSubscription {
 /** ConsumerProtocolSubscription as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConsumerProtocolSubscriptionIn {
   /** (versions 0+) */
-  topics?: readonly string[]
+  topics?: readonly string[] | undefined
   /** (versions 0+, nullable 0+) */
-  userData?: Buffer | null
+  userData?: Buffer | null | undefined
   /** (versions 1+) */
-  ownedPartitions?: readonly TopicPartitionIn[]
+  ownedPartitions?: readonly TopicPartitionIn[] | undefined
   /** (versions 2+) */
-  generationId?: number
+  generationId?: number | undefined
   /** (versions 3+, nullable 3+) */
-  rackId?: string | null
+  rackId?: string | null | undefined
 }
 
 export function defaultConsumerProtocolSubscription(): ConsumerProtocolSubscription {
@@ -122,9 +122,9 @@ export interface TopicPartition {
 /** TopicPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicPartitionIn {
   /** (versions 1+) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** (versions 1+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
 }
 
 export function defaultTopicPartition(): TopicPartition {

@@ -33,9 +33,9 @@ export interface ControlledShutdownRequest {
 /** ControlledShutdownRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ControlledShutdownRequestIn {
   /** The id of the broker for which controlled shutdown has been requested. (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The broker epoch. (versions 2+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

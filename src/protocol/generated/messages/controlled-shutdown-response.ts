@@ -33,9 +33,9 @@ export interface ControlledShutdownResponse {
 /** ControlledShutdownResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ControlledShutdownResponseIn {
   /** The top-level error code. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The partitions that the broker still leads. (versions 0+) */
-  remainingPartitions?: readonly RemainingPartitionIn[]
+  remainingPartitions?: readonly RemainingPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,9 +93,9 @@ export interface RemainingPartition {
 /** RemainingPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface RemainingPartitionIn {
   /** The name of the topic. (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The index of the partition. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

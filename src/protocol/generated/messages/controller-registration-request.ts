@@ -40,15 +40,15 @@ export interface ControllerRegistrationRequest {
 /** ControllerRegistrationRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ControllerRegistrationRequestIn {
   /** The ID of the controller to register. (versions 0+) */
-  controllerId?: number
+  controllerId?: number | undefined
   /** The controller incarnation ID, which is unique to each process run. (versions 0+) */
-  incarnationId?: m.Uuid
+  incarnationId?: m.Uuid | undefined
   /** Set if the required configurations for ZK migration are present. (versions 0+) */
-  zkMigrationReady?: boolean
+  zkMigrationReady?: boolean | undefined
   /** The listeners of this controller (versions 0+) */
-  listeners?: readonly ListenerIn[]
+  listeners?: readonly ListenerIn[] | undefined
   /** The features on this controller (versions 0+) */
-  features?: readonly FeatureIn[]
+  features?: readonly FeatureIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -133,13 +133,13 @@ export interface Listener {
 /** Listener as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListenerIn {
   /** The name of the endpoint. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The hostname. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The port. (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** The security protocol. (versions 0+) */
-  securityProtocol?: number
+  securityProtocol?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -213,11 +213,11 @@ export interface Feature {
 /** Feature as an encoder accepts it: every field may be left out and takes its default. */
 export interface FeatureIn {
   /** The feature name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The minimum supported feature level. (versions 0+) */
-  minSupportedVersion?: number
+  minSupportedVersion?: number | undefined
   /** The maximum supported feature level. (versions 0+) */
-  maxSupportedVersion?: number
+  maxSupportedVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

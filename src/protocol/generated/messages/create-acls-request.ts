@@ -30,7 +30,7 @@ export interface CreateAclsRequest {
 /** CreateAclsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreateAclsRequestIn {
   /** The ACLs that we want to create. (versions 0+) */
-  creations?: readonly AclCreationIn[]
+  creations?: readonly AclCreationIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -91,19 +91,19 @@ export interface AclCreation {
 /** AclCreation as an encoder accepts it: every field may be left out and takes its default. */
 export interface AclCreationIn {
   /** The type of the resource. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The resource name for the ACL. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** The pattern type for the ACL. (versions 1+) */
-  resourcePatternType?: number
+  resourcePatternType?: number | undefined
   /** The principal for the ACL. (versions 0+) */
-  principal?: string
+  principal?: string | undefined
   /** The host for the ACL. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The operation type for the ACL (read, write, etc.). (versions 0+) */
-  operation?: number
+  operation?: number | undefined
   /** The permission type for the ACL (allow, deny, etc.). (versions 0+) */
-  permissionType?: number
+  permissionType?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,9 +32,9 @@ export interface CreateAclsResponse {
 /** CreateAclsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreateAclsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The results for each ACL creation. (versions 0+) */
-  results?: readonly AclCreationResultIn[]
+  results?: readonly AclCreationResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -92,9 +92,9 @@ export interface AclCreationResult {
 /** AclCreationResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface AclCreationResultIn {
   /** The result error, or zero if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The result message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -36,13 +36,13 @@ export interface CreateDelegationTokenRequest {
 /** CreateDelegationTokenRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreateDelegationTokenRequestIn {
   /** The principal type of the owner of the token. If it's null it defaults to the token request principal. (versions 3+, nullable 3+) */
-  ownerPrincipalType?: string | null
+  ownerPrincipalType?: string | null | undefined
   /** The principal name of the owner of the token. If it's null it defaults to the token request principal. (versions 3+, nullable 3+) */
-  ownerPrincipalName?: string | null
+  ownerPrincipalName?: string | null | undefined
   /** A list of those who are allowed to renew this token before it expires. (versions 0+) */
-  renewers?: readonly CreatableRenewersIn[]
+  renewers?: readonly CreatableRenewersIn[] | undefined
   /** The maximum lifetime of the token in milliseconds, or -1 to use the server side default. (versions 0+) */
-  maxLifetimeMs?: bigint
+  maxLifetimeMs?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -122,9 +122,9 @@ export interface CreatableRenewers {
 /** CreatableRenewers as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatableRenewersIn {
   /** The type of the Kafka principal. (versions 0+) */
-  principalType?: string
+  principalType?: string | undefined
   /** The name of the Kafka principal. (versions 0+) */
-  principalName?: string
+  principalName?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -50,27 +50,27 @@ export interface CreateDelegationTokenResponse {
 /** CreateDelegationTokenResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreateDelegationTokenResponseIn {
   /** The top-level error, or zero if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The principal type of the token owner. (versions 0+) */
-  principalType?: string
+  principalType?: string | undefined
   /** The name of the token owner. (versions 0+) */
-  principalName?: string
+  principalName?: string | undefined
   /** The principal type of the requester of the token. (versions 3+) */
-  tokenRequesterPrincipalType?: string
+  tokenRequesterPrincipalType?: string | undefined
   /** The principal type of the requester of the token. (versions 3+) */
-  tokenRequesterPrincipalName?: string
+  tokenRequesterPrincipalName?: string | undefined
   /** When this token was generated. (versions 0+) */
-  issueTimestampMs?: bigint
+  issueTimestampMs?: bigint | undefined
   /** When this token expires. (versions 0+) */
-  expiryTimestampMs?: bigint
+  expiryTimestampMs?: bigint | undefined
   /** The maximum lifetime of this token. (versions 0+) */
-  maxTimestampMs?: bigint
+  maxTimestampMs?: bigint | undefined
   /** The token UUID. (versions 0+) */
-  tokenId?: string
+  tokenId?: string | undefined
   /** HMAC of the delegation token. (versions 0+) */
-  hmac?: Buffer
+  hmac?: Buffer | undefined
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

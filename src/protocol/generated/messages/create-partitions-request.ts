@@ -35,11 +35,11 @@ export interface CreatePartitionsRequest {
 /** CreatePartitionsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatePartitionsRequestIn {
   /** Each topic that we want to create new partitions inside. (versions 0+) */
-  topics?: readonly CreatePartitionsTopicIn[]
+  topics?: readonly CreatePartitionsTopicIn[] | undefined
   /** The time in ms to wait for the partitions to be created. (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** If true, then validate the request, but don't actually increase the number of partitions. (versions 0+) */
-  validateOnly?: boolean
+  validateOnly?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -102,7 +102,7 @@ export interface CreatePartitionsAssignment {
 /** CreatePartitionsAssignment as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatePartitionsAssignmentIn {
   /** The assigned broker IDs. (versions 0+) */
-  brokerIds?: readonly m.BrokerId[]
+  brokerIds?: readonly m.BrokerId[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -155,11 +155,11 @@ export interface CreatePartitionsTopic {
 /** CreatePartitionsTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatePartitionsTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The new partition count. (versions 0+) */
-  count?: number
+  count?: number | undefined
   /** The new partition assignments. (versions 0+, nullable 0+) */
-  assignments?: readonly CreatePartitionsAssignmentIn[] | null
+  assignments?: readonly CreatePartitionsAssignmentIn[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

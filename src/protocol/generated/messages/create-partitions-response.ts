@@ -33,9 +33,9 @@ export interface CreatePartitionsResponse {
 /** CreatePartitionsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatePartitionsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The partition creation results for each topic. (versions 0+) */
-  results?: readonly CreatePartitionsTopicResultIn[]
+  results?: readonly CreatePartitionsTopicResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -95,11 +95,11 @@ export interface CreatePartitionsTopicResult {
 /** CreatePartitionsTopicResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatePartitionsTopicResultIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The result error, or zero if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The result message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

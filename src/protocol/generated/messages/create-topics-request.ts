@@ -35,11 +35,11 @@ export interface CreateTopicsRequest {
 /** CreateTopicsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreateTopicsRequestIn {
   /** The topics to create. (versions 0+) */
-  topics?: readonly CreatableTopicIn[]
+  topics?: readonly CreatableTopicIn[] | undefined
   /** How long to wait in milliseconds before timing out the request. (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** If true, check that the topics can be created as specified, but don't create anything. (versions 1+) */
-  validateOnly?: boolean
+  validateOnly?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -106,9 +106,9 @@ export interface CreatableReplicaAssignment {
 /** CreatableReplicaAssignment as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatableReplicaAssignmentIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The brokers to place the partition on. (versions 0+) */
-  brokerIds?: readonly m.BrokerId[]
+  brokerIds?: readonly m.BrokerId[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -166,9 +166,9 @@ export interface CreatableTopicConfig {
 /** CreatableTopicConfig as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatableTopicConfigIn {
   /** The configuration name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The configuration value. (versions 0+, nullable 0+) */
-  value?: string | null
+  value?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -232,15 +232,15 @@ export interface CreatableTopic {
 /** CreatableTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatableTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The number of partitions to create in the topic, or -1 if we are either specifying a manual partition assignment or using the default partitions. (versions 0+) */
-  numPartitions?: number
+  numPartitions?: number | undefined
   /** The number of replicas to create for each partition in the topic, or -1 if we are either specifying a manual partition assignment or using the default replication factor. (versions 0+) */
-  replicationFactor?: number
+  replicationFactor?: number | undefined
   /** The manual partition assignment, or the empty array if we are using automatic assignment. (versions 0+) */
-  assignments?: readonly CreatableReplicaAssignmentIn[]
+  assignments?: readonly CreatableReplicaAssignmentIn[] | undefined
   /** The custom topic configurations to set. (versions 0+) */
-  configs?: readonly CreatableTopicConfigIn[]
+  configs?: readonly CreatableTopicConfigIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

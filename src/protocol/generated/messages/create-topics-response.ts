@@ -34,9 +34,9 @@ export interface CreateTopicsResponse {
 /** CreateTopicsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreateTopicsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 2+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Results for each topic we tried to create. (versions 0+) */
-  topics?: readonly CreatableTopicResultIn[]
+  topics?: readonly CreatableTopicResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -100,15 +100,15 @@ export interface CreatableTopicConfigs {
 /** CreatableTopicConfigs as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatableTopicConfigsIn {
   /** The configuration name. (versions 5+) */
-  name?: string
+  name?: string | undefined
   /** The configuration value. (versions 5+, nullable 5+) */
-  value?: string | null
+  value?: string | null | undefined
   /** True if the configuration is read-only. (versions 5+) */
-  readOnly?: boolean
+  readOnly?: boolean | undefined
   /** The configuration source. (versions 5+) */
-  configSource?: number
+  configSource?: number | undefined
   /** True if this configuration is sensitive. (versions 5+) */
-  isSensitive?: boolean
+  isSensitive?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -208,21 +208,21 @@ export interface CreatableTopicResult {
 /** CreatableTopicResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface CreatableTopicResultIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The unique topic ID (versions 7+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 1+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Optional topic config error returned if configs are not returned in the response. (versions 5+, tag 0) */
-  topicConfigErrorCode?: number
+  topicConfigErrorCode?: number | undefined
   /** Number of partitions of the topic. (versions 5+) */
-  numPartitions?: number
+  numPartitions?: number | undefined
   /** Replication factor of the topic. (versions 5+) */
-  replicationFactor?: number
+  replicationFactor?: number | undefined
   /** Configuration of the topic. (versions 5+, nullable 5+) */
-  configs?: readonly CreatableTopicConfigsIn[] | null
+  configs?: readonly CreatableTopicConfigsIn[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,11 +33,11 @@ export interface DefaultPrincipalData {
 /** DefaultPrincipalData as an encoder accepts it: every field may be left out and takes its default. */
 export interface DefaultPrincipalDataIn {
   /** The principal type (versions 0+) */
-  type?: string
+  type?: string | undefined
   /** The principal name (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** Whether the principal was authenticated by a delegation token on the forwarding broker. (versions 0+) */
-  tokenAuthenticated?: boolean
+  tokenAuthenticated?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -30,7 +30,7 @@ export interface DeleteAclsRequest {
 /** DeleteAclsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteAclsRequestIn {
   /** The filters to use when deleting ACLs. (versions 0+) */
-  filters?: readonly DeleteAclsFilterIn[]
+  filters?: readonly DeleteAclsFilterIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -91,19 +91,19 @@ export interface DeleteAclsFilter {
 /** DeleteAclsFilter as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteAclsFilterIn {
   /** The resource type. (versions 0+) */
-  resourceTypeFilter?: number
+  resourceTypeFilter?: number | undefined
   /** The resource name. (versions 0+, nullable 0+) */
-  resourceNameFilter?: string | null
+  resourceNameFilter?: string | null | undefined
   /** The pattern type. (versions 1+) */
-  patternTypeFilter?: number
+  patternTypeFilter?: number | undefined
   /** The principal filter, or null to accept all principals. (versions 0+, nullable 0+) */
-  principalFilter?: string | null
+  principalFilter?: string | null | undefined
   /** The host filter, or null to accept all hosts. (versions 0+, nullable 0+) */
-  hostFilter?: string | null
+  hostFilter?: string | null | undefined
   /** The ACL operation. (versions 0+) */
-  operation?: number
+  operation?: number | undefined
   /** The permission type. (versions 0+) */
-  permissionType?: number
+  permissionType?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,9 +32,9 @@ export interface DeleteAclsResponse {
 /** DeleteAclsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteAclsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The results for each filter. (versions 0+) */
-  filterResults?: readonly DeleteAclsFilterResultIn[]
+  filterResults?: readonly DeleteAclsFilterResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -106,23 +106,23 @@ export interface DeleteAclsMatchingAcl {
 /** DeleteAclsMatchingAcl as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteAclsMatchingAclIn {
   /** The deletion error code, or 0 if the deletion succeeded. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The deletion error message, or null if the deletion succeeded. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The ACL resource type. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The ACL resource name. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** The ACL resource pattern type. (versions 1+) */
-  patternType?: number
+  patternType?: number | undefined
   /** The ACL principal. (versions 0+) */
-  principal?: string
+  principal?: string | undefined
   /** The ACL host. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The ACL operation. (versions 0+) */
-  operation?: number
+  operation?: number | undefined
   /** The ACL permission type. (versions 0+) */
-  permissionType?: number
+  permissionType?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -235,11 +235,11 @@ export interface DeleteAclsFilterResult {
 /** DeleteAclsFilterResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteAclsFilterResultIn {
   /** The error code, or 0 if the filter succeeded. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if the filter succeeded. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The ACLs which matched this filter. (versions 0+) */
-  matchingAcls?: readonly DeleteAclsMatchingAclIn[]
+  matchingAcls?: readonly DeleteAclsMatchingAclIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

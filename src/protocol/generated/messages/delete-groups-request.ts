@@ -31,7 +31,7 @@ export interface DeleteGroupsRequest {
 /** DeleteGroupsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteGroupsRequestIn {
   /** The group names to delete. (versions 0+) */
-  groupsNames?: readonly m.GroupId[]
+  groupsNames?: readonly m.GroupId[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

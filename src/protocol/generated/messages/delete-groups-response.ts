@@ -33,9 +33,9 @@ export interface DeleteGroupsResponse {
 /** DeleteGroupsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteGroupsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The deletion results (versions 0+) */
-  results?: readonly DeletableGroupResultIn[]
+  results?: readonly DeletableGroupResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,9 +93,9 @@ export interface DeletableGroupResult {
 /** DeletableGroupResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeletableGroupResultIn {
   /** The group id (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The deletion error, or 0 if the deletion succeeded. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,9 +33,9 @@ export interface DeleteRecordsRequest {
 /** DeleteRecordsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteRecordsRequestIn {
   /** Each topic that we want to delete records from. (versions 0+) */
-  topics?: readonly DeleteRecordsTopicIn[]
+  topics?: readonly DeleteRecordsTopicIn[] | undefined
   /** How long to wait for the deletion to complete, in milliseconds. (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,9 +93,9 @@ export interface DeleteRecordsPartition {
 /** DeleteRecordsPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteRecordsPartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The deletion offset. (versions 0+) */
-  offset?: bigint
+  offset?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -151,9 +151,9 @@ export interface DeleteRecordsTopic {
 /** DeleteRecordsTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteRecordsTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Each partition that we want to delete records from. (versions 0+) */
-  partitions?: readonly DeleteRecordsPartitionIn[]
+  partitions?: readonly DeleteRecordsPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

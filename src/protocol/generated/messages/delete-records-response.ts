@@ -33,9 +33,9 @@ export interface DeleteRecordsResponse {
 /** DeleteRecordsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteRecordsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Each topic that we wanted to delete records from. (versions 0+) */
-  topics?: readonly DeleteRecordsTopicResultIn[]
+  topics?: readonly DeleteRecordsTopicResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -95,11 +95,11 @@ export interface DeleteRecordsPartitionResult {
 /** DeleteRecordsPartitionResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteRecordsPartitionResultIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The partition low water mark. (versions 0+) */
-  lowWatermark?: bigint
+  lowWatermark?: bigint | undefined
   /** The deletion error code, or 0 if the deletion succeeded. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -162,9 +162,9 @@ export interface DeleteRecordsTopicResult {
 /** DeleteRecordsTopicResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteRecordsTopicResultIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Each partition that we wanted to delete records from. (versions 0+) */
-  partitions?: readonly DeleteRecordsPartitionResultIn[]
+  partitions?: readonly DeleteRecordsPartitionResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -34,9 +34,9 @@ export interface DeleteShareGroupStateRequest {
 /** DeleteShareGroupStateRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteShareGroupStateRequestIn {
   /** The group identifier. (versions 0+) */
-  groupId?: string
+  groupId?: string | undefined
   /** The data for the topics. (versions 0+) */
-  topics?: readonly DeleteStateDataIn[]
+  topics?: readonly DeleteStateDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,7 +93,7 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -142,9 +142,9 @@ export interface DeleteStateData {
 /** DeleteStateData as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteStateDataIn {
   /** The topic identifier. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The data for the partitions. (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

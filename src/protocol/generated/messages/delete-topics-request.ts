@@ -36,11 +36,11 @@ export interface DeleteTopicsRequest {
 /** DeleteTopicsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteTopicsRequestIn {
   /** The name or topic ID of the topic (versions 6+) */
-  topics?: readonly DeleteTopicStateIn[]
+  topics?: readonly DeleteTopicStateIn[] | undefined
   /** The names of the topics to delete (versions 0-5) */
-  topicNames?: readonly m.TopicName[]
+  topicNames?: readonly m.TopicName[] | undefined
   /** The length of time in milliseconds to wait for the deletions to complete. (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -110,9 +110,9 @@ export interface DeleteTopicState {
 /** DeleteTopicState as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteTopicStateIn {
   /** The topic name (versions 6+, nullable 6+) */
-  name?: m.TopicName | null
+  name?: m.TopicName | null | undefined
   /** The unique topic ID (versions 6+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

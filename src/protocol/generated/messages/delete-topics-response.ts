@@ -34,9 +34,9 @@ export interface DeleteTopicsResponse {
 /** DeleteTopicsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeleteTopicsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The results for each topic we tried to delete. (versions 0+) */
-  responses?: readonly DeletableTopicResultIn[]
+  responses?: readonly DeletableTopicResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -98,13 +98,13 @@ export interface DeletableTopicResult {
 /** DeletableTopicResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface DeletableTopicResultIn {
   /** The topic name (versions 0+, nullable 6+) */
-  name?: m.TopicName | null
+  name?: m.TopicName | null | undefined
   /** the unique topic ID (versions 6+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The deletion error, or 0 if the deletion succeeded. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 5+, nullable 5+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -42,19 +42,19 @@ export interface DescribeAclsRequest {
 /** DescribeAclsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeAclsRequestIn {
   /** The resource type. (versions 0+) */
-  resourceTypeFilter?: number
+  resourceTypeFilter?: number | undefined
   /** The resource name, or null to match any resource name. (versions 0+, nullable 0+) */
-  resourceNameFilter?: string | null
+  resourceNameFilter?: string | null | undefined
   /** The resource pattern to match. (versions 1+) */
-  patternTypeFilter?: number
+  patternTypeFilter?: number | undefined
   /** The principal to match, or null to match any principal. (versions 0+, nullable 0+) */
-  principalFilter?: string | null
+  principalFilter?: string | null | undefined
   /** The host to match, or null to match any host. (versions 0+, nullable 0+) */
-  hostFilter?: string | null
+  hostFilter?: string | null | undefined
   /** The operation to match. (versions 0+) */
-  operation?: number
+  operation?: number | undefined
   /** The permission type to match. (versions 0+) */
-  permissionType?: number
+  permissionType?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -36,13 +36,13 @@ export interface DescribeAclsResponse {
 /** DescribeAclsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeAclsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Each Resource that is referenced in an ACL. (versions 0+) */
-  resources?: readonly DescribeAclsResourceIn[]
+  resources?: readonly DescribeAclsResourceIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -119,13 +119,13 @@ export interface AclDescription {
 /** AclDescription as an encoder accepts it: every field may be left out and takes its default. */
 export interface AclDescriptionIn {
   /** The ACL principal. (versions 0+) */
-  principal?: string
+  principal?: string | undefined
   /** The ACL host. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The ACL operation. (versions 0+) */
-  operation?: number
+  operation?: number | undefined
   /** The ACL permission type. (versions 0+) */
-  permissionType?: number
+  permissionType?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -201,13 +201,13 @@ export interface DescribeAclsResource {
 /** DescribeAclsResource as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeAclsResourceIn {
   /** The resource type. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The resource name. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** The resource pattern type. (versions 1+) */
-  patternType?: number
+  patternType?: number | undefined
   /** The ACLs. (versions 0+) */
-  acls?: readonly AclDescriptionIn[]
+  acls?: readonly AclDescriptionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,9 +32,9 @@ export interface DescribeClientQuotasRequest {
 /** DescribeClientQuotasRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeClientQuotasRequestIn {
   /** Filter components to apply to quota entities. (versions 0+) */
-  components?: readonly ComponentDataIn[]
+  components?: readonly ComponentDataIn[] | undefined
   /** Whether the match is strict, i.e. should exclude entities with unspecified entity types. (versions 0+) */
-  strict?: boolean
+  strict?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -94,11 +94,11 @@ export interface ComponentData {
 /** ComponentData as an encoder accepts it: every field may be left out and takes its default. */
 export interface ComponentDataIn {
   /** The entity type that the filter component applies to. (versions 0+) */
-  entityType?: string
+  entityType?: string | undefined
   /** How to match the entity {0 = exact name, 1 = default name, 2 = any specified name}. (versions 0+) */
-  matchType?: number
+  matchType?: number | undefined
   /** The string to match against, or null if unused for the match type. (versions 0+, nullable 0+) */
-  match?: string | null
+  match?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

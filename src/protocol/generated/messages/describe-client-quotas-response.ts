@@ -36,13 +36,13 @@ export interface DescribeClientQuotasResponse {
 /** DescribeClientQuotasResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeClientQuotasResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or `0` if the quota description succeeded. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or `null` if the quota description succeeded. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** A result entry. (versions 0+, nullable 0+) */
-  entries?: readonly EntryDataIn[] | null
+  entries?: readonly EntryDataIn[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -115,9 +115,9 @@ export interface EntityData {
 /** EntityData as an encoder accepts it: every field may be left out and takes its default. */
 export interface EntityDataIn {
   /** The entity type. (versions 0+) */
-  entityType?: string
+  entityType?: string | undefined
   /** The entity name, or null if the default. (versions 0+, nullable 0+) */
-  entityName?: string | null
+  entityName?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -175,9 +175,9 @@ export interface ValueData {
 /** ValueData as an encoder accepts it: every field may be left out and takes its default. */
 export interface ValueDataIn {
   /** The quota configuration key. (versions 0+) */
-  key?: string
+  key?: string | undefined
   /** The quota configuration value. (versions 0+) */
-  value?: number
+  value?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -234,9 +234,9 @@ export interface EntryData {
 /** EntryData as an encoder accepts it: every field may be left out and takes its default. */
 export interface EntryDataIn {
   /** The quota entity description. (versions 0+) */
-  entity?: readonly EntityDataIn[]
+  entity?: readonly EntityDataIn[] | undefined
   /** The quota values for the entity. (versions 0+) */
-  values?: readonly ValueDataIn[]
+  values?: readonly ValueDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

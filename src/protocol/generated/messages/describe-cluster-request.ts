@@ -32,9 +32,9 @@ export interface DescribeClusterRequest {
 /** DescribeClusterRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeClusterRequestIn {
   /** Whether to include cluster authorized operations. (versions 0+) */
-  includeClusterAuthorizedOperations?: boolean
+  includeClusterAuthorizedOperations?: boolean | undefined
   /** The endpoint type to describe. 1=brokers, 2=controllers. (versions 1+) */
-  endpointType?: number
+  endpointType?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -45,21 +45,21 @@ export interface DescribeClusterResponse {
 /** DescribeClusterResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeClusterResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top-level error code, or 0 if there was no error (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The top-level error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The endpoint type that was described. 1=brokers, 2=controllers. (versions 1+) */
-  endpointType?: number
+  endpointType?: number | undefined
   /** The cluster ID that responding broker belongs to. (versions 0+) */
-  clusterId?: string
+  clusterId?: string | undefined
   /** The ID of the controller broker. (versions 0+) */
-  controllerId?: m.BrokerId
+  controllerId?: m.BrokerId | undefined
   /** Each broker in the response. (versions 0+) */
-  brokers?: readonly DescribeClusterBrokerIn[]
+  brokers?: readonly DescribeClusterBrokerIn[] | undefined
   /** 32-bit bitfield to represent authorized operations for this cluster. (versions 0+) */
-  clusterAuthorizedOperations?: number
+  clusterAuthorizedOperations?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -167,13 +167,13 @@ export interface DescribeClusterBroker {
 /** DescribeClusterBroker as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeClusterBrokerIn {
   /** The broker ID. (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The broker hostname. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The broker port. (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** The rack of the broker, or null if it has not been assigned to a rack. (versions 0+, nullable 0+) */
-  rack?: string | null
+  rack?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -34,11 +34,11 @@ export interface DescribeConfigsRequest {
 /** DescribeConfigsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeConfigsRequestIn {
   /** The resources whose configurations we want to describe. (versions 0+) */
-  resources?: readonly DescribeConfigsResourceIn[]
+  resources?: readonly DescribeConfigsResourceIn[] | undefined
   /** True if we should include all synonyms. (versions 1+) */
-  includeSynonyms?: boolean
+  includeSynonyms?: boolean | undefined
   /** True if we should include configuration documentation. (versions 3+) */
-  includeDocumentation?: boolean
+  includeDocumentation?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -109,11 +109,11 @@ export interface DescribeConfigsResource {
 /** DescribeConfigsResource as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeConfigsResourceIn {
   /** The resource type. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The resource name. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** The configuration keys to list, or null to list all configuration keys. (versions 0+, nullable 0+) */
-  configurationKeys?: readonly string[] | null
+  configurationKeys?: readonly string[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

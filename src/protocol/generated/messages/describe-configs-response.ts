@@ -32,9 +32,9 @@ export interface DescribeConfigsResponse {
 /** DescribeConfigsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeConfigsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The results for each resource. (versions 0+) */
-  results?: readonly DescribeConfigsResultIn[]
+  results?: readonly DescribeConfigsResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -94,11 +94,11 @@ export interface DescribeConfigsSynonym {
 /** DescribeConfigsSynonym as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeConfigsSynonymIn {
   /** The synonym name. (versions 1+) */
-  name?: string
+  name?: string | undefined
   /** The synonym value. (versions 1+, nullable 0+) */
-  value?: string | null
+  value?: string | null | undefined
   /** The synonym source. (versions 1+) */
-  source?: number
+  source?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -183,23 +183,23 @@ export interface DescribeConfigsResourceResult {
 /** DescribeConfigsResourceResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeConfigsResourceResultIn {
   /** The configuration name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The configuration value. (versions 0+, nullable 0+) */
-  value?: string | null
+  value?: string | null | undefined
   /** True if the configuration is read-only. (versions 0+) */
-  readOnly?: boolean
+  readOnly?: boolean | undefined
   /** True if the configuration is not set. (versions 0) */
-  isDefault?: boolean
+  isDefault?: boolean | undefined
   /** The configuration source. (versions 1+) */
-  configSource?: number
+  configSource?: number | undefined
   /** True if this configuration is sensitive. (versions 0+) */
-  isSensitive?: boolean
+  isSensitive?: boolean | undefined
   /** The synonyms for this configuration key. (versions 1+) */
-  synonyms?: readonly DescribeConfigsSynonymIn[]
+  synonyms?: readonly DescribeConfigsSynonymIn[] | undefined
   /** The configuration data type. Type can be one of the following values - BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD (versions 3+) */
-  configType?: number
+  configType?: number | undefined
   /** The configuration documentation. (versions 3+, nullable 0+) */
-  documentation?: string | null
+  documentation?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -317,15 +317,15 @@ export interface DescribeConfigsResult {
 /** DescribeConfigsResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeConfigsResultIn {
   /** The error code, or 0 if we were able to successfully describe the configurations. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if we were able to successfully describe the configurations. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The resource type. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The resource name. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** Each listed configuration. (versions 0+) */
-  configs?: readonly DescribeConfigsResourceResultIn[]
+  configs?: readonly DescribeConfigsResourceResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -30,7 +30,7 @@ export interface DescribeDelegationTokenRequest {
 /** DescribeDelegationTokenRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeDelegationTokenRequestIn {
   /** Each owner that we want to describe delegation tokens for, or null to describe all tokens. (versions 0+, nullable 0+) */
-  owners?: readonly DescribeDelegationTokenOwnerIn[] | null
+  owners?: readonly DescribeDelegationTokenOwnerIn[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -81,9 +81,9 @@ export interface DescribeDelegationTokenOwner {
 /** DescribeDelegationTokenOwner as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeDelegationTokenOwnerIn {
   /** The owner principal type. (versions 0+) */
-  principalType?: string
+  principalType?: string | undefined
   /** The owner principal name. (versions 0+) */
-  principalName?: string
+  principalName?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -34,11 +34,11 @@ export interface DescribeDelegationTokenResponse {
 /** DescribeDelegationTokenResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeDelegationTokenResponseIn {
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The tokens. (versions 0+) */
-  tokens?: readonly DescribedDelegationTokenIn[]
+  tokens?: readonly DescribedDelegationTokenIn[] | undefined
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -103,9 +103,9 @@ export interface DescribedDelegationTokenRenewer {
 /** DescribedDelegationTokenRenewer as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribedDelegationTokenRenewerIn {
   /** The renewer principal type (versions 0+) */
-  principalType?: string
+  principalType?: string | undefined
   /** The renewer principal name (versions 0+) */
-  principalName?: string
+  principalName?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -179,25 +179,25 @@ export interface DescribedDelegationToken {
 /** DescribedDelegationToken as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribedDelegationTokenIn {
   /** The token principal type. (versions 0+) */
-  principalType?: string
+  principalType?: string | undefined
   /** The token principal name. (versions 0+) */
-  principalName?: string
+  principalName?: string | undefined
   /** The principal type of the requester of the token. (versions 3+) */
-  tokenRequesterPrincipalType?: string
+  tokenRequesterPrincipalType?: string | undefined
   /** The principal type of the requester of the token. (versions 3+) */
-  tokenRequesterPrincipalName?: string
+  tokenRequesterPrincipalName?: string | undefined
   /** The token issue timestamp in milliseconds. (versions 0+) */
-  issueTimestamp?: bigint
+  issueTimestamp?: bigint | undefined
   /** The token expiry timestamp in milliseconds. (versions 0+) */
-  expiryTimestamp?: bigint
+  expiryTimestamp?: bigint | undefined
   /** The token maximum timestamp length in milliseconds. (versions 0+) */
-  maxTimestamp?: bigint
+  maxTimestamp?: bigint | undefined
   /** The token ID. (versions 0+) */
-  tokenId?: string
+  tokenId?: string | undefined
   /** The token HMAC. (versions 0+) */
-  hmac?: Buffer
+  hmac?: Buffer | undefined
   /** Those who are able to renew this token before it expires. (versions 0+) */
-  renewers?: readonly DescribedDelegationTokenRenewerIn[]
+  renewers?: readonly DescribedDelegationTokenRenewerIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

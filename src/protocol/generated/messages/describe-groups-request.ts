@@ -33,9 +33,9 @@ export interface DescribeGroupsRequest {
 /** DescribeGroupsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeGroupsRequestIn {
   /** The names of the groups to describe (versions 0+) */
-  groups?: readonly m.GroupId[]
+  groups?: readonly m.GroupId[] | undefined
   /** Whether to include authorized operations. (versions 3+) */
-  includeAuthorizedOperations?: boolean
+  includeAuthorizedOperations?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,9 +33,9 @@ export interface DescribeGroupsResponse {
 /** DescribeGroupsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeGroupsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Each described group. (versions 0+) */
-  groups?: readonly DescribedGroupIn[]
+  groups?: readonly DescribedGroupIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -101,17 +101,17 @@ export interface DescribedGroupMember {
 /** DescribedGroupMember as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribedGroupMemberIn {
   /** The member ID assigned by the group coordinator. (versions 0+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The unique identifier of the consumer instance provided by end user. (versions 4+, nullable 4+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** The client ID used in the member's latest join group request. (versions 0+) */
-  clientId?: string
+  clientId?: string | undefined
   /** The client host. (versions 0+) */
-  clientHost?: string
+  clientHost?: string | undefined
   /** The metadata corresponding to the current group protocol in use. (versions 0+) */
-  memberMetadata?: Buffer
+  memberMetadata?: Buffer | undefined
   /** The current assignment provided by the group leader. (versions 0+) */
-  memberAssignment?: Buffer
+  memberAssignment?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -212,19 +212,19 @@ export interface DescribedGroup {
 /** DescribedGroup as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribedGroupIn {
   /** The describe error, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The group ID string. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The group state string, or the empty string. (versions 0+) */
-  groupState?: string
+  groupState?: string | undefined
   /** The group protocol type, or the empty string. (versions 0+) */
-  protocolType?: string
+  protocolType?: string | undefined
   /** The group protocol data, or the empty string. (versions 0+) */
-  protocolData?: string
+  protocolData?: string | undefined
   /** The group members. (versions 0+) */
-  members?: readonly DescribedGroupMemberIn[]
+  members?: readonly DescribedGroupMemberIn[] | undefined
   /** 32-bit bitfield to represent authorized operations for this group. (versions 3+) */
-  authorizedOperations?: number
+  authorizedOperations?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

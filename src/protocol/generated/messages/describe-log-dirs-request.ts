@@ -31,7 +31,7 @@ export interface DescribeLogDirsRequest {
 /** DescribeLogDirsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeLogDirsRequestIn {
   /** Each topic that we want to describe log directories for, or null for all topics. (versions 0+, nullable 0+) */
-  topics?: readonly DescribableLogDirTopicIn[] | null
+  topics?: readonly DescribableLogDirTopicIn[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -82,9 +82,9 @@ export interface DescribableLogDirTopic {
 /** DescribableLogDirTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribableLogDirTopicIn {
   /** The topic name (versions 0+) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** The partition indexes. (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

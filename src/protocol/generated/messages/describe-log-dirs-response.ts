@@ -35,11 +35,11 @@ export interface DescribeLogDirsResponse {
 /** DescribeLogDirsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeLogDirsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 3+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The log directories. (versions 0+) */
-  results?: readonly DescribeLogDirsResultIn[]
+  results?: readonly DescribeLogDirsResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -108,13 +108,13 @@ export interface DescribeLogDirsPartition {
 /** DescribeLogDirsPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeLogDirsPartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The size of the log segments in this partition in bytes. (versions 0+) */
-  partitionSize?: bigint
+  partitionSize?: bigint | undefined
   /** The lag of the log's LEO w.r.t. partition's HW (if it is the current log for the partition) or current replica's LEO (if it is the future log for the partition) (versions 0+) */
-  offsetLag?: bigint
+  offsetLag?: bigint | undefined
   /** True if this log is created by AlterReplicaLogDirsRequest and will replace the current log of the replica in the future. (versions 0+) */
-  isFutureKey?: boolean
+  isFutureKey?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -184,9 +184,9 @@ export interface DescribeLogDirsTopic {
 /** DescribeLogDirsTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeLogDirsTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** (versions 0+) */
-  partitions?: readonly DescribeLogDirsPartitionIn[]
+  partitions?: readonly DescribeLogDirsPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -251,15 +251,15 @@ export interface DescribeLogDirsResult {
 /** DescribeLogDirsResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeLogDirsResultIn {
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The absolute log directory path. (versions 0+) */
-  logDir?: string
+  logDir?: string | undefined
   /** Each topic. (versions 0+) */
-  topics?: readonly DescribeLogDirsTopicIn[]
+  topics?: readonly DescribeLogDirsTopicIn[] | undefined
   /** The total size in bytes of the volume the log directory is in. (versions 4+) */
-  totalBytes?: bigint
+  totalBytes?: bigint | undefined
   /** The usable size in bytes of the volume the log directory is in. (versions 4+) */
-  usableBytes?: bigint
+  usableBytes?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -31,7 +31,7 @@ export interface DescribeProducersRequest {
 /** DescribeProducersRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeProducersRequestIn {
   /** (versions 0+) */
-  topics?: readonly TopicRequestIn[]
+  topics?: readonly TopicRequestIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -82,9 +82,9 @@ export interface TopicRequest {
 /** TopicRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicRequestIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The indexes of the partitions to list producers for. (versions 0+) */
-  partitionIndexes?: readonly number[]
+  partitionIndexes?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,9 +33,9 @@ export interface DescribeProducersResponse {
 /** DescribeProducersResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeProducersResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Each topic in the response. (versions 0+) */
-  topics?: readonly TopicResponseIn[]
+  topics?: readonly TopicResponseIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -101,17 +101,17 @@ export interface ProducerState {
 /** ProducerState as an encoder accepts it: every field may be left out and takes its default. */
 export interface ProducerStateIn {
   /** (versions 0+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** (versions 0+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** (versions 0+) */
-  lastSequence?: number
+  lastSequence?: number | undefined
   /** (versions 0+) */
-  lastTimestamp?: bigint
+  lastTimestamp?: bigint | undefined
   /** (versions 0+) */
-  coordinatorEpoch?: number
+  coordinatorEpoch?: number | undefined
   /** (versions 0+) */
-  currentTxnStartOffset?: bigint
+  currentTxnStartOffset?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -199,13 +199,13 @@ export interface PartitionResponse {
 /** PartitionResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionResponseIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The partition error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The partition error message, which may be null if no additional details are available (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** (versions 0+) */
-  activeProducers?: readonly ProducerStateIn[]
+  activeProducers?: readonly ProducerStateIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -278,9 +278,9 @@ export interface TopicResponse {
 /** TopicResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicResponseIn {
   /** The topic name (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Each partition in the response. (versions 0+) */
-  partitions?: readonly PartitionResponseIn[]
+  partitions?: readonly PartitionResponseIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

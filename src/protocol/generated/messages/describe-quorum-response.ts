@@ -38,13 +38,13 @@ export interface DescribeQuorumResponse {
 /** DescribeQuorumResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeQuorumResponseIn {
   /** The top level error code. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 2+, nullable 2+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** (versions 2+) */
-  nodes?: readonly NodeIn[]
+  nodes?: readonly NodeIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -134,21 +134,21 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 2+, nullable 2+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The ID of the current leader or -1 if the leader is unknown. (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The latest known leader epoch (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** (versions 0+) */
-  highWatermark?: bigint
+  highWatermark?: bigint | undefined
   /** (versions 0+) */
-  currentVoters?: readonly ReplicaStateIn[]
+  currentVoters?: readonly ReplicaStateIn[] | undefined
   /** (versions 0+) */
-  observers?: readonly ReplicaStateIn[]
+  observers?: readonly ReplicaStateIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -252,9 +252,9 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** The topic name. (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -315,11 +315,11 @@ export interface Listener {
 /** Listener as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListenerIn {
   /** The name of the endpoint (versions 2+) */
-  name?: string
+  name?: string | undefined
   /** The hostname (versions 2+) */
-  host?: string
+  host?: string | undefined
   /** The port (versions 2+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -390,9 +390,9 @@ export interface Node {
 /** Node as an encoder accepts it: every field may be left out and takes its default. */
 export interface NodeIn {
   /** The ID of the associated node (versions 2+) */
-  nodeId?: m.BrokerId
+  nodeId?: m.BrokerId | undefined
   /** The listeners of this controller (versions 2+) */
-  listeners?: readonly ListenerIn[]
+  listeners?: readonly ListenerIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -460,15 +460,15 @@ export interface ReplicaState {
 /** ReplicaState as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReplicaStateIn {
   /** (versions 0+) */
-  replicaId?: m.BrokerId
+  replicaId?: m.BrokerId | undefined
   /** (versions 2+) */
-  replicaDirectoryId?: m.Uuid
+  replicaDirectoryId?: m.Uuid | undefined
   /** The last known log end offset of the follower or -1 if it is unknown (versions 0+) */
-  logEndOffset?: bigint
+  logEndOffset?: bigint | undefined
   /** The last known leader wall clock time time when a follower fetched from the leader. This is reported as -1 both for the current leader or if it is unknown for a voter (versions 1+) */
-  lastFetchTimestamp?: bigint
+  lastFetchTimestamp?: bigint | undefined
   /** The leader wall clock append time of the offset for which the follower made the most recent fetch request. This is reported as the current time for the leader and -1 if unknown for a voter (versions 1+) */
-  lastCaughtUpTimestamp?: bigint
+  lastCaughtUpTimestamp?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

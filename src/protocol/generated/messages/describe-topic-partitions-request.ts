@@ -35,11 +35,11 @@ export interface DescribeTopicPartitionsRequest {
 /** DescribeTopicPartitionsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeTopicPartitionsRequestIn {
   /** The topics to fetch details for. (versions 0+) */
-  topics?: readonly TopicRequestIn[]
+  topics?: readonly TopicRequestIn[] | undefined
   /** The maximum number of partitions included in the response. (versions 0+) */
-  responsePartitionLimit?: number
+  responsePartitionLimit?: number | undefined
   /** The first topic and partition index to fetch details for. (versions 0+, nullable 0+) */
-  cursor?: CursorIn | null
+  cursor?: CursorIn | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -106,7 +106,7 @@ export interface TopicRequest {
 /** TopicRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicRequestIn {
   /** The topic name (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -156,9 +156,9 @@ export interface Cursor {
 /** Cursor as an encoder accepts it: every field may be left out and takes its default. */
 export interface CursorIn {
   /** The name for the first topic to process (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The partition index to start with (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -36,11 +36,11 @@ export interface DescribeTopicPartitionsResponse {
 /** DescribeTopicPartitionsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeTopicPartitionsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Each topic in the response. (versions 0+) */
-  topics?: readonly DescribeTopicPartitionsResponseTopicIn[]
+  topics?: readonly DescribeTopicPartitionsResponseTopicIn[] | undefined
   /** The next topic and partition index to fetch details for. (versions 0+, nullable 0+) */
-  nextCursor?: CursorIn | null
+  nextCursor?: CursorIn | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -123,23 +123,23 @@ export interface DescribeTopicPartitionsResponsePartition {
 /** DescribeTopicPartitionsResponsePartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeTopicPartitionsResponsePartitionIn {
   /** The partition error, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The ID of the leader broker. (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The leader epoch of this partition. (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** The set of all nodes that host this partition. (versions 0+) */
-  replicaNodes?: readonly m.BrokerId[]
+  replicaNodes?: readonly m.BrokerId[] | undefined
   /** The set of nodes that are in sync with the leader for this partition. (versions 0+) */
-  isrNodes?: readonly m.BrokerId[]
+  isrNodes?: readonly m.BrokerId[] | undefined
   /** The new eligible leader replicas otherwise. (versions 0+, nullable 0+) */
-  eligibleLeaderReplicas?: readonly m.BrokerId[] | null
+  eligibleLeaderReplicas?: readonly m.BrokerId[] | null | undefined
   /** The last known ELR. (versions 0+, nullable 0+) */
-  lastKnownElr?: readonly m.BrokerId[] | null
+  lastKnownElr?: readonly m.BrokerId[] | null | undefined
   /** The set of offline replicas of this partition. (versions 0+) */
-  offlineReplicas?: readonly m.BrokerId[]
+  offlineReplicas?: readonly m.BrokerId[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -262,17 +262,17 @@ export interface DescribeTopicPartitionsResponseTopic {
 /** DescribeTopicPartitionsResponseTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeTopicPartitionsResponseTopicIn {
   /** The topic error, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The topic name. (versions 0+, nullable 0+) */
-  name?: m.TopicName | null
+  name?: m.TopicName | null | undefined
   /** The topic id. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** True if the topic is internal. (versions 0+) */
-  isInternal?: boolean
+  isInternal?: boolean | undefined
   /** Each partition in the topic. (versions 0+) */
-  partitions?: readonly DescribeTopicPartitionsResponsePartitionIn[]
+  partitions?: readonly DescribeTopicPartitionsResponsePartitionIn[] | undefined
   /** 32-bit bitfield to represent authorized operations for this topic. (versions 0+) */
-  topicAuthorizedOperations?: number
+  topicAuthorizedOperations?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -359,9 +359,9 @@ export interface Cursor {
 /** Cursor as an encoder accepts it: every field may be left out and takes its default. */
 export interface CursorIn {
   /** The name for the first topic to process (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The partition index to start with (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -31,7 +31,7 @@ export interface DescribeTransactionsRequest {
 /** DescribeTransactionsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeTransactionsRequestIn {
   /** Array of transactionalIds to include in describe results. If empty, then no results will be returned. (versions 0+) */
-  transactionalIds?: readonly m.TransactionalId[]
+  transactionalIds?: readonly m.TransactionalId[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

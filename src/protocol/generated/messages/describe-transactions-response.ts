@@ -33,9 +33,9 @@ export interface DescribeTransactionsResponse {
 /** DescribeTransactionsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeTransactionsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** (versions 0+) */
-  transactionStates?: readonly TransactionStateIn[]
+  transactionStates?: readonly TransactionStateIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,9 +93,9 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** (versions 0+) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -166,21 +166,21 @@ export interface TransactionState {
 /** TransactionState as an encoder accepts it: every field may be left out and takes its default. */
 export interface TransactionStateIn {
   /** (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** (versions 0+) */
-  transactionalId?: m.TransactionalId
+  transactionalId?: m.TransactionalId | undefined
   /** (versions 0+) */
-  transactionState?: string
+  transactionState?: string | undefined
   /** (versions 0+) */
-  transactionTimeoutMs?: number
+  transactionTimeoutMs?: number | undefined
   /** (versions 0+) */
-  transactionStartTimeMs?: bigint
+  transactionStartTimeMs?: bigint | undefined
   /** (versions 0+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** (versions 0+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** The set of partitions included in the current transaction (if active). When a transaction is preparing to commit or abort, this will include only partitions which do not have markers. (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -30,7 +30,7 @@ export interface DescribeUserScramCredentialsRequest {
 /** DescribeUserScramCredentialsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeUserScramCredentialsRequestIn {
   /** The users to describe, or null/empty to describe all users. (versions 0+, nullable 0+) */
-  users?: readonly UserNameIn[] | null
+  users?: readonly UserNameIn[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -79,7 +79,7 @@ export interface UserName {
 /** UserName as an encoder accepts it: every field may be left out and takes its default. */
 export interface UserNameIn {
   /** The user name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

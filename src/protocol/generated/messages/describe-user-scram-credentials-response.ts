@@ -36,13 +36,13 @@ export interface DescribeUserScramCredentialsResponse {
 /** DescribeUserScramCredentialsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeUserScramCredentialsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The message-level error code, 0 except for user authorization or infrastructure issues. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The message-level error message, if any. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The results for descriptions, one per user. (versions 0+) */
-  results?: readonly DescribeUserScramCredentialsResultIn[]
+  results?: readonly DescribeUserScramCredentialsResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -115,9 +115,9 @@ export interface CredentialInfo {
 /** CredentialInfo as an encoder accepts it: every field may be left out and takes its default. */
 export interface CredentialInfoIn {
   /** The SCRAM mechanism. (versions 0+) */
-  mechanism?: number
+  mechanism?: number | undefined
   /** The number of iterations used in the SCRAM credential. (versions 0+) */
-  iterations?: number
+  iterations?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -177,13 +177,13 @@ export interface DescribeUserScramCredentialsResult {
 /** DescribeUserScramCredentialsResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface DescribeUserScramCredentialsResultIn {
   /** The user name. (versions 0+) */
-  user?: string
+  user?: string | undefined
   /** The user-level error code. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The user-level error message, if any. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The mechanism and related information associated with the user's SCRAM credentials. (versions 0+) */
-  credentialInfos?: readonly CredentialInfoIn[]
+  credentialInfos?: readonly CredentialInfoIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -35,11 +35,11 @@ export interface ElectLeadersRequest {
 /** ElectLeadersRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ElectLeadersRequestIn {
   /** Type of elections to conduct for the partition. A value of '0' elects the preferred replica. A value of '1' elects the first live replica if there are no in-sync replica. (versions 1+) */
-  electionType?: number
+  electionType?: number | undefined
   /** The topic partitions to elect leaders. (versions 0+, nullable 0+) */
-  topicPartitions?: readonly TopicPartitionsIn[] | null
+  topicPartitions?: readonly TopicPartitionsIn[] | null | undefined
   /** The time in ms to wait for the election to complete. (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -106,9 +106,9 @@ export interface TopicPartitions {
 /** TopicPartitions as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicPartitionsIn {
   /** The name of a topic. (versions 0+) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** The partitions of this topic whose leader should be elected. (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -35,11 +35,11 @@ export interface ElectLeadersResponse {
 /** ElectLeadersResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ElectLeadersResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top level response error code. (versions 1+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The election results, or an empty array if the requester did not have permission and the request asks for all partitions. (versions 0+) */
-  replicaElectionResults?: readonly ReplicaElectionResultIn[]
+  replicaElectionResults?: readonly ReplicaElectionResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -108,11 +108,11 @@ export interface PartitionResult {
 /** PartitionResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionResultIn {
   /** The partition id (versions 0+) */
-  partitionId?: number
+  partitionId?: number | undefined
   /** The result error, or zero if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The result message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -176,9 +176,9 @@ export interface ReplicaElectionResult {
 /** ReplicaElectionResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReplicaElectionResultIn {
   /** The topic name (versions 0+) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** The results for each partition (versions 0+) */
-  partitionResult?: readonly PartitionResultIn[]
+  partitionResult?: readonly PartitionResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

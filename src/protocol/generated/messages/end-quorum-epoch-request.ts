@@ -36,11 +36,11 @@ export interface EndQuorumEpochRequest {
 /** EndQuorumEpochRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface EndQuorumEpochRequestIn {
   /** (versions 0+, nullable 0+) */
-  clusterId?: string | null
+  clusterId?: string | null | undefined
   /** (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** Endpoints for the leader (versions 1+) */
-  leaderEndpoints?: readonly LeaderEndpointIn[]
+  leaderEndpoints?: readonly LeaderEndpointIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -108,9 +108,9 @@ export interface ReplicaInfo {
 /** ReplicaInfo as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReplicaInfoIn {
   /** (versions 1+) */
-  candidateId?: m.BrokerId
+  candidateId?: m.BrokerId | undefined
   /** (versions 1+) */
-  candidateDirectoryId?: m.Uuid
+  candidateDirectoryId?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -176,15 +176,15 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The current leader ID that is resigning (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The current epoch (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** A sorted list of preferred successors to start the election (versions 0) */
-  preferredSuccessors?: readonly number[]
+  preferredSuccessors?: readonly number[] | undefined
   /** A sorted list of preferred candidates to start the election (versions 1+) */
-  preferredCandidates?: readonly ReplicaInfoIn[]
+  preferredCandidates?: readonly ReplicaInfoIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -265,9 +265,9 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** The topic name. (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -328,11 +328,11 @@ export interface LeaderEndpoint {
 /** LeaderEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderEndpointIn {
   /** The name of the endpoint (versions 1+) */
-  name?: string
+  name?: string | undefined
   /** The node's hostname (versions 1+) */
-  host?: string
+  host?: string | undefined
   /** The node's port (versions 1+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

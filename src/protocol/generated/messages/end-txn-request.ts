@@ -37,13 +37,13 @@ export interface EndTxnRequest {
 /** EndTxnRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface EndTxnRequestIn {
   /** The ID of the transaction to end. (versions 0+) */
-  transactionalId?: m.TransactionalId
+  transactionalId?: m.TransactionalId | undefined
   /** The producer ID. (versions 0+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** The current epoch associated with the producer. (versions 0+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** True if the transaction was committed, false if it was aborted. (versions 0+) */
-  committed?: boolean
+  committed?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

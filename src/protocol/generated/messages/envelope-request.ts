@@ -34,11 +34,11 @@ export interface EnvelopeRequest {
 /** EnvelopeRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface EnvelopeRequestIn {
   /** The embedded request header and data. (versions 0+) */
-  requestData?: Buffer
+  requestData?: Buffer | undefined
   /** Value of the initial client principal when the request is redirected by a broker. (versions 0+, nullable 0+) */
-  requestPrincipal?: Buffer | null
+  requestPrincipal?: Buffer | null | undefined
   /** The original client's address in bytes. (versions 0+) */
-  clientHostAddress?: Buffer
+  clientHostAddress?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,9 +32,9 @@ export interface EnvelopeResponse {
 /** EnvelopeResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface EnvelopeResponseIn {
   /** The embedded response header and data. (versions 0+, nullable 0+) */
-  responseData?: Buffer | null
+  responseData?: Buffer | null | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,9 +32,9 @@ export interface ExpireDelegationTokenRequest {
 /** ExpireDelegationTokenRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ExpireDelegationTokenRequestIn {
   /** The HMAC of the delegation token to be expired. (versions 0+) */
-  hmac?: Buffer
+  hmac?: Buffer | undefined
   /** The expiry time period in milliseconds. (versions 0+) */
-  expiryTimePeriodMs?: bigint
+  expiryTimePeriodMs?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -54,29 +54,29 @@ export interface FetchRequest {
 /** FetchRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface FetchRequestIn {
   /** The clusterId if known. This is used to validate metadata fetches prior to broker registration. (versions 12+, tag 0, nullable 12+) */
-  clusterId?: string | null
+  clusterId?: string | null | undefined
   /** The broker ID of the follower, of -1 if this request is from a consumer. (versions 0-14) */
-  replicaId?: m.BrokerId
+  replicaId?: m.BrokerId | undefined
   /** (versions 15+, tag 1) */
-  replicaState?: ReplicaStateIn
+  replicaState?: ReplicaStateIn | undefined
   /** The maximum time in milliseconds to wait for the response. (versions 0+) */
-  maxWaitMs?: number
+  maxWaitMs?: number | undefined
   /** The minimum bytes to accumulate in the response. (versions 0+) */
-  minBytes?: number
+  minBytes?: number | undefined
   /** The maximum bytes to fetch.  See KIP-74 for cases where this limit may not be honored. (versions 3+) */
-  maxBytes?: number
+  maxBytes?: number | undefined
   /** This setting controls the visibility of transactional records. Using READ_UNCOMMITTED (isolation_level = 0) makes all records visible. With READ_COMMITTED (isolation_level = 1), non-transactional and COMMITTED transactional records are visible. To be more concrete, READ_COMMITTED returns all data from offsets smaller than the current LSO (last stable offset), and enables the inclusion of the list of aborted transactions in the result, which allows consumers to discard ABORTED transactional records (versions 4+) */
-  isolationLevel?: number
+  isolationLevel?: number | undefined
   /** The fetch session ID. (versions 7+) */
-  sessionId?: number
+  sessionId?: number | undefined
   /** The fetch session epoch, which is used for ordering requests in a session. (versions 7+) */
-  sessionEpoch?: number
+  sessionEpoch?: number | undefined
   /** The topics to fetch. (versions 0+) */
-  topics?: readonly FetchTopicIn[]
+  topics?: readonly FetchTopicIn[] | undefined
   /** In an incremental fetch request, the partitions to remove. (versions 7+) */
-  forgottenTopicsData?: readonly ForgottenTopicIn[]
+  forgottenTopicsData?: readonly ForgottenTopicIn[] | undefined
   /** Rack ID of the consumer making this request (versions 11+) */
-  rackId?: string
+  rackId?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -238,9 +238,9 @@ export interface ReplicaState {
 /** ReplicaState as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReplicaStateIn {
   /** The replica ID of the follower, or -1 if this request is from a consumer. (versions 15+) */
-  replicaId?: m.BrokerId
+  replicaId?: m.BrokerId | undefined
   /** The epoch of this follower, or -1 if not available. (versions 15+) */
-  replicaEpoch?: bigint
+  replicaEpoch?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -310,19 +310,19 @@ export interface FetchPartition {
 /** FetchPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface FetchPartitionIn {
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The current leader epoch of the partition. (versions 9+) */
-  currentLeaderEpoch?: number
+  currentLeaderEpoch?: number | undefined
   /** The message offset. (versions 0+) */
-  fetchOffset?: bigint
+  fetchOffset?: bigint | undefined
   /** The epoch of the last fetched record or -1 if there is none (versions 12+) */
-  lastFetchedEpoch?: number
+  lastFetchedEpoch?: number | undefined
   /** The earliest available offset of the follower replica.  The field is only used when the request is sent by the follower. (versions 5+) */
-  logStartOffset?: bigint
+  logStartOffset?: bigint | undefined
   /** The maximum bytes to fetch from this partition.  See KIP-74 for cases where this limit may not be honored. (versions 0+) */
-  partitionMaxBytes?: number
+  partitionMaxBytes?: number | undefined
   /** The directory id of the follower fetching (versions 17+, tag 0) */
-  replicaDirectoryId?: m.Uuid
+  replicaDirectoryId?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -433,11 +433,11 @@ export interface FetchTopic {
 /** FetchTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface FetchTopicIn {
   /** The name of the topic to fetch. (versions 0-12) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** The unique topic ID (versions 13+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The partitions to fetch. (versions 0+) */
-  partitions?: readonly FetchPartitionIn[]
+  partitions?: readonly FetchPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -505,11 +505,11 @@ export interface ForgottenTopic {
 /** ForgottenTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface ForgottenTopicIn {
   /** The topic name. (versions 7-12) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** The unique topic ID (versions 13+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The partitions indexes to forget. (versions 7+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -40,15 +40,15 @@ export interface FetchResponse {
 /** FetchResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface FetchResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top level response error code. (versions 7+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The fetch session ID, or 0 if this is not part of a fetch session. (versions 7+) */
-  sessionId?: number
+  sessionId?: number | undefined
   /** The response topics. (versions 0+) */
-  responses?: readonly FetchableTopicResponseIn[]
+  responses?: readonly FetchableTopicResponseIn[] | undefined
   /** Endpoints for all current-leaders enumerated in PartitionData, with errors NOT_LEADER_OR_FOLLOWER & FENCED_LEADER_EPOCH. (versions 16+, tag 0) */
-  nodeEndpoints?: readonly NodeEndpointIn[]
+  nodeEndpoints?: readonly NodeEndpointIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -147,9 +147,9 @@ export interface EpochEndOffset {
 /** EpochEndOffset as an encoder accepts it: every field may be left out and takes its default. */
 export interface EpochEndOffsetIn {
   /** (versions 12+) */
-  epoch?: number
+  epoch?: number | undefined
   /** (versions 12+) */
-  endOffset?: bigint
+  endOffset?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -209,9 +209,9 @@ export interface LeaderIdAndEpoch {
 /** LeaderIdAndEpoch as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderIdAndEpochIn {
   /** The ID of the current leader or -1 if the leader is unknown. (versions 12+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The latest known leader epoch (versions 12+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -271,9 +271,9 @@ export interface SnapshotId {
 /** SnapshotId as an encoder accepts it: every field may be left out and takes its default. */
 export interface SnapshotIdIn {
   /** (versions 0+) */
-  endOffset?: bigint
+  endOffset?: bigint | undefined
   /** (versions 0+) */
-  epoch?: number
+  epoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -329,9 +329,9 @@ export interface AbortedTransaction {
 /** AbortedTransaction as an encoder accepts it: every field may be left out and takes its default. */
 export interface AbortedTransactionIn {
   /** The producer id associated with the aborted transaction. (versions 4+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** The first offset in the aborted transaction. (versions 4+) */
-  firstOffset?: bigint
+  firstOffset?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -409,27 +409,27 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The error code, or 0 if there was no fetch error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The current high water mark. (versions 0+) */
-  highWatermark?: bigint
+  highWatermark?: bigint | undefined
   /** The last stable offset (or LSO) of the partition. This is the last offset such that the state of all transactional records prior to this offset have been decided (ABORTED or COMMITTED) (versions 4+) */
-  lastStableOffset?: bigint
+  lastStableOffset?: bigint | undefined
   /** The current log start offset. (versions 5+) */
-  logStartOffset?: bigint
+  logStartOffset?: bigint | undefined
   /** In case divergence is detected based on the `LastFetchedEpoch` and `FetchOffset` in the request, this field indicates the largest epoch and its end offset such that subsequent records are known to diverge (versions 12+, tag 0) */
-  divergingEpoch?: EpochEndOffsetIn
+  divergingEpoch?: EpochEndOffsetIn | undefined
   /** (versions 12+, tag 1) */
-  currentLeader?: LeaderIdAndEpochIn
+  currentLeader?: LeaderIdAndEpochIn | undefined
   /** In the case of fetching an offset less than the LogStartOffset, this is the end offset and epoch that should be used in the FetchSnapshot request. (versions 12+, tag 2) */
-  snapshotId?: SnapshotIdIn
+  snapshotId?: SnapshotIdIn | undefined
   /** The aborted transactions. (versions 4+, nullable 4+) */
-  abortedTransactions?: readonly AbortedTransactionIn[] | null
+  abortedTransactions?: readonly AbortedTransactionIn[] | null | undefined
   /** The preferred read replica for the consumer to use on its next fetch request (versions 11+) */
-  preferredReadReplica?: m.BrokerId
+  preferredReadReplica?: m.BrokerId | undefined
   /** The record data. (versions 0+, nullable 0+) */
-  records?: Buffer | null
+  records?: Buffer | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -591,11 +591,11 @@ export interface FetchableTopicResponse {
 /** FetchableTopicResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface FetchableTopicResponseIn {
   /** The topic name. (versions 0-12) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** The unique topic ID (versions 13+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The topic partitions. (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -665,13 +665,13 @@ export interface NodeEndpoint {
 /** NodeEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface NodeEndpointIn {
   /** The ID of the associated node. (versions 16+) */
-  nodeId?: m.BrokerId
+  nodeId?: m.BrokerId | undefined
   /** The node's hostname. (versions 16+) */
-  host?: string
+  host?: string | undefined
   /** The node's port. (versions 16+) */
-  port?: number
+  port?: number | undefined
   /** The rack of the node, or null if it has not been assigned to a rack. (versions 16+, nullable 16+) */
-  rack?: string | null
+  rack?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

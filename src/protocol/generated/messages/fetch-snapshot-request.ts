@@ -38,13 +38,13 @@ export interface FetchSnapshotRequest {
 /** FetchSnapshotRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface FetchSnapshotRequestIn {
   /** The clusterId if known, this is used to validate metadata fetches prior to broker registration (versions 0+, tag 0, nullable 0+) */
-  clusterId?: string | null
+  clusterId?: string | null | undefined
   /** The broker ID of the follower (versions 0+) */
-  replicaId?: m.BrokerId
+  replicaId?: m.BrokerId | undefined
   /** The maximum bytes to fetch from all of the snapshots (versions 0+) */
-  maxBytes?: number
+  maxBytes?: number | undefined
   /** The topics to fetch (versions 0+) */
-  topics?: readonly TopicSnapshotIn[]
+  topics?: readonly TopicSnapshotIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -132,9 +132,9 @@ export interface SnapshotId {
 /** SnapshotId as an encoder accepts it: every field may be left out and takes its default. */
 export interface SnapshotIdIn {
   /** (versions 0+) */
-  endOffset?: bigint
+  endOffset?: bigint | undefined
   /** (versions 0+) */
-  epoch?: number
+  epoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -196,15 +196,15 @@ export interface PartitionSnapshot {
 /** PartitionSnapshot as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionSnapshotIn {
   /** The partition index (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The current leader epoch of the partition, -1 for unknown leader epoch (versions 0+) */
-  currentLeaderEpoch?: number
+  currentLeaderEpoch?: number | undefined
   /** The snapshot endOffset and epoch to fetch (versions 0+) */
-  snapshotId?: SnapshotIdIn
+  snapshotId?: SnapshotIdIn | undefined
   /** The byte position within the snapshot to start fetching from (versions 0+) */
-  position?: bigint
+  position?: bigint | undefined
   /** The directory id of the follower fetching (versions 1+, tag 0) */
-  replicaDirectoryId?: m.Uuid
+  replicaDirectoryId?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -297,9 +297,9 @@ export interface TopicSnapshot {
 /** TopicSnapshot as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicSnapshotIn {
   /** The name of the topic to fetch (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partitions to fetch (versions 0+) */
-  partitions?: readonly PartitionSnapshotIn[]
+  partitions?: readonly PartitionSnapshotIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -37,13 +37,13 @@ export interface FetchSnapshotResponse {
 /** FetchSnapshotResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface FetchSnapshotResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top level response error code. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The topics to fetch. (versions 0+) */
-  topics?: readonly TopicSnapshotIn[]
+  topics?: readonly TopicSnapshotIn[] | undefined
   /** Endpoints for all current-leaders enumerated in PartitionSnapshot (versions 1+, tag 0) */
-  nodeEndpoints?: readonly NodeEndpointIn[]
+  nodeEndpoints?: readonly NodeEndpointIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -133,9 +133,9 @@ export interface SnapshotId {
 /** SnapshotId as an encoder accepts it: every field may be left out and takes its default. */
 export interface SnapshotIdIn {
   /** (versions 0+) */
-  endOffset?: bigint
+  endOffset?: bigint | undefined
   /** (versions 0+) */
-  epoch?: number
+  epoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -191,9 +191,9 @@ export interface LeaderIdAndEpoch {
 /** LeaderIdAndEpoch as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderIdAndEpochIn {
   /** The ID of the current leader or -1 if the leader is unknown. (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The latest known leader epoch (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -259,19 +259,19 @@ export interface PartitionSnapshot {
 /** PartitionSnapshot as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionSnapshotIn {
   /** The partition index. (versions 0+) */
-  index?: number
+  index?: number | undefined
   /** The error code, or 0 if there was no fetch error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The snapshot endOffset and epoch fetched (versions 0+) */
-  snapshotId?: SnapshotIdIn
+  snapshotId?: SnapshotIdIn | undefined
   /** (versions 0+, tag 0) */
-  currentLeader?: LeaderIdAndEpochIn
+  currentLeader?: LeaderIdAndEpochIn | undefined
   /** The total size of the snapshot. (versions 0+) */
-  size?: bigint
+  size?: bigint | undefined
   /** The starting byte position within the snapshot included in the Bytes field. (versions 0+) */
-  position?: bigint
+  position?: bigint | undefined
   /** Snapshot data in records format which may not be aligned on an offset boundary (versions 0+) */
-  unalignedRecords?: Buffer
+  unalignedRecords?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -379,9 +379,9 @@ export interface TopicSnapshot {
 /** TopicSnapshot as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicSnapshotIn {
   /** The name of the topic to fetch. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partitions to fetch. (versions 0+) */
-  partitions?: readonly PartitionSnapshotIn[]
+  partitions?: readonly PartitionSnapshotIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -442,11 +442,11 @@ export interface NodeEndpoint {
 /** NodeEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface NodeEndpointIn {
   /** The ID of the associated node (versions 1+) */
-  nodeId?: m.BrokerId
+  nodeId?: m.BrokerId | undefined
   /** The node's hostname (versions 1+) */
-  host?: string
+  host?: string | undefined
   /** The node's port (versions 1+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

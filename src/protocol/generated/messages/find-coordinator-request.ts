@@ -34,11 +34,11 @@ export interface FindCoordinatorRequest {
 /** FindCoordinatorRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface FindCoordinatorRequestIn {
   /** The coordinator key. (versions 0-3) */
-  key?: string
+  key?: string | undefined
   /** The coordinator key type. (Group, transaction, etc.) (versions 1+) */
-  keyType?: number
+  keyType?: number | undefined
   /** The coordinator keys. (versions 4+) */
-  coordinatorKeys?: readonly string[]
+  coordinatorKeys?: readonly string[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

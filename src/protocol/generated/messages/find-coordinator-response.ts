@@ -43,19 +43,19 @@ export interface FindCoordinatorResponse {
 /** FindCoordinatorResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface FindCoordinatorResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0-3) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 1-3, nullable 1-3) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The node id. (versions 0-3) */
-  nodeId?: m.BrokerId
+  nodeId?: m.BrokerId | undefined
   /** The host name. (versions 0-3) */
-  host?: string
+  host?: string | undefined
   /** The port. (versions 0-3) */
-  port?: number
+  port?: number | undefined
   /** Each coordinator result in the response (versions 4+) */
-  coordinators?: readonly CoordinatorIn[]
+  coordinators?: readonly CoordinatorIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -169,17 +169,17 @@ export interface Coordinator {
 /** Coordinator as an encoder accepts it: every field may be left out and takes its default. */
 export interface CoordinatorIn {
   /** The coordinator key. (versions 4+) */
-  key?: string
+  key?: string | undefined
   /** The node id. (versions 4+) */
-  nodeId?: m.BrokerId
+  nodeId?: m.BrokerId | undefined
   /** The host name. (versions 4+) */
-  host?: string
+  host?: string | undefined
   /** The port. (versions 4+) */
-  port?: number
+  port?: number | undefined
   /** The error code, or 0 if there was no error. (versions 4+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 4+, nullable 4+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,7 +32,7 @@ export interface GetTelemetrySubscriptionsRequest {
 /** GetTelemetrySubscriptionsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface GetTelemetrySubscriptionsRequestIn {
   /** Unique id for this client instance, must be set to 0 on the first request. (versions 0+) */
-  clientInstanceId?: m.Uuid
+  clientInstanceId?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -48,23 +48,23 @@ export interface GetTelemetrySubscriptionsResponse {
 /** GetTelemetrySubscriptionsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface GetTelemetrySubscriptionsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Assigned client instance id if ClientInstanceId was 0 in the request, else 0. (versions 0+) */
-  clientInstanceId?: m.Uuid
+  clientInstanceId?: m.Uuid | undefined
   /** Unique identifier for the current subscription set for this client instance. (versions 0+) */
-  subscriptionId?: number
+  subscriptionId?: number | undefined
   /** Compression types that broker accepts for the PushTelemetryRequest. (versions 0+) */
-  acceptedCompressionTypes?: readonly number[]
+  acceptedCompressionTypes?: readonly number[] | undefined
   /** Configured push interval, which is the lowest configured interval in the current subscription set. (versions 0+) */
-  pushIntervalMs?: number
+  pushIntervalMs?: number | undefined
   /** The maximum bytes of binary data the broker accepts in PushTelemetryRequest. (versions 0+) */
-  telemetryMaxBytes?: number
+  telemetryMaxBytes?: number | undefined
   /** Flag to indicate monotonic/counter metrics are to be emitted as deltas or cumulative values (versions 0+) */
-  deltaTemporality?: boolean
+  deltaTemporality?: boolean | undefined
   /** Requested metrics prefix string match. Empty array: No metrics subscribed, Array[0] empty string: All metrics subscribed. (versions 0+) */
-  requestedMetrics?: readonly string[]
+  requestedMetrics?: readonly string[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -37,13 +37,13 @@ export interface HeartbeatRequest {
 /** HeartbeatRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface HeartbeatRequestIn {
   /** The group id. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The generation of the group. (versions 0+) */
-  generationId?: number
+  generationId?: number | undefined
   /** The member ID. (versions 0+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The unique identifier of the consumer instance provided by end user. (versions 3+, nullable 3+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,9 +32,9 @@ export interface IncrementalAlterConfigsRequest {
 /** IncrementalAlterConfigsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface IncrementalAlterConfigsRequestIn {
   /** The incremental updates for each resource. (versions 0+) */
-  resources?: readonly AlterConfigsResourceIn[]
+  resources?: readonly AlterConfigsResourceIn[] | undefined
   /** True if we should validate the request, but not change the configurations. (versions 0+) */
-  validateOnly?: boolean
+  validateOnly?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -94,11 +94,11 @@ export interface AlterableConfig {
 /** AlterableConfig as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterableConfigIn {
   /** The configuration key name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The type (Set, Delete, Append, Subtract) of operation. (versions 0+) */
-  configOperation?: number
+  configOperation?: number | undefined
   /** The value to set for the configuration key. (versions 0+, nullable 0+) */
-  value?: string | null
+  value?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -165,11 +165,11 @@ export interface AlterConfigsResource {
 /** AlterConfigsResource as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterConfigsResourceIn {
   /** The resource type. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The resource name. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** The configurations. (versions 0+) */
-  configs?: readonly AlterableConfigIn[]
+  configs?: readonly AlterableConfigIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

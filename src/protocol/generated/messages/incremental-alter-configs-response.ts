@@ -32,9 +32,9 @@ export interface IncrementalAlterConfigsResponse {
 /** IncrementalAlterConfigsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface IncrementalAlterConfigsResponseIn {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The responses for each resource. (versions 0+) */
-  responses?: readonly AlterConfigsResourceResponseIn[]
+  responses?: readonly AlterConfigsResourceResponseIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -96,13 +96,13 @@ export interface AlterConfigsResourceResponse {
 /** AlterConfigsResourceResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface AlterConfigsResourceResponseIn {
   /** The resource error code. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The resource error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The resource type. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The resource name. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

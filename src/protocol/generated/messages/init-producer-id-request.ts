@@ -37,13 +37,13 @@ export interface InitProducerIdRequest {
 /** InitProducerIdRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface InitProducerIdRequestIn {
   /** The transactional id, or null if the producer is not transactional. (versions 0+, nullable 0+) */
-  transactionalId?: m.TransactionalId | null
+  transactionalId?: m.TransactionalId | null | undefined
   /** The time in ms to wait before aborting idle transactions sent by this producer. This is only relevant if a TransactionalId has been defined. (versions 0+) */
-  transactionTimeoutMs?: number
+  transactionTimeoutMs?: number | undefined
   /** The producer id. This is used to disambiguate requests if a transactional id is reused following its expiration. (versions 3+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** The producer's current epoch. This will be checked against the producer epoch on the broker, and the request will return an error if they do not match. (versions 3+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

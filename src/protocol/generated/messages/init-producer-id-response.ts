@@ -37,13 +37,13 @@ export interface InitProducerIdResponse {
 /** InitProducerIdResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface InitProducerIdResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The current producer id. (versions 0+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** The current epoch associated with the producer id. (versions 0+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

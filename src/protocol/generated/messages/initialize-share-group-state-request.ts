@@ -34,9 +34,9 @@ export interface InitializeShareGroupStateRequest {
 /** InitializeShareGroupStateRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface InitializeShareGroupStateRequestIn {
   /** The group identifier. (versions 0+) */
-  groupId?: string
+  groupId?: string | undefined
   /** The data for the topics. (versions 0+) */
-  topics?: readonly InitializeStateDataIn[]
+  topics?: readonly InitializeStateDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -97,11 +97,11 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The state epoch for this share-partition. (versions 0+) */
-  stateEpoch?: number
+  stateEpoch?: number | undefined
   /** The share-partition start offset, or -1 if the start offset is not being initialized. (versions 0+) */
-  startOffset?: bigint
+  startOffset?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -164,9 +164,9 @@ export interface InitializeStateData {
 /** InitializeStateData as an encoder accepts it: every field may be left out and takes its default. */
 export interface InitializeStateDataIn {
   /** The topic identifier. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The data for the partitions. (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

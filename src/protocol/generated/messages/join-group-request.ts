@@ -45,21 +45,21 @@ export interface JoinGroupRequest {
 /** JoinGroupRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface JoinGroupRequestIn {
   /** The group identifier. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The coordinator considers the consumer dead if it receives no heartbeat after this timeout in milliseconds. (versions 0+) */
-  sessionTimeoutMs?: number
+  sessionTimeoutMs?: number | undefined
   /** The maximum time in milliseconds that the coordinator will wait for each member to rejoin when rebalancing the group. (versions 1+) */
-  rebalanceTimeoutMs?: number
+  rebalanceTimeoutMs?: number | undefined
   /** The member id assigned by the group coordinator. (versions 0+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The unique identifier of the consumer instance provided by end user. (versions 5+, nullable 5+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** The unique name the for class of protocols implemented by the group we want to join. (versions 0+) */
-  protocolType?: string
+  protocolType?: string | undefined
   /** The list of protocols that the member supports. (versions 0+) */
-  protocols?: readonly JoinGroupRequestProtocolIn[]
+  protocols?: readonly JoinGroupRequestProtocolIn[] | undefined
   /** The reason why the member (re-)joins the group. (versions 8+, nullable 8+) */
-  reason?: string | null
+  reason?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -168,9 +168,9 @@ export interface JoinGroupRequestProtocol {
 /** JoinGroupRequestProtocol as an encoder accepts it: every field may be left out and takes its default. */
 export interface JoinGroupRequestProtocolIn {
   /** The protocol name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The protocol metadata. (versions 0+) */
-  metadata?: Buffer
+  metadata?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -46,23 +46,23 @@ export interface JoinGroupResponse {
 /** JoinGroupResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface JoinGroupResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 2+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The generation ID of the group. (versions 0+) */
-  generationId?: number
+  generationId?: number | undefined
   /** The group protocol name. (versions 7+, nullable 7+) */
-  protocolType?: string | null
+  protocolType?: string | null | undefined
   /** The group protocol selected by the coordinator. (versions 0+, nullable 7+) */
-  protocolName?: string | null
+  protocolName?: string | null | undefined
   /** The leader of the group. (versions 0+) */
-  leader?: string
+  leader?: string | undefined
   /** True if the leader must skip running the assignment. (versions 9+) */
-  skipAssignment?: boolean
+  skipAssignment?: boolean | undefined
   /** The member ID assigned by the group coordinator. (versions 0+) */
-  memberId?: string
+  memberId?: string | undefined
   /** (versions 0+) */
-  members?: readonly JoinGroupResponseMemberIn[]
+  members?: readonly JoinGroupResponseMemberIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -179,11 +179,11 @@ export interface JoinGroupResponseMember {
 /** JoinGroupResponseMember as an encoder accepts it: every field may be left out and takes its default. */
 export interface JoinGroupResponseMemberIn {
   /** The group member ID. (versions 0+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The unique identifier of the consumer instance provided by end user. (versions 5+, nullable 5+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** The group member metadata. (versions 0+) */
-  metadata?: Buffer
+  metadata?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -31,9 +31,9 @@ export interface KRaftVersionRecord {
 /** KRaftVersionRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface KRaftVersionRecordIn {
   /** The version of the kraft version record (versions 0+) */
-  version?: number
+  version?: number | undefined
   /** The kraft protocol version (versions 0+) */
-  kRaftVersion?: number
+  kRaftVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -46,21 +46,21 @@ export interface LeaderAndIsrRequest {
 /** LeaderAndIsrRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderAndIsrRequestIn {
   /** The current controller ID. (versions 0+) */
-  controllerId?: m.BrokerId
+  controllerId?: m.BrokerId | undefined
   /** If KRaft controller id is used during migration. See KIP-866 (versions 7+) */
-  isKRaftController?: boolean
+  isKRaftController?: boolean | undefined
   /** The current controller epoch. (versions 0+) */
-  controllerEpoch?: number
+  controllerEpoch?: number | undefined
   /** The current broker epoch. (versions 2+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** The type that indicates whether all topics are included in the request (versions 5+) */
-  type?: number
+  type?: number | undefined
   /** The state of each partition, in a v0 or v1 message. (versions 0-1) */
-  ungroupedPartitionStates?: readonly LeaderAndIsrPartitionStateIn[]
+  ungroupedPartitionStates?: readonly LeaderAndIsrPartitionStateIn[] | undefined
   /** Each topic. (versions 2+) */
-  topicStates?: readonly LeaderAndIsrTopicStateIn[]
+  topicStates?: readonly LeaderAndIsrTopicStateIn[] | undefined
   /** The current live leaders. (versions 0+) */
-  liveLeaders?: readonly LeaderAndIsrLiveLeaderIn[]
+  liveLeaders?: readonly LeaderAndIsrLiveLeaderIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -174,11 +174,11 @@ export interface LeaderAndIsrTopicState {
 /** LeaderAndIsrTopicState as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderAndIsrTopicStateIn {
   /** The topic name. (versions 2+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The unique topic ID. (versions 5+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The state of each partition (versions 2+) */
-  partitionStates?: readonly LeaderAndIsrPartitionStateIn[]
+  partitionStates?: readonly LeaderAndIsrPartitionStateIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -250,11 +250,11 @@ export interface LeaderAndIsrLiveLeader {
 /** LeaderAndIsrLiveLeader as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderAndIsrLiveLeaderIn {
   /** The leader's broker ID. (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The leader's hostname. (versions 0+) */
-  hostName?: string
+  hostName?: string | undefined
   /** The leader's port. (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -338,29 +338,29 @@ export interface LeaderAndIsrPartitionState {
 /** LeaderAndIsrPartitionState as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderAndIsrPartitionStateIn {
   /** The topic name.  This is only present in v0 or v1. (versions 0-1) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The controller epoch. (versions 0+) */
-  controllerEpoch?: number
+  controllerEpoch?: number | undefined
   /** The broker ID of the leader. (versions 0+) */
-  leader?: m.BrokerId
+  leader?: m.BrokerId | undefined
   /** The leader epoch. (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** The in-sync replica IDs. (versions 0+) */
-  isr?: readonly m.BrokerId[]
+  isr?: readonly m.BrokerId[] | undefined
   /** The current epoch for the partition. The epoch is a monotonically increasing value which is incremented after every partition change. (Since the LeaderAndIsr request is only used by the legacy controller, this corresponds to the zkVersion) (versions 0+) */
-  partitionEpoch?: number
+  partitionEpoch?: number | undefined
   /** The replica IDs. (versions 0+) */
-  replicas?: readonly m.BrokerId[]
+  replicas?: readonly m.BrokerId[] | undefined
   /** The replica IDs that we are adding this partition to, or null if no replicas are being added. (versions 3+) */
-  addingReplicas?: readonly m.BrokerId[]
+  addingReplicas?: readonly m.BrokerId[] | undefined
   /** The replica IDs that we are removing this partition from, or null if no replicas are being removed. (versions 3+) */
-  removingReplicas?: readonly m.BrokerId[]
+  removingReplicas?: readonly m.BrokerId[] | undefined
   /** Whether the replica should have existed on the broker or not. (versions 1+) */
-  isNew?: boolean
+  isNew?: boolean | undefined
   /** 1 if the partition is recovering from an unclean leader election; 0 otherwise. (versions 6+) */
-  leaderRecoveryState?: number
+  leaderRecoveryState?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -36,11 +36,11 @@ export interface LeaderAndIsrResponse {
 /** LeaderAndIsrResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderAndIsrResponseIn {
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Each partition in v0 to v4 message. (versions 0-4) */
-  partitionErrors?: readonly LeaderAndIsrPartitionErrorIn[]
+  partitionErrors?: readonly LeaderAndIsrPartitionErrorIn[] | undefined
   /** Each topic (versions 5+) */
-  topics?: readonly LeaderAndIsrTopicErrorIn[]
+  topics?: readonly LeaderAndIsrTopicErrorIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -111,9 +111,9 @@ export interface LeaderAndIsrTopicError {
 /** LeaderAndIsrTopicError as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderAndIsrTopicErrorIn {
   /** The unique topic ID (versions 5+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** Each partition. (versions 5+) */
-  partitionErrors?: readonly LeaderAndIsrPartitionErrorIn[]
+  partitionErrors?: readonly LeaderAndIsrPartitionErrorIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -177,11 +177,11 @@ export interface LeaderAndIsrPartitionError {
 /** LeaderAndIsrPartitionError as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderAndIsrPartitionErrorIn {
   /** The topic name. (versions 0-4) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The partition error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

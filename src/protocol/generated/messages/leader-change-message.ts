@@ -37,13 +37,13 @@ export interface LeaderChangeMessage {
 /** LeaderChangeMessage as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderChangeMessageIn {
   /** The version of the leader change message (versions 0+) */
-  version?: number
+  version?: number | undefined
   /** The ID of the newly elected leader (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The set of voters in the quorum for this epoch (versions 0+) */
-  voters?: readonly VoterIn[]
+  voters?: readonly VoterIn[] | undefined
   /** The voters who voted for the leader at the time of election (versions 0+) */
-  grantingVoters?: readonly VoterIn[]
+  grantingVoters?: readonly VoterIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -117,9 +117,9 @@ export interface Voter {
 /** Voter as an encoder accepts it: every field may be left out and takes its default. */
 export interface VoterIn {
   /** (versions 0+) */
-  voterId?: number
+  voterId?: number | undefined
   /** The directory id of the voter (versions 1+) */
-  voterDirectoryId?: m.Uuid
+  voterDirectoryId?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

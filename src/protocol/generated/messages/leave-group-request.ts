@@ -35,11 +35,11 @@ export interface LeaveGroupRequest {
 /** LeaveGroupRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaveGroupRequestIn {
   /** The ID of the group to leave. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The member ID to remove from the group. (versions 0-2) */
-  memberId?: string
+  memberId?: string | undefined
   /** List of leaving member identities. (versions 3+) */
-  members?: readonly MemberIdentityIn[]
+  members?: readonly MemberIdentityIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -112,11 +112,11 @@ export interface MemberIdentity {
 /** MemberIdentity as an encoder accepts it: every field may be left out and takes its default. */
 export interface MemberIdentityIn {
   /** The member ID to remove from the group. (versions 3+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The group instance ID to remove from the group. (versions 3+, nullable 3+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** The reason why the member left the group. (versions 5+, nullable 5+) */
-  reason?: string | null
+  reason?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

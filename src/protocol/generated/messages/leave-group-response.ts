@@ -34,11 +34,11 @@ export interface LeaveGroupResponse {
 /** LeaveGroupResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaveGroupResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** List of leaving member responses. (versions 3+) */
-  members?: readonly MemberResponseIn[]
+  members?: readonly MemberResponseIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -107,11 +107,11 @@ export interface MemberResponse {
 /** MemberResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface MemberResponseIn {
   /** The member ID to remove from the group. (versions 3+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The group instance ID to remove from the group. (versions 3+, nullable 3+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** The error code, or 0 if there was no error. (versions 3+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -34,11 +34,11 @@ export interface ListClientMetricsResourcesResponse {
 /** ListClientMetricsResourcesResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListClientMetricsResourcesResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Each client metrics resource in the response. (versions 0+) */
-  clientMetricsResources?: readonly ClientMetricsResourceIn[]
+  clientMetricsResources?: readonly ClientMetricsResourceIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -101,7 +101,7 @@ export interface ClientMetricsResource {
 /** ClientMetricsResource as an encoder accepts it: every field may be left out and takes its default. */
 export interface ClientMetricsResourceIn {
   /** The resource name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

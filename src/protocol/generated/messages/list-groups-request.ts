@@ -32,9 +32,9 @@ export interface ListGroupsRequest {
 /** ListGroupsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListGroupsRequestIn {
   /** The states of the groups we want to list. If empty, all groups are returned with their state. (versions 4+) */
-  statesFilter?: readonly string[]
+  statesFilter?: readonly string[] | undefined
   /** The types of the groups we want to list. If empty, all groups are returned with their type. (versions 5+) */
-  typesFilter?: readonly string[]
+  typesFilter?: readonly string[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -35,11 +35,11 @@ export interface ListGroupsResponse {
 /** ListGroupsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListGroupsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Each group in the response. (versions 0+) */
-  groups?: readonly ListedGroupIn[]
+  groups?: readonly ListedGroupIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -108,13 +108,13 @@ export interface ListedGroup {
 /** ListedGroup as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListedGroupIn {
   /** The group ID. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The group protocol type. (versions 0+) */
-  protocolType?: string
+  protocolType?: string | undefined
   /** The group state name. (versions 4+) */
-  groupState?: string
+  groupState?: string | undefined
   /** The group type name. (versions 5+) */
-  groupType?: string
+  groupType?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

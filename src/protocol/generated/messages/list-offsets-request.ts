@@ -37,13 +37,13 @@ export interface ListOffsetsRequest {
 /** ListOffsetsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListOffsetsRequestIn {
   /** The broker ID of the requester, or -1 if this request is being made by a normal consumer. (versions 0+) */
-  replicaId?: m.BrokerId
+  replicaId?: m.BrokerId | undefined
   /** This setting controls the visibility of transactional records. Using READ_UNCOMMITTED (isolation_level = 0) makes all records visible. With READ_COMMITTED (isolation_level = 1), non-transactional and COMMITTED transactional records are visible. To be more concrete, READ_COMMITTED returns all data from offsets smaller than the current LSO (last stable offset), and enables the inclusion of the list of aborted transactions in the result, which allows consumers to discard ABORTED transactional records (versions 2+) */
-  isolationLevel?: number
+  isolationLevel?: number | undefined
   /** Each topic in the request. (versions 0+) */
-  topics?: readonly ListOffsetsTopicIn[]
+  topics?: readonly ListOffsetsTopicIn[] | undefined
   /** The timeout to await a response in milliseconds for requests that require reading from remote storage for topics enabled with tiered storage. (versions 10+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -121,13 +121,13 @@ export interface ListOffsetsPartition {
 /** ListOffsetsPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListOffsetsPartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The current leader epoch. (versions 4+) */
-  currentLeaderEpoch?: number
+  currentLeaderEpoch?: number | undefined
   /** The current timestamp. (versions 0+) */
-  timestamp?: bigint
+  timestamp?: bigint | undefined
   /** The maximum number of offsets to report. (versions 0) */
-  maxNumOffsets?: number
+  maxNumOffsets?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -199,9 +199,9 @@ export interface ListOffsetsTopic {
 /** ListOffsetsTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListOffsetsTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Each partition in the request. (versions 0+) */
-  partitions?: readonly ListOffsetsPartitionIn[]
+  partitions?: readonly ListOffsetsPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

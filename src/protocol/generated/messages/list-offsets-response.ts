@@ -33,9 +33,9 @@ export interface ListOffsetsResponse {
 /** ListOffsetsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListOffsetsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 2+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Each topic in the response. (versions 0+) */
-  topics?: readonly ListOffsetsTopicResponseIn[]
+  topics?: readonly ListOffsetsTopicResponseIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -101,17 +101,17 @@ export interface ListOffsetsPartitionResponse {
 /** ListOffsetsPartitionResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListOffsetsPartitionResponseIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The partition error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The result offsets. (versions 0) */
-  oldStyleOffsets?: readonly bigint[]
+  oldStyleOffsets?: readonly bigint[] | undefined
   /** The timestamp associated with the returned offset. (versions 1+) */
-  timestamp?: bigint
+  timestamp?: bigint | undefined
   /** The returned offset. (versions 1+) */
-  offset?: bigint
+  offset?: bigint | undefined
   /** (versions 4+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -205,9 +205,9 @@ export interface ListOffsetsTopicResponse {
 /** ListOffsetsTopicResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListOffsetsTopicResponseIn {
   /** The topic name (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Each partition in the response. (versions 0+) */
-  partitions?: readonly ListOffsetsPartitionResponseIn[]
+  partitions?: readonly ListOffsetsPartitionResponseIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,9 +33,9 @@ export interface ListPartitionReassignmentsRequest {
 /** ListPartitionReassignmentsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListPartitionReassignmentsRequestIn {
   /** The time in ms to wait for the request to complete. (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** The topics to list partition reassignments for, or null to list everything. (versions 0+, nullable 0+) */
-  topics?: readonly ListPartitionReassignmentsTopicsIn[] | null
+  topics?: readonly ListPartitionReassignmentsTopicsIn[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,9 +93,9 @@ export interface ListPartitionReassignmentsTopics {
 /** ListPartitionReassignmentsTopics as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListPartitionReassignmentsTopicsIn {
   /** The topic name (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partitions to list partition reassignments for. (versions 0+) */
-  partitionIndexes?: readonly number[]
+  partitionIndexes?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

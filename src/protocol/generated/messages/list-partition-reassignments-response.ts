@@ -37,13 +37,13 @@ export interface ListPartitionReassignmentsResponse {
 /** ListPartitionReassignmentsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListPartitionReassignmentsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top-level error code, or 0 if there was no error (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The top-level error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The ongoing reassignments for each topic. (versions 0+) */
-  topics?: readonly OngoingTopicReassignmentIn[]
+  topics?: readonly OngoingTopicReassignmentIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -120,13 +120,13 @@ export interface OngoingPartitionReassignment {
 /** OngoingPartitionReassignment as an encoder accepts it: every field may be left out and takes its default. */
 export interface OngoingPartitionReassignmentIn {
   /** The index of the partition. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The current replica set. (versions 0+) */
-  replicas?: readonly m.BrokerId[]
+  replicas?: readonly m.BrokerId[] | undefined
   /** The set of replicas we are currently adding. (versions 0+) */
-  addingReplicas?: readonly m.BrokerId[]
+  addingReplicas?: readonly m.BrokerId[] | undefined
   /** The set of replicas we are currently removing. (versions 0+) */
-  removingReplicas?: readonly m.BrokerId[]
+  removingReplicas?: readonly m.BrokerId[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -202,9 +202,9 @@ export interface OngoingTopicReassignment {
 /** OngoingTopicReassignment as an encoder accepts it: every field may be left out and takes its default. */
 export interface OngoingTopicReassignmentIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The ongoing reassignments for each partition. (versions 0+) */
-  partitions?: readonly OngoingPartitionReassignmentIn[]
+  partitions?: readonly OngoingPartitionReassignmentIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

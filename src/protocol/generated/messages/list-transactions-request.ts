@@ -35,11 +35,11 @@ export interface ListTransactionsRequest {
 /** ListTransactionsRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListTransactionsRequestIn {
   /** The transaction states to filter by: if empty, all transactions are returned; if non-empty, then only transactions matching one of the filtered states will be returned (versions 0+) */
-  stateFilters?: readonly string[]
+  stateFilters?: readonly string[] | undefined
   /** The producerIds to filter by: if empty, all transactions will be returned; if non-empty, only transactions which match one of the filtered producerIds will be returned (versions 0+) */
-  producerIdFilters?: readonly m.ProducerId[]
+  producerIdFilters?: readonly m.ProducerId[] | undefined
   /** Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned (versions 1+) */
-  durationFilter?: bigint
+  durationFilter?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -37,13 +37,13 @@ export interface ListTransactionsResponse {
 /** ListTransactionsResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListTransactionsResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Set of state filters provided in the request which were unknown to the transaction coordinator (versions 0+) */
-  unknownStateFilters?: readonly string[]
+  unknownStateFilters?: readonly string[] | undefined
   /** (versions 0+) */
-  transactionStates?: readonly TransactionStateIn[]
+  transactionStates?: readonly TransactionStateIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -120,11 +120,11 @@ export interface TransactionState {
 /** TransactionState as an encoder accepts it: every field may be left out and takes its default. */
 export interface TransactionStateIn {
   /** (versions 0+) */
-  transactionalId?: m.TransactionalId
+  transactionalId?: m.TransactionalId | undefined
   /** (versions 0+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** The current transaction state of the producer (versions 0+) */
-  transactionState?: string
+  transactionState?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -38,13 +38,13 @@ export interface MetadataRequest {
 /** MetadataRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface MetadataRequestIn {
   /** The topics to fetch metadata for. (versions 0+, nullable 1+) */
-  topics?: readonly MetadataRequestTopicIn[] | null
+  topics?: readonly MetadataRequestTopicIn[] | null | undefined
   /** If this is true, the broker may auto-create topics that we requested which do not already exist, if it is configured to do so. (versions 4+) */
-  allowAutoTopicCreation?: boolean
+  allowAutoTopicCreation?: boolean | undefined
   /** Whether to include cluster authorized operations. (versions 8-10) */
-  includeClusterAuthorizedOperations?: boolean
+  includeClusterAuthorizedOperations?: boolean | undefined
   /** Whether to include topic authorized operations. (versions 8+) */
-  includeTopicAuthorizedOperations?: boolean
+  includeTopicAuthorizedOperations?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -122,9 +122,9 @@ export interface MetadataRequestTopic {
 /** MetadataRequestTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface MetadataRequestTopicIn {
   /** The topic id. (versions 10+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The topic name. (versions 0+, nullable 10+) */
-  name?: m.TopicName | null
+  name?: m.TopicName | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -42,17 +42,17 @@ export interface MetadataResponse {
 /** MetadataResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface MetadataResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 3+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** A list of brokers present in the cluster. (versions 0+) */
-  brokers?: readonly MetadataResponseBrokerIn[]
+  brokers?: readonly MetadataResponseBrokerIn[] | undefined
   /** The cluster ID that responding broker belongs to. (versions 2+, nullable 2+) */
-  clusterId?: string | null
+  clusterId?: string | null | undefined
   /** The ID of the controller broker. (versions 1+) */
-  controllerId?: m.BrokerId
+  controllerId?: m.BrokerId | undefined
   /** Each topic in the response. (versions 0+) */
-  topics?: readonly MetadataResponseTopicIn[]
+  topics?: readonly MetadataResponseTopicIn[] | undefined
   /** 32-bit bitfield to represent authorized operations for this cluster. (versions 8-10) */
-  clusterAuthorizedOperations?: number
+  clusterAuthorizedOperations?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -148,13 +148,13 @@ export interface MetadataResponseBroker {
 /** MetadataResponseBroker as an encoder accepts it: every field may be left out and takes its default. */
 export interface MetadataResponseBrokerIn {
   /** The broker ID. (versions 0+) */
-  nodeId?: m.BrokerId
+  nodeId?: m.BrokerId | undefined
   /** The broker hostname. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The broker port. (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** The rack of the broker, or null if it has not been assigned to a rack. (versions 1+, nullable 1+) */
-  rack?: string | null
+  rack?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -237,19 +237,19 @@ export interface MetadataResponsePartition {
 /** MetadataResponsePartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface MetadataResponsePartitionIn {
   /** The partition error, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The ID of the leader broker. (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The leader epoch of this partition. (versions 7+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** The set of all nodes that host this partition. (versions 0+) */
-  replicaNodes?: readonly m.BrokerId[]
+  replicaNodes?: readonly m.BrokerId[] | undefined
   /** The set of nodes that are in sync with the leader for this partition. (versions 0+) */
-  isrNodes?: readonly m.BrokerId[]
+  isrNodes?: readonly m.BrokerId[] | undefined
   /** The set of offline replicas of this partition. (versions 5+) */
-  offlineReplicas?: readonly m.BrokerId[]
+  offlineReplicas?: readonly m.BrokerId[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -354,17 +354,17 @@ export interface MetadataResponseTopic {
 /** MetadataResponseTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface MetadataResponseTopicIn {
   /** The topic error, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The topic name. Null for non-existing topics queried by ID. This is never null when ErrorCode is zero. One of Name and TopicId is always populated. (versions 0+, nullable 12+) */
-  name?: m.TopicName | null
+  name?: m.TopicName | null | undefined
   /** The topic id. Zero for non-existing topics queried by name. This is never zero when ErrorCode is zero. One of Name and TopicId is always populated. (versions 10+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** True if the topic is internal. (versions 1+) */
-  isInternal?: boolean
+  isInternal?: boolean | undefined
   /** Each partition in the topic. (versions 0+) */
-  partitions?: readonly MetadataResponsePartitionIn[]
+  partitions?: readonly MetadataResponsePartitionIn[] | undefined
   /** 32-bit bitfield to represent authorized operations for this topic. (versions 8+) */
-  topicAuthorizedOperations?: number
+  topicAuthorizedOperations?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -41,17 +41,17 @@ export interface OffsetCommitRequest {
 /** OffsetCommitRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetCommitRequestIn {
   /** The unique group identifier. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The generation of the group if using the classic group protocol or the member epoch if using the consumer protocol. (versions 1+) */
-  generationIdOrMemberEpoch?: number
+  generationIdOrMemberEpoch?: number | undefined
   /** The member ID assigned by the group coordinator. (versions 1+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The unique identifier of the consumer instance provided by end user. (versions 7+, nullable 7+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** The time period in ms to retain the offset. (versions 2-4) */
-  retentionTimeMs?: bigint
+  retentionTimeMs?: bigint | undefined
   /** The topics to commit offsets for. (versions 0+) */
-  topics?: readonly OffsetCommitRequestTopicIn[]
+  topics?: readonly OffsetCommitRequestTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -149,15 +149,15 @@ export interface OffsetCommitRequestPartition {
 /** OffsetCommitRequestPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetCommitRequestPartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The message offset to be committed. (versions 0+) */
-  committedOffset?: bigint
+  committedOffset?: bigint | undefined
   /** The leader epoch of this partition. (versions 6+) */
-  committedLeaderEpoch?: number
+  committedLeaderEpoch?: number | undefined
   /** The timestamp of the commit. (versions 1) */
-  commitTimestamp?: bigint
+  commitTimestamp?: bigint | undefined
   /** Any associated metadata the client wants to keep. (versions 0+, nullable 0+) */
-  committedMetadata?: string | null
+  committedMetadata?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -237,9 +237,9 @@ export interface OffsetCommitRequestTopic {
 /** OffsetCommitRequestTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetCommitRequestTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Each partition to commit offsets for. (versions 0+) */
-  partitions?: readonly OffsetCommitRequestPartitionIn[]
+  partitions?: readonly OffsetCommitRequestPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

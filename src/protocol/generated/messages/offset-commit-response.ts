@@ -33,9 +33,9 @@ export interface OffsetCommitResponse {
 /** OffsetCommitResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetCommitResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 3+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The responses for each topic. (versions 0+) */
-  topics?: readonly OffsetCommitResponseTopicIn[]
+  topics?: readonly OffsetCommitResponseTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,9 +93,9 @@ export interface OffsetCommitResponsePartition {
 /** OffsetCommitResponsePartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetCommitResponsePartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -151,9 +151,9 @@ export interface OffsetCommitResponseTopic {
 /** OffsetCommitResponseTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetCommitResponseTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The responses for each partition in the topic. (versions 0+) */
-  partitions?: readonly OffsetCommitResponsePartitionIn[]
+  partitions?: readonly OffsetCommitResponsePartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -31,9 +31,9 @@ export interface OffsetDeleteRequest {
 /** OffsetDeleteRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetDeleteRequestIn {
   /** The unique group identifier. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The topics to delete offsets for (versions 0+) */
-  topics?: readonly OffsetDeleteRequestTopicIn[]
+  topics?: readonly OffsetDeleteRequestTopicIn[] | undefined
 }
 
 export function defaultOffsetDeleteRequest(): OffsetDeleteRequest {
@@ -83,7 +83,7 @@ export interface OffsetDeleteRequestPartition {
 /** OffsetDeleteRequestPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetDeleteRequestPartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
 }
 
 export function defaultOffsetDeleteRequestPartition(): OffsetDeleteRequestPartition {
@@ -125,9 +125,9 @@ export interface OffsetDeleteRequestTopic {
 /** OffsetDeleteRequestTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetDeleteRequestTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Each partition to delete offsets for. (versions 0+) */
-  partitions?: readonly OffsetDeleteRequestPartitionIn[]
+  partitions?: readonly OffsetDeleteRequestPartitionIn[] | undefined
 }
 
 export function defaultOffsetDeleteRequestTopic(): OffsetDeleteRequestTopic {

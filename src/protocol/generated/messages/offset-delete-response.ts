@@ -33,11 +33,11 @@ export interface OffsetDeleteResponse {
 /** OffsetDeleteResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetDeleteResponseIn {
   /** The top-level error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The responses for each topic. (versions 0+) */
-  topics?: readonly OffsetDeleteResponseTopicIn[]
+  topics?: readonly OffsetDeleteResponseTopicIn[] | undefined
 }
 
 export function defaultOffsetDeleteResponse(): OffsetDeleteResponse {
@@ -95,9 +95,9 @@ export interface OffsetDeleteResponsePartition {
 /** OffsetDeleteResponsePartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetDeleteResponsePartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
 }
 
 export function defaultOffsetDeleteResponsePartition(): OffsetDeleteResponsePartition {
@@ -146,9 +146,9 @@ export interface OffsetDeleteResponseTopic {
 /** OffsetDeleteResponseTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetDeleteResponseTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The responses for each partition in the topic. (versions 0+) */
-  partitions?: readonly OffsetDeleteResponsePartitionIn[]
+  partitions?: readonly OffsetDeleteResponsePartitionIn[] | undefined
 }
 
 export function defaultOffsetDeleteResponseTopic(): OffsetDeleteResponseTopic {

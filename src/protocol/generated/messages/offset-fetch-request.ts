@@ -37,13 +37,13 @@ export interface OffsetFetchRequest {
 /** OffsetFetchRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchRequestIn {
   /** The group to fetch offsets for. (versions 0-7) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** Each topic we would like to fetch offsets for, or null to fetch offsets for all topics. (versions 0-7, nullable 2-7) */
-  topics?: readonly OffsetFetchRequestTopicIn[] | null
+  topics?: readonly OffsetFetchRequestTopicIn[] | null | undefined
   /** Each group we would like to fetch offsets for (versions 8+) */
-  groups?: readonly OffsetFetchRequestGroupIn[]
+  groups?: readonly OffsetFetchRequestGroupIn[] | undefined
   /** Whether broker should hold on returning unstable offsets but set a retriable error code for the partitions. (versions 7+) */
-  requireStable?: boolean
+  requireStable?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -126,9 +126,9 @@ export interface OffsetFetchRequestTopic {
 /** OffsetFetchRequestTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchRequestTopicIn {
   /** The topic name. (versions 0-7) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partition indexes we would like to fetch offsets for. (versions 0-7) */
-  partitionIndexes?: readonly number[]
+  partitionIndexes?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -191,9 +191,9 @@ export interface OffsetFetchRequestTopics {
 /** OffsetFetchRequestTopics as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchRequestTopicsIn {
   /** The topic name. (versions 8+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partition indexes we would like to fetch offsets for. (versions 8+) */
-  partitionIndexes?: readonly number[]
+  partitionIndexes?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -260,13 +260,13 @@ export interface OffsetFetchRequestGroup {
 /** OffsetFetchRequestGroup as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchRequestGroupIn {
   /** The group ID. (versions 8+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The member ID assigned by the group coordinator if using the new consumer protocol (KIP-848). (versions 9+, nullable 9+) */
-  memberId?: string | null
+  memberId?: string | null | undefined
   /** The member epoch if using the new consumer protocol (KIP-848). (versions 9+) */
-  memberEpoch?: number
+  memberEpoch?: number | undefined
   /** Each topic we would like to fetch offsets for, or null to fetch offsets for all topics. (versions 8+, nullable 8+) */
-  topics?: readonly OffsetFetchRequestTopicsIn[] | null
+  topics?: readonly OffsetFetchRequestTopicsIn[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

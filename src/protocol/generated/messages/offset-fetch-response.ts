@@ -37,13 +37,13 @@ export interface OffsetFetchResponse {
 /** OffsetFetchResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 3+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The responses per topic. (versions 0-7) */
-  topics?: readonly OffsetFetchResponseTopicIn[]
+  topics?: readonly OffsetFetchResponseTopicIn[] | undefined
   /** The top-level error code, or 0 if there was no error. (versions 2-7) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The responses per group id. (versions 8+) */
-  groups?: readonly OffsetFetchResponseGroupIn[]
+  groups?: readonly OffsetFetchResponseGroupIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -127,15 +127,15 @@ export interface OffsetFetchResponsePartition {
 /** OffsetFetchResponsePartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchResponsePartitionIn {
   /** The partition index. (versions 0-7) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The committed message offset. (versions 0-7) */
-  committedOffset?: bigint
+  committedOffset?: bigint | undefined
   /** The leader epoch. (versions 5-7) */
-  committedLeaderEpoch?: number
+  committedLeaderEpoch?: number | undefined
   /** The partition metadata. (versions 0-7, nullable 0-7) */
-  metadata?: string | null
+  metadata?: string | null | undefined
   /** The error code, or 0 if there was no error. (versions 0-7) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -222,9 +222,9 @@ export interface OffsetFetchResponseTopic {
 /** OffsetFetchResponseTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchResponseTopicIn {
   /** The topic name. (versions 0-7) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The responses per partition (versions 0-7) */
-  partitions?: readonly OffsetFetchResponsePartitionIn[]
+  partitions?: readonly OffsetFetchResponsePartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -293,15 +293,15 @@ export interface OffsetFetchResponsePartitions {
 /** OffsetFetchResponsePartitions as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchResponsePartitionsIn {
   /** The partition index. (versions 8+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The committed message offset. (versions 8+) */
-  committedOffset?: bigint
+  committedOffset?: bigint | undefined
   /** The leader epoch. (versions 8+) */
-  committedLeaderEpoch?: number
+  committedLeaderEpoch?: number | undefined
   /** The partition metadata. (versions 8+, nullable 8+) */
-  metadata?: string | null
+  metadata?: string | null | undefined
   /** The partition-level error code, or 0 if there was no error. (versions 8+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -388,9 +388,9 @@ export interface OffsetFetchResponseTopics {
 /** OffsetFetchResponseTopics as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchResponseTopicsIn {
   /** The topic name. (versions 8+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The responses per partition (versions 8+) */
-  partitions?: readonly OffsetFetchResponsePartitionsIn[]
+  partitions?: readonly OffsetFetchResponsePartitionsIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -455,11 +455,11 @@ export interface OffsetFetchResponseGroup {
 /** OffsetFetchResponseGroup as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetFetchResponseGroupIn {
   /** The group ID. (versions 8+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The responses per topic. (versions 8+) */
-  topics?: readonly OffsetFetchResponseTopicsIn[]
+  topics?: readonly OffsetFetchResponseTopicsIn[] | undefined
   /** The group-level error code, or 0 if there was no error. (versions 8+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

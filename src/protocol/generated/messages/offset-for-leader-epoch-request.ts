@@ -33,9 +33,9 @@ export interface OffsetForLeaderEpochRequest {
 /** OffsetForLeaderEpochRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetForLeaderEpochRequestIn {
   /** The broker ID of the follower, of -1 if this request is from a consumer. (versions 3+) */
-  replicaId?: m.BrokerId
+  replicaId?: m.BrokerId | undefined
   /** Each topic to get offsets for. (versions 0+) */
-  topics?: readonly OffsetForLeaderTopicIn[]
+  topics?: readonly OffsetForLeaderTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -95,11 +95,11 @@ export interface OffsetForLeaderPartition {
 /** OffsetForLeaderPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetForLeaderPartitionIn {
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** An epoch used to fence consumers/replicas with old metadata. If the epoch provided by the client is larger than the current epoch known to the broker, then the UNKNOWN_LEADER_EPOCH error code will be returned. If the provided epoch is smaller, then the FENCED_LEADER_EPOCH error code will be returned. (versions 2+) */
-  currentLeaderEpoch?: number
+  currentLeaderEpoch?: number | undefined
   /** The epoch to look up an offset for. (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -162,9 +162,9 @@ export interface OffsetForLeaderTopic {
 /** OffsetForLeaderTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetForLeaderTopicIn {
   /** The topic name. (versions 0+) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** Each partition to get offsets for. (versions 0+) */
-  partitions?: readonly OffsetForLeaderPartitionIn[]
+  partitions?: readonly OffsetForLeaderPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

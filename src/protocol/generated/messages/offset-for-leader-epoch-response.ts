@@ -33,9 +33,9 @@ export interface OffsetForLeaderEpochResponse {
 /** OffsetForLeaderEpochResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetForLeaderEpochResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 2+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Each topic we fetched offsets for. (versions 0+) */
-  topics?: readonly OffsetForLeaderTopicResultIn[]
+  topics?: readonly OffsetForLeaderTopicResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -97,13 +97,13 @@ export interface EpochEndOffset {
 /** EpochEndOffset as an encoder accepts it: every field may be left out and takes its default. */
 export interface EpochEndOffsetIn {
   /** The error code 0, or if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The leader epoch of the partition. (versions 1+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** The end offset of the epoch. (versions 0+) */
-  endOffset?: bigint
+  endOffset?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -173,9 +173,9 @@ export interface OffsetForLeaderTopicResult {
 /** OffsetForLeaderTopicResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface OffsetForLeaderTopicResultIn {
   /** The topic name. (versions 0+) */
-  topic?: m.TopicName
+  topic?: m.TopicName | undefined
   /** Each partition in the topic we fetched offsets for. (versions 0+) */
-  partitions?: readonly EpochEndOffsetIn[]
+  partitions?: readonly EpochEndOffsetIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

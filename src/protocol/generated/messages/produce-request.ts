@@ -37,13 +37,13 @@ export interface ProduceRequest {
 /** ProduceRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ProduceRequestIn {
   /** The transactional ID, or null if the producer is not transactional. (versions 3+, nullable 3+) */
-  transactionalId?: m.TransactionalId | null
+  transactionalId?: m.TransactionalId | null | undefined
   /** The number of acknowledgments the producer requires the leader to have received before considering a request complete. Allowed values: 0 for no acknowledgments, 1 for only the leader and -1 for the full ISR. (versions 0+) */
-  acks?: number
+  acks?: number | undefined
   /** The timeout to await a response in milliseconds. (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** Each topic to produce to. (versions 0+) */
-  topicData?: readonly TopicProduceDataIn[]
+  topicData?: readonly TopicProduceDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -119,9 +119,9 @@ export interface PartitionProduceData {
 /** PartitionProduceData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionProduceDataIn {
   /** The partition index. (versions 0+) */
-  index?: number
+  index?: number | undefined
   /** The record data to be produced. (versions 0+, nullable 0+) */
-  records?: Buffer | null
+  records?: Buffer | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -178,9 +178,9 @@ export interface TopicProduceData {
 /** TopicProduceData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicProduceDataIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Each partition to produce to. (versions 0+) */
-  partitionData?: readonly PartitionProduceDataIn[]
+  partitionData?: readonly PartitionProduceDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -35,11 +35,11 @@ export interface ProduceResponse {
 /** ProduceResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ProduceResponseIn {
   /** Each produce response (versions 0+) */
-  responses?: readonly TopicProduceResponseIn[]
+  responses?: readonly TopicProduceResponseIn[] | undefined
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** Endpoints for all current-leaders enumerated in PartitionProduceResponses, with errors NOT_LEADER_OR_FOLLOWER. (versions 10+, tag 0) */
-  nodeEndpoints?: readonly NodeEndpointIn[]
+  nodeEndpoints?: readonly NodeEndpointIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -122,9 +122,9 @@ export interface BatchIndexAndErrorMessage {
 /** BatchIndexAndErrorMessage as an encoder accepts it: every field may be left out and takes its default. */
 export interface BatchIndexAndErrorMessageIn {
   /** The batch index of the record that cause the batch to be dropped (versions 8+) */
-  batchIndex?: number
+  batchIndex?: number | undefined
   /** The error message of the record that caused the batch to be dropped (versions 8+, nullable 8+) */
-  batchIndexErrorMessage?: string | null
+  batchIndexErrorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -186,9 +186,9 @@ export interface LeaderIdAndEpoch {
 /** LeaderIdAndEpoch as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderIdAndEpochIn {
   /** The ID of the current leader or -1 if the leader is unknown. (versions 10+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The latest known leader epoch (versions 10+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -260,21 +260,21 @@ export interface PartitionProduceResponse {
 /** PartitionProduceResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionProduceResponseIn {
   /** The partition index. (versions 0+) */
-  index?: number
+  index?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The base offset. (versions 0+) */
-  baseOffset?: bigint
+  baseOffset?: bigint | undefined
   /** The timestamp returned by broker after appending the messages. If CreateTime is used for the topic, the timestamp will be -1.  If LogAppendTime is used for the topic, the timestamp will be the broker local time when the messages are appended. (versions 2+) */
-  logAppendTimeMs?: bigint
+  logAppendTimeMs?: bigint | undefined
   /** The log start offset. (versions 5+) */
-  logStartOffset?: bigint
+  logStartOffset?: bigint | undefined
   /** The batch indices of records that caused the batch to be dropped (versions 8+) */
-  recordErrors?: readonly BatchIndexAndErrorMessageIn[]
+  recordErrors?: readonly BatchIndexAndErrorMessageIn[] | undefined
   /** The global error message summarizing the common root cause of the records that caused the batch to be dropped (versions 8+, nullable 8+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** (versions 10+, tag 0) */
-  currentLeader?: LeaderIdAndEpochIn
+  currentLeader?: LeaderIdAndEpochIn | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -392,9 +392,9 @@ export interface TopicProduceResponse {
 /** TopicProduceResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicProduceResponseIn {
   /** The topic name (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** Each partition that we produced to within the topic. (versions 0+) */
-  partitionResponses?: readonly PartitionProduceResponseIn[]
+  partitionResponses?: readonly PartitionProduceResponseIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -457,13 +457,13 @@ export interface NodeEndpoint {
 /** NodeEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface NodeEndpointIn {
   /** The ID of the associated node. (versions 10+) */
-  nodeId?: m.BrokerId
+  nodeId?: m.BrokerId | undefined
   /** The node's hostname. (versions 10+) */
-  host?: string
+  host?: string | undefined
   /** The node's port. (versions 10+) */
-  port?: number
+  port?: number | undefined
   /** The rack of the node, or null if it has not been assigned to a rack. (versions 10+, nullable 10+) */
-  rack?: string | null
+  rack?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -40,15 +40,15 @@ export interface PushTelemetryRequest {
 /** PushTelemetryRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface PushTelemetryRequestIn {
   /** Unique id for this client instance. (versions 0+) */
-  clientInstanceId?: m.Uuid
+  clientInstanceId?: m.Uuid | undefined
   /** Unique identifier for the current subscription. (versions 0+) */
-  subscriptionId?: number
+  subscriptionId?: number | undefined
   /** Client is terminating the connection. (versions 0+) */
-  terminating?: boolean
+  terminating?: boolean | undefined
   /** Compression codec used to compress the metrics. (versions 0+) */
-  compressionType?: number
+  compressionType?: number | undefined
   /** Metrics encoded in OpenTelemetry MetricsData v1 protobuf format. (versions 0+) */
-  metrics?: Buffer
+  metrics?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

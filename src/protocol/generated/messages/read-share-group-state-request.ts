@@ -34,9 +34,9 @@ export interface ReadShareGroupStateRequest {
 /** ReadShareGroupStateRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReadShareGroupStateRequestIn {
   /** The group identifier. (versions 0+) */
-  groupId?: string
+  groupId?: string | undefined
   /** The data for the topics. (versions 0+) */
-  topics?: readonly ReadStateDataIn[]
+  topics?: readonly ReadStateDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -95,9 +95,9 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The leader epoch of the share-partition. (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -153,9 +153,9 @@ export interface ReadStateData {
 /** ReadStateData as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReadStateDataIn {
   /** The topic identifier. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The data for the partitions. (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

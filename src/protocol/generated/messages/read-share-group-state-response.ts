@@ -32,7 +32,7 @@ export interface ReadShareGroupStateResponse {
 /** ReadShareGroupStateResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReadShareGroupStateResponseIn {
   /** The read results (versions 0+) */
-  results?: readonly ReadStateResultIn[]
+  results?: readonly ReadStateResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -87,13 +87,13 @@ export interface StateBatch {
 /** StateBatch as an encoder accepts it: every field may be left out and takes its default. */
 export interface StateBatchIn {
   /** The base offset of this state batch. (versions 0+) */
-  firstOffset?: bigint
+  firstOffset?: bigint | undefined
   /** The last offset of this state batch. (versions 0+) */
-  lastOffset?: bigint
+  lastOffset?: bigint | undefined
   /** The state - 0:Available,2:Acked,4:Archived. (versions 0+) */
-  deliveryState?: number
+  deliveryState?: number | undefined
   /** The delivery count. (versions 0+) */
-  deliveryCount?: number
+  deliveryCount?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -171,17 +171,17 @@ export interface PartitionResult {
 /** PartitionResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionResultIn {
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The state epoch for this share-partition. (versions 0+) */
-  stateEpoch?: number
+  stateEpoch?: number | undefined
   /** The share-partition start offset, which can be -1 if it is not yet initialized. (versions 0+) */
-  startOffset?: bigint
+  startOffset?: bigint | undefined
   /** (versions 0+) */
-  stateBatches?: readonly StateBatchIn[]
+  stateBatches?: readonly StateBatchIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -268,9 +268,9 @@ export interface ReadStateResult {
 /** ReadStateResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReadStateResultIn {
   /** The topic identifier (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The results for the partitions. (versions 0+) */
-  partitions?: readonly PartitionResultIn[]
+  partitions?: readonly PartitionResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

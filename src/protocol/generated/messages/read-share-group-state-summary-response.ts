@@ -32,7 +32,7 @@ export interface ReadShareGroupStateSummaryResponse {
 /** ReadShareGroupStateSummaryResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReadShareGroupStateSummaryResponseIn {
   /** The read results (versions 0+) */
-  results?: readonly ReadStateSummaryResultIn[]
+  results?: readonly ReadStateSummaryResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -89,15 +89,15 @@ export interface PartitionResult {
 /** PartitionResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionResultIn {
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The state epoch of the share-partition. (versions 0+) */
-  stateEpoch?: number
+  stateEpoch?: number | undefined
   /** The share-partition start offset. (versions 0+) */
-  startOffset?: bigint
+  startOffset?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -175,9 +175,9 @@ export interface ReadStateSummaryResult {
 /** ReadStateSummaryResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface ReadStateSummaryResultIn {
   /** The topic identifier (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The results for the partitions. (versions 0+) */
-  partitions?: readonly PartitionResultIn[]
+  partitions?: readonly PartitionResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -36,11 +36,11 @@ export interface RemoveRaftVoterRequest {
 /** RemoveRaftVoterRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface RemoveRaftVoterRequestIn {
   /** (versions 0+, nullable 0+) */
-  clusterId?: string | null
+  clusterId?: string | null | undefined
   /** The replica id of the voter getting removed from the topic partition (versions 0+) */
-  voterId?: number
+  voterId?: number | undefined
   /** The directory id of the voter getting removed from the topic partition (versions 0+) */
-  voterDirectoryId?: m.Uuid
+  voterDirectoryId?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,9 +32,9 @@ export interface RenewDelegationTokenRequest {
 /** RenewDelegationTokenRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface RenewDelegationTokenRequestIn {
   /** The HMAC of the delegation token to be renewed. (versions 0+) */
-  hmac?: Buffer
+  hmac?: Buffer | undefined
   /** The renewal time period in milliseconds. (versions 0+) */
-  renewPeriodMs?: bigint
+  renewPeriodMs?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -35,13 +35,13 @@ export interface RequestHeader {
 /** RequestHeader as an encoder accepts it: every field may be left out and takes its default. */
 export interface RequestHeaderIn {
   /** The API key of this request. (versions 0+) */
-  requestApiKey?: number
+  requestApiKey?: number | undefined
   /** The API version of this request. (versions 0+) */
-  requestApiVersion?: number
+  requestApiVersion?: number | undefined
   /** The correlation ID of this request. (versions 0+) */
-  correlationId?: number
+  correlationId?: number | undefined
   /** The client ID string. (versions 1+, nullable 1+) */
-  clientId?: string | null
+  clientId?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

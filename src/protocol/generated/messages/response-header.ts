@@ -29,7 +29,7 @@ export interface ResponseHeader {
 /** ResponseHeader as an encoder accepts it: every field may be left out and takes its default. */
 export interface ResponseHeaderIn {
   /** The correlation ID of this response. (versions 0+) */
-  correlationId?: number
+  correlationId?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

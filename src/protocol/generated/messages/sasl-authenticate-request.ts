@@ -30,7 +30,7 @@ export interface SaslAuthenticateRequest {
 /** SaslAuthenticateRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface SaslAuthenticateRequestIn {
   /** The SASL authentication bytes from the client, as defined by the SASL mechanism. (versions 0+) */
-  authBytes?: Buffer
+  authBytes?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

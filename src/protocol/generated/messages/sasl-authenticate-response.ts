@@ -36,13 +36,13 @@ export interface SaslAuthenticateResponse {
 /** SaslAuthenticateResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface SaslAuthenticateResponseIn {
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The SASL authentication bytes from the server, as defined by the SASL mechanism. (versions 0+) */
-  authBytes?: Buffer
+  authBytes?: Buffer | undefined
   /** Number of milliseconds after which only re-authentication over the existing connection to create a new session can occur. (versions 1+) */
-  sessionLifetimeMs?: bigint
+  sessionLifetimeMs?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -28,7 +28,7 @@ export interface SaslHandshakeRequest {
 /** SaslHandshakeRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface SaslHandshakeRequestIn {
   /** The SASL mechanism chosen by the client. (versions 0+) */
-  mechanism?: string
+  mechanism?: string | undefined
 }
 
 export function defaultSaslHandshakeRequest(): SaslHandshakeRequest {

@@ -30,9 +30,9 @@ export interface SaslHandshakeResponse {
 /** SaslHandshakeResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface SaslHandshakeResponseIn {
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The mechanisms enabled in the server. (versions 0+) */
-  mechanisms?: readonly string[]
+  mechanisms?: readonly string[] | undefined
 }
 
 export function defaultSaslHandshakeResponse(): SaslHandshakeResponse {

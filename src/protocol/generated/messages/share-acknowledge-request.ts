@@ -38,13 +38,13 @@ export interface ShareAcknowledgeRequest {
 /** ShareAcknowledgeRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareAcknowledgeRequestIn {
   /** The group identifier. (versions 0+, nullable 0+) */
-  groupId?: m.GroupId | null
+  groupId?: m.GroupId | null | undefined
   /** The member ID. (versions 0+, nullable 0+) */
-  memberId?: string | null
+  memberId?: string | null | undefined
   /** The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests. (versions 0+) */
-  shareSessionEpoch?: number
+  shareSessionEpoch?: number | undefined
   /** The topics containing records to acknowledge. (versions 0+) */
-  topics?: readonly AcknowledgeTopicIn[]
+  topics?: readonly AcknowledgeTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -120,11 +120,11 @@ export interface AcknowledgementBatch {
 /** AcknowledgementBatch as an encoder accepts it: every field may be left out and takes its default. */
 export interface AcknowledgementBatchIn {
   /** First offset of batch of records to acknowledge. (versions 0+) */
-  firstOffset?: bigint
+  firstOffset?: bigint | undefined
   /** Last offset (inclusive) of batch of records to acknowledge. (versions 0+) */
-  lastOffset?: bigint
+  lastOffset?: bigint | undefined
   /** Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject. (versions 0+) */
-  acknowledgeTypes?: readonly number[]
+  acknowledgeTypes?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -189,9 +189,9 @@ export interface AcknowledgePartition {
 /** AcknowledgePartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface AcknowledgePartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** Record batches to acknowledge. (versions 0+) */
-  acknowledgementBatches?: readonly AcknowledgementBatchIn[]
+  acknowledgementBatches?: readonly AcknowledgementBatchIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -249,9 +249,9 @@ export interface AcknowledgeTopic {
 /** AcknowledgeTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface AcknowledgeTopicIn {
   /** The unique topic ID. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The partitions containing records to acknowledge. (versions 0+) */
-  partitions?: readonly AcknowledgePartitionIn[]
+  partitions?: readonly AcknowledgePartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

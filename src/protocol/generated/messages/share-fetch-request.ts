@@ -46,21 +46,21 @@ export interface ShareFetchRequest {
 /** ShareFetchRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareFetchRequestIn {
   /** The group identifier. (versions 0+, nullable 0+) */
-  groupId?: m.GroupId | null
+  groupId?: m.GroupId | null | undefined
   /** The member ID. (versions 0+, nullable 0+) */
-  memberId?: string | null
+  memberId?: string | null | undefined
   /** The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests. (versions 0+) */
-  shareSessionEpoch?: number
+  shareSessionEpoch?: number | undefined
   /** The maximum time in milliseconds to wait for the response. (versions 0+) */
-  maxWaitMs?: number
+  maxWaitMs?: number | undefined
   /** The minimum bytes to accumulate in the response. (versions 0+) */
-  minBytes?: number
+  minBytes?: number | undefined
   /** The maximum bytes to fetch.  See KIP-74 for cases where this limit may not be honored. (versions 0+) */
-  maxBytes?: number
+  maxBytes?: number | undefined
   /** The topics to fetch. (versions 0+) */
-  topics?: readonly FetchTopicIn[]
+  topics?: readonly FetchTopicIn[] | undefined
   /** The partitions to remove from this share session. (versions 0+) */
-  forgottenTopicsData?: readonly ForgottenTopicIn[]
+  forgottenTopicsData?: readonly ForgottenTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -166,11 +166,11 @@ export interface AcknowledgementBatch {
 /** AcknowledgementBatch as an encoder accepts it: every field may be left out and takes its default. */
 export interface AcknowledgementBatchIn {
   /** First offset of batch of records to acknowledge. (versions 0+) */
-  firstOffset?: bigint
+  firstOffset?: bigint | undefined
   /** Last offset (inclusive) of batch of records to acknowledge. (versions 0+) */
-  lastOffset?: bigint
+  lastOffset?: bigint | undefined
   /** Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject. (versions 0+) */
-  acknowledgeTypes?: readonly number[]
+  acknowledgeTypes?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -237,11 +237,11 @@ export interface FetchPartition {
 /** FetchPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface FetchPartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The maximum bytes to fetch from this partition. 0 when only acknowledgement with no fetching is required. See KIP-74 for cases where this limit may not be honored. (versions 0+) */
-  partitionMaxBytes?: number
+  partitionMaxBytes?: number | undefined
   /** Record batches to acknowledge. (versions 0+) */
-  acknowledgementBatches?: readonly AcknowledgementBatchIn[]
+  acknowledgementBatches?: readonly AcknowledgementBatchIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -306,9 +306,9 @@ export interface FetchTopic {
 /** FetchTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface FetchTopicIn {
   /** The unique topic ID. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The partitions to fetch. (versions 0+) */
-  partitions?: readonly FetchPartitionIn[]
+  partitions?: readonly FetchPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -366,9 +366,9 @@ export interface ForgottenTopic {
 /** ForgottenTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface ForgottenTopicIn {
   /** The unique topic ID. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The partitions indexes to forget. (versions 0+) */
-  partitions?: readonly number[]
+  partitions?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -40,15 +40,15 @@ export interface ShareFetchResponse {
 /** ShareFetchResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareFetchResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top-level response error code. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The top-level error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The response topics. (versions 0+) */
-  responses?: readonly ShareFetchableTopicResponseIn[]
+  responses?: readonly ShareFetchableTopicResponseIn[] | undefined
   /** Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER. (versions 0+) */
-  nodeEndpoints?: readonly NodeEndpointIn[]
+  nodeEndpoints?: readonly NodeEndpointIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -130,9 +130,9 @@ export interface LeaderIdAndEpoch {
 /** LeaderIdAndEpoch as an encoder accepts it: every field may be left out and takes its default. */
 export interface LeaderIdAndEpochIn {
   /** The ID of the current leader or -1 if the leader is unknown. (versions 0+) */
-  leaderId?: number
+  leaderId?: number | undefined
   /** The latest known leader epoch. (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -190,11 +190,11 @@ export interface AcquiredRecords {
 /** AcquiredRecords as an encoder accepts it: every field may be left out and takes its default. */
 export interface AcquiredRecordsIn {
   /** The earliest offset in this batch of acquired records. (versions 0+) */
-  firstOffset?: bigint
+  firstOffset?: bigint | undefined
   /** The last offset of this batch of acquired records. (versions 0+) */
-  lastOffset?: bigint
+  lastOffset?: bigint | undefined
   /** The delivery count of this batch of acquired records. (versions 0+) */
-  deliveryCount?: number
+  deliveryCount?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -269,21 +269,21 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The fetch error code, or 0 if there was no fetch error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The fetch error message, or null if there was no fetch error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** The acknowledge error code, or 0 if there was no acknowledge error. (versions 0+) */
-  acknowledgeErrorCode?: number
+  acknowledgeErrorCode?: number | undefined
   /** The acknowledge error message, or null if there was no acknowledge error. (versions 0+, nullable 0+) */
-  acknowledgeErrorMessage?: string | null
+  acknowledgeErrorMessage?: string | null | undefined
   /** (versions 0+) */
-  currentLeader?: LeaderIdAndEpochIn
+  currentLeader?: LeaderIdAndEpochIn | undefined
   /** The record data. (versions 0+, nullable 0+) */
-  records?: Buffer | null
+  records?: Buffer | null | undefined
   /** The acquired records. (versions 0+) */
-  acquiredRecords?: readonly AcquiredRecordsIn[]
+  acquiredRecords?: readonly AcquiredRecordsIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -386,9 +386,9 @@ export interface ShareFetchableTopicResponse {
 /** ShareFetchableTopicResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface ShareFetchableTopicResponseIn {
   /** The unique topic ID. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The topic partitions. (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -450,13 +450,13 @@ export interface NodeEndpoint {
 /** NodeEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface NodeEndpointIn {
   /** The ID of the associated node. (versions 0+) */
-  nodeId?: m.BrokerId
+  nodeId?: m.BrokerId | undefined
   /** The node's hostname. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The node's port. (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** The rack of the node, or null if it has not been assigned to a rack. (versions 0+, nullable 0+) */
-  rack?: string | null
+  rack?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

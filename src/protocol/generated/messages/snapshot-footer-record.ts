@@ -29,7 +29,7 @@ export interface SnapshotFooterRecord {
 /** SnapshotFooterRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface SnapshotFooterRecordIn {
   /** The version of the snapshot footer record (versions 0+) */
-  version?: number
+  version?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

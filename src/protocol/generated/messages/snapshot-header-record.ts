@@ -31,9 +31,9 @@ export interface SnapshotHeaderRecord {
 /** SnapshotHeaderRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface SnapshotHeaderRecordIn {
   /** The version of the snapshot header record (versions 0+) */
-  version?: number
+  version?: number | undefined
   /** The append time of the last record from the log contained in this snapshot (versions 0+) */
-  lastContainedLogTimestamp?: bigint
+  lastContainedLogTimestamp?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

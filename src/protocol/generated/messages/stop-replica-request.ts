@@ -45,21 +45,21 @@ export interface StopReplicaRequest {
 /** StopReplicaRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface StopReplicaRequestIn {
   /** The controller id. (versions 0+) */
-  controllerId?: m.BrokerId
+  controllerId?: m.BrokerId | undefined
   /** If KRaft controller id is used during migration. See KIP-866 (versions 4+) */
-  isKRaftController?: boolean
+  isKRaftController?: boolean | undefined
   /** The controller epoch. (versions 0+) */
-  controllerEpoch?: number
+  controllerEpoch?: number | undefined
   /** The broker epoch. (versions 1+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** Whether these partitions should be deleted. (versions 0-2) */
-  deletePartitions?: boolean
+  deletePartitions?: boolean | undefined
   /** The partitions to stop. (versions 0) */
-  ungroupedPartitions?: readonly StopReplicaPartitionV0In[]
+  ungroupedPartitions?: readonly StopReplicaPartitionV0In[] | undefined
   /** The topics to stop. (versions 1-2) */
-  topics?: readonly StopReplicaTopicV1In[]
+  topics?: readonly StopReplicaTopicV1In[] | undefined
   /** Each topic. (versions 3+) */
-  topicStates?: readonly StopReplicaTopicStateIn[]
+  topicStates?: readonly StopReplicaTopicStateIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -173,9 +173,9 @@ export interface StopReplicaPartitionV0 {
 /** StopReplicaPartitionV0 as an encoder accepts it: every field may be left out and takes its default. */
 export interface StopReplicaPartitionV0In {
   /** The topic name. (versions 0) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The partition index. (versions 0) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -236,9 +236,9 @@ export interface StopReplicaTopicV1 {
 /** StopReplicaTopicV1 as an encoder accepts it: every field may be left out and takes its default. */
 export interface StopReplicaTopicV1In {
   /** The topic name. (versions 1-2) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partition indexes. (versions 1-2) */
-  partitionIndexes?: readonly number[]
+  partitionIndexes?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -303,11 +303,11 @@ export interface StopReplicaPartitionState {
 /** StopReplicaPartitionState as an encoder accepts it: every field may be left out and takes its default. */
 export interface StopReplicaPartitionStateIn {
   /** The partition index. (versions 3+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The leader epoch. (versions 3+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** Whether this partition should be deleted. (versions 3+) */
-  deletePartition?: boolean
+  deletePartition?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -376,9 +376,9 @@ export interface StopReplicaTopicState {
 /** StopReplicaTopicState as an encoder accepts it: every field may be left out and takes its default. */
 export interface StopReplicaTopicStateIn {
   /** The topic name. (versions 3+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The state of each partition (versions 3+) */
-  partitionStates?: readonly StopReplicaPartitionStateIn[]
+  partitionStates?: readonly StopReplicaPartitionStateIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,9 +33,9 @@ export interface StopReplicaResponse {
 /** StopReplicaResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface StopReplicaResponseIn {
   /** The top-level error code, or 0 if there was no top-level error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The responses for each partition. (versions 0+) */
-  partitionErrors?: readonly StopReplicaPartitionErrorIn[]
+  partitionErrors?: readonly StopReplicaPartitionErrorIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -95,11 +95,11 @@ export interface StopReplicaPartitionError {
 /** StopReplicaPartitionError as an encoder accepts it: every field may be left out and takes its default. */
 export interface StopReplicaPartitionErrorIn {
   /** The topic name. (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The partition error code, or 0 if there was no partition error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

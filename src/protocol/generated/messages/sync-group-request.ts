@@ -43,19 +43,19 @@ export interface SyncGroupRequest {
 /** SyncGroupRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface SyncGroupRequestIn {
   /** The unique group identifier. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The generation of the group. (versions 0+) */
-  generationId?: number
+  generationId?: number | undefined
   /** The member ID assigned by the group. (versions 0+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The unique identifier of the consumer instance provided by end user. (versions 3+, nullable 3+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** The group protocol type. (versions 5+, nullable 5+) */
-  protocolType?: string | null
+  protocolType?: string | null | undefined
   /** The group protocol name. (versions 5+, nullable 5+) */
-  protocolName?: string | null
+  protocolName?: string | null | undefined
   /** Each assignment. (versions 0+) */
-  assignments?: readonly SyncGroupRequestAssignmentIn[]
+  assignments?: readonly SyncGroupRequestAssignmentIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -158,9 +158,9 @@ export interface SyncGroupRequestAssignment {
 /** SyncGroupRequestAssignment as an encoder accepts it: every field may be left out and takes its default. */
 export interface SyncGroupRequestAssignmentIn {
   /** The ID of the member to assign. (versions 0+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The member assignment. (versions 0+) */
-  assignment?: Buffer
+  assignment?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -38,15 +38,15 @@ export interface SyncGroupResponse {
 /** SyncGroupResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface SyncGroupResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The group protocol type. (versions 5+, nullable 5+) */
-  protocolType?: string | null
+  protocolType?: string | null | undefined
   /** The group protocol name. (versions 5+, nullable 5+) */
-  protocolName?: string | null
+  protocolName?: string | null | undefined
   /** The member assignment. (versions 0+) */
-  assignment?: Buffer
+  assignment?: Buffer | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

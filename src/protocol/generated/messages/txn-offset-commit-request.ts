@@ -45,21 +45,21 @@ export interface TxnOffsetCommitRequest {
 /** TxnOffsetCommitRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface TxnOffsetCommitRequestIn {
   /** The ID of the transaction. (versions 0+) */
-  transactionalId?: m.TransactionalId
+  transactionalId?: m.TransactionalId | undefined
   /** The ID of the group. (versions 0+) */
-  groupId?: m.GroupId
+  groupId?: m.GroupId | undefined
   /** The current producer ID in use by the transactional ID. (versions 0+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** The current epoch associated with the producer ID. (versions 0+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** The generation of the consumer. (versions 3+) */
-  generationId?: number
+  generationId?: number | undefined
   /** The member ID assigned by the group coordinator. (versions 3+) */
-  memberId?: string
+  memberId?: string | undefined
   /** The unique identifier of the consumer instance provided by end user. (versions 3+, nullable 3+) */
-  groupInstanceId?: string | null
+  groupInstanceId?: string | null | undefined
   /** Each topic that we want to commit offsets for. (versions 0+) */
-  topics?: readonly TxnOffsetCommitRequestTopicIn[]
+  topics?: readonly TxnOffsetCommitRequestTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -174,13 +174,13 @@ export interface TxnOffsetCommitRequestPartition {
 /** TxnOffsetCommitRequestPartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface TxnOffsetCommitRequestPartitionIn {
   /** The index of the partition within the topic. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The message offset to be committed. (versions 0+) */
-  committedOffset?: bigint
+  committedOffset?: bigint | undefined
   /** The leader epoch of the last consumed record. (versions 2+) */
-  committedLeaderEpoch?: number
+  committedLeaderEpoch?: number | undefined
   /** Any associated metadata the client wants to keep. (versions 0+, nullable 0+) */
-  committedMetadata?: string | null
+  committedMetadata?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -251,9 +251,9 @@ export interface TxnOffsetCommitRequestTopic {
 /** TxnOffsetCommitRequestTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface TxnOffsetCommitRequestTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The partitions inside the topic that we want to commit offsets for. (versions 0+) */
-  partitions?: readonly TxnOffsetCommitRequestPartitionIn[]
+  partitions?: readonly TxnOffsetCommitRequestPartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,9 +33,9 @@ export interface TxnOffsetCommitResponse {
 /** TxnOffsetCommitResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface TxnOffsetCommitResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The responses for each topic. (versions 0+) */
-  topics?: readonly TxnOffsetCommitResponseTopicIn[]
+  topics?: readonly TxnOffsetCommitResponseTopicIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -93,9 +93,9 @@ export interface TxnOffsetCommitResponsePartition {
 /** TxnOffsetCommitResponsePartition as an encoder accepts it: every field may be left out and takes its default. */
 export interface TxnOffsetCommitResponsePartitionIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -151,9 +151,9 @@ export interface TxnOffsetCommitResponseTopic {
 /** TxnOffsetCommitResponseTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface TxnOffsetCommitResponseTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The responses for each partition in the topic. (versions 0+) */
-  partitions?: readonly TxnOffsetCommitResponsePartitionIn[]
+  partitions?: readonly TxnOffsetCommitResponsePartitionIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

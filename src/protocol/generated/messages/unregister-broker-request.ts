@@ -31,7 +31,7 @@ export interface UnregisterBrokerRequest {
 /** UnregisterBrokerRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface UnregisterBrokerRequestIn {
   /** The broker ID to unregister. (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

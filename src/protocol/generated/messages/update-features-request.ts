@@ -34,11 +34,11 @@ export interface UpdateFeaturesRequest {
 /** UpdateFeaturesRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateFeaturesRequestIn {
   /** How long to wait in milliseconds before timing out the request. (versions 0+) */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** The list of updates to finalized features. (versions 0+) */
-  featureUpdates?: readonly FeatureUpdateKeyIn[]
+  featureUpdates?: readonly FeatureUpdateKeyIn[] | undefined
   /** True if we should validate the request, but not perform the upgrade or downgrade. (versions 1+) */
-  validateOnly?: boolean
+  validateOnly?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -109,13 +109,13 @@ export interface FeatureUpdateKey {
 /** FeatureUpdateKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface FeatureUpdateKeyIn {
   /** The name of the finalized feature to be updated. (versions 0+) */
-  feature?: string
+  feature?: string | undefined
   /** The new maximum version level for the finalized feature. A value >= 1 is valid. A value < 1, is special, and can be used to request the deletion of the finalized feature. (versions 0+) */
-  maxVersionLevel?: number
+  maxVersionLevel?: number | undefined
   /** DEPRECATED in version 1 (see DowngradeType). When set to true, the finalized feature version level is allowed to be downgraded/deleted. The downgrade request will fail if the new maximum version level is a value that's not lower than the existing maximum finalized version level. (versions 0) */
-  allowDowngrade?: boolean
+  allowDowngrade?: boolean | undefined
   /** Determine which type of upgrade will be performed: 1 will perform an upgrade only (default), 2 is safe downgrades only (lossless), 3 is unsafe downgrades (lossy). (versions 1+) */
-  upgradeType?: number
+  upgradeType?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -36,13 +36,13 @@ export interface UpdateFeaturesResponse {
 /** UpdateFeaturesResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateFeaturesResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The top-level error code, or `0` if there was no top-level error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The top-level error message, or `null` if there was no top-level error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Results for each feature update. (versions 0-1) */
-  results?: readonly UpdatableFeatureResultIn[]
+  results?: readonly UpdatableFeatureResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -117,11 +117,11 @@ export interface UpdatableFeatureResult {
 /** UpdatableFeatureResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdatableFeatureResultIn {
   /** The name of the finalized feature. (versions 0+) */
-  feature?: string
+  feature?: string | undefined
   /** The feature update error code or `0` if the feature update succeeded. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The feature update error, or `null` if the feature update succeeded. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -46,21 +46,21 @@ export interface UpdateMetadataRequest {
 /** UpdateMetadataRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateMetadataRequestIn {
   /** The controller id. (versions 0+) */
-  controllerId?: m.BrokerId
+  controllerId?: m.BrokerId | undefined
   /** If KRaft controller id is used during migration. See KIP-866 (versions 8+) */
-  isKRaftController?: boolean
+  isKRaftController?: boolean | undefined
   /** Indicates if this request is a Full metadata snapshot (2), Incremental (1), or Unknown (0). Using during ZK migration, see KIP-866 (versions 8+, tag 0) */
-  type?: number
+  type?: number | undefined
   /** The controller epoch. (versions 0+) */
-  controllerEpoch?: number
+  controllerEpoch?: number | undefined
   /** The broker epoch. (versions 5+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** In older versions of this RPC, each partition that we would like to update. (versions 0-4) */
-  ungroupedPartitionStates?: readonly UpdateMetadataPartitionStateIn[]
+  ungroupedPartitionStates?: readonly UpdateMetadataPartitionStateIn[] | undefined
   /** In newer versions of this RPC, each topic that we would like to update. (versions 5+) */
-  topicStates?: readonly UpdateMetadataTopicStateIn[]
+  topicStates?: readonly UpdateMetadataTopicStateIn[] | undefined
   /** (versions 0+) */
-  liveBrokers?: readonly UpdateMetadataBrokerIn[]
+  liveBrokers?: readonly UpdateMetadataBrokerIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -188,11 +188,11 @@ export interface UpdateMetadataTopicState {
 /** UpdateMetadataTopicState as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateMetadataTopicStateIn {
   /** The topic name. (versions 5+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The topic id. (versions 7+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The partition that we would like to update. (versions 5+) */
-  partitionStates?: readonly UpdateMetadataPartitionStateIn[]
+  partitionStates?: readonly UpdateMetadataPartitionStateIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -266,13 +266,13 @@ export interface UpdateMetadataEndpoint {
 /** UpdateMetadataEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateMetadataEndpointIn {
   /** The port of this endpoint (versions 1+) */
-  port?: number
+  port?: number | undefined
   /** The hostname of this endpoint (versions 1+) */
-  host?: string
+  host?: string | undefined
   /** The listener name. (versions 3+) */
-  listener?: string
+  listener?: string | undefined
   /** The security protocol type. (versions 1+) */
-  securityProtocol?: number
+  securityProtocol?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -356,15 +356,15 @@ export interface UpdateMetadataBroker {
 /** UpdateMetadataBroker as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateMetadataBrokerIn {
   /** The broker id. (versions 0+) */
-  id?: m.BrokerId
+  id?: m.BrokerId | undefined
   /** The broker hostname. (versions 0) */
-  v0Host?: string
+  v0Host?: string | undefined
   /** The broker port. (versions 0) */
-  v0Port?: number
+  v0Port?: number | undefined
   /** The broker endpoints. (versions 1+) */
-  endpoints?: readonly UpdateMetadataEndpointIn[]
+  endpoints?: readonly UpdateMetadataEndpointIn[] | undefined
   /** The rack which this broker belongs to. (versions 2+, nullable 0+) */
-  rack?: string | null
+  rack?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -459,23 +459,23 @@ export interface UpdateMetadataPartitionState {
 /** UpdateMetadataPartitionState as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateMetadataPartitionStateIn {
   /** In older versions of this RPC, the topic name. (versions 0-4) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The controller epoch. (versions 0+) */
-  controllerEpoch?: number
+  controllerEpoch?: number | undefined
   /** The ID of the broker which is the current partition leader. (versions 0+) */
-  leader?: m.BrokerId
+  leader?: m.BrokerId | undefined
   /** The leader epoch of this partition. (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** The brokers which are in the ISR for this partition. (versions 0+) */
-  isr?: readonly m.BrokerId[]
+  isr?: readonly m.BrokerId[] | undefined
   /** The Zookeeper version. (versions 0+) */
-  zkVersion?: number
+  zkVersion?: number | undefined
   /** All the replicas of this partition. (versions 0+) */
-  replicas?: readonly m.BrokerId[]
+  replicas?: readonly m.BrokerId[] | undefined
   /** The replicas of this partition which are offline. (versions 4+) */
-  offlineReplicas?: readonly m.BrokerId[]
+  offlineReplicas?: readonly m.BrokerId[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -30,7 +30,7 @@ export interface UpdateMetadataResponse {
 /** UpdateMetadataResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateMetadataResponseIn {
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

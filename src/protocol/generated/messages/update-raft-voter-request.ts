@@ -42,17 +42,17 @@ export interface UpdateRaftVoterRequest {
 /** UpdateRaftVoterRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateRaftVoterRequestIn {
   /** (versions 0+, nullable 0+) */
-  clusterId?: string | null
+  clusterId?: string | null | undefined
   /** The current leader epoch of the partition, -1 for unknown leader epoch (versions 0+) */
-  currentLeaderEpoch?: number
+  currentLeaderEpoch?: number | undefined
   /** The replica id of the voter getting updated in the topic partition (versions 0+) */
-  voterId?: number
+  voterId?: number | undefined
   /** The directory id of the voter getting updated in the topic partition (versions 0+) */
-  voterDirectoryId?: m.Uuid
+  voterDirectoryId?: m.Uuid | undefined
   /** The endpoint that can be used to communicate with the leader (versions 0+) */
-  listeners?: readonly ListenerIn[]
+  listeners?: readonly ListenerIn[] | undefined
   /** The range of versions of the protocol that the replica supports (versions 0+) */
-  kRaftVersionFeature?: KRaftVersionFeatureIn
+  kRaftVersionFeature?: KRaftVersionFeatureIn | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -141,11 +141,11 @@ export interface Listener {
 /** Listener as an encoder accepts it: every field may be left out and takes its default. */
 export interface ListenerIn {
   /** The name of the endpoint (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The hostname (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The port (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -210,9 +210,9 @@ export interface KRaftVersionFeature {
 /** KRaftVersionFeature as an encoder accepts it: every field may be left out and takes its default. */
 export interface KRaftVersionFeatureIn {
   /** The minimum supported KRaft protocol version (versions 0+) */
-  minSupportedVersion?: number
+  minSupportedVersion?: number | undefined
   /** The maximum supported KRaft protocol version (versions 0+) */
-  maxSupportedVersion?: number
+  maxSupportedVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

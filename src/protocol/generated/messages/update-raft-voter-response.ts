@@ -35,11 +35,11 @@ export interface UpdateRaftVoterResponse {
 /** UpdateRaftVoterResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface UpdateRaftVoterResponseIn {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0+) */
-  throttleTimeMs?: number
+  throttleTimeMs?: number | undefined
   /** The error code, or 0 if there was no error (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** (versions 0+, tag 0) */
-  currentLeader?: CurrentLeaderIn
+  currentLeader?: CurrentLeaderIn | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -122,13 +122,13 @@ export interface CurrentLeader {
 /** CurrentLeader as an encoder accepts it: every field may be left out and takes its default. */
 export interface CurrentLeaderIn {
   /** The replica id of the current leader or -1 if the leader is unknown (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The latest known leader epoch (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** The node's hostname (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The node's port (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -36,11 +36,11 @@ export interface VoteRequest {
 /** VoteRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface VoteRequestIn {
   /** (versions 0+, nullable 0+) */
-  clusterId?: string | null
+  clusterId?: string | null | undefined
   /** The replica id of the voter receiving the request (versions 1+) */
-  voterId?: m.BrokerId
+  voterId?: m.BrokerId | undefined
   /** (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -116,19 +116,19 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The bumped epoch of the candidate sending the request (versions 0+) */
-  candidateEpoch?: number
+  candidateEpoch?: number | undefined
   /** The replica id of the voter sending the request (versions 0+) */
-  candidateId?: m.BrokerId
+  candidateId?: m.BrokerId | undefined
   /** The directory id of the voter sending the request (versions 1+) */
-  candidateDirectoryId?: m.Uuid
+  candidateDirectoryId?: m.Uuid | undefined
   /** The ID of the voter sending the request (versions 1+) */
-  voterDirectoryId?: m.Uuid
+  voterDirectoryId?: m.Uuid | undefined
   /** The epoch of the last record written to the metadata log (versions 0+) */
-  lastOffsetEpoch?: number
+  lastOffsetEpoch?: number | undefined
   /** The offset of the last record written to the metadata log (versions 0+) */
-  lastOffset?: bigint
+  lastOffset?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -219,9 +219,9 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** The topic name. (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -35,11 +35,11 @@ export interface VoteResponse {
 /** VoteResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface VoteResponseIn {
   /** The top level error code. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** (versions 0+) */
-  topics?: readonly TopicDataIn[]
+  topics?: readonly TopicDataIn[] | undefined
   /** Endpoints for all current-leaders enumerated in PartitionData (versions 1+, tag 0) */
-  nodeEndpoints?: readonly NodeEndpointIn[]
+  nodeEndpoints?: readonly NodeEndpointIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -128,15 +128,15 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The ID of the current leader or -1 if the leader is unknown. (versions 0+) */
-  leaderId?: m.BrokerId
+  leaderId?: m.BrokerId | undefined
   /** The latest known leader epoch (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** True if the vote was granted and false otherwise (versions 0+) */
-  voteGranted?: boolean
+  voteGranted?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -213,9 +213,9 @@ export interface TopicData {
 /** TopicData as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicDataIn {
   /** The topic name. (versions 0+) */
-  topicName?: m.TopicName
+  topicName?: m.TopicName | undefined
   /** (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -276,11 +276,11 @@ export interface NodeEndpoint {
 /** NodeEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface NodeEndpointIn {
   /** The ID of the associated node (versions 1+) */
-  nodeId?: m.BrokerId
+  nodeId?: m.BrokerId | undefined
   /** The node's hostname (versions 1+) */
-  host?: string
+  host?: string | undefined
   /** The node's port (versions 1+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,9 +33,9 @@ export interface VotersRecord {
 /** VotersRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface VotersRecordIn {
   /** The version of the voters record (versions 0+) */
-  version?: number
+  version?: number | undefined
   /** (versions 0+) */
-  voters?: readonly VoterIn[]
+  voters?: readonly VoterIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -95,11 +95,11 @@ export interface Endpoint {
 /** Endpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface EndpointIn {
   /** The name of the endpoint (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The hostname (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The port (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -164,9 +164,9 @@ export interface KRaftVersionFeature {
 /** KRaftVersionFeature as an encoder accepts it: every field may be left out and takes its default. */
 export interface KRaftVersionFeatureIn {
   /** The minimum supported KRaft protocol version (versions 0+) */
-  minSupportedVersion?: number
+  minSupportedVersion?: number | undefined
   /** The maximum supported KRaft protocol version (versions 0+) */
-  maxSupportedVersion?: number
+  maxSupportedVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -226,13 +226,13 @@ export interface Voter {
 /** Voter as an encoder accepts it: every field may be left out and takes its default. */
 export interface VoterIn {
   /** The replica id of the voter in the topic partition (versions 0+) */
-  voterId?: m.BrokerId
+  voterId?: m.BrokerId | undefined
   /** The directory id of the voter in the topic partition (versions 0+) */
-  voterDirectoryId?: m.Uuid
+  voterDirectoryId?: m.Uuid | undefined
   /** The endpoint that can be used to communicate with the voter (versions 0+) */
-  endpoints?: readonly EndpointIn[]
+  endpoints?: readonly EndpointIn[] | undefined
   /** The range of versions of the protocol that the replica supports (versions 0+) */
-  kRaftVersionFeature?: KRaftVersionFeatureIn
+  kRaftVersionFeature?: KRaftVersionFeatureIn | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -34,9 +34,9 @@ export interface WriteShareGroupStateRequest {
 /** WriteShareGroupStateRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface WriteShareGroupStateRequestIn {
   /** The group identifier. (versions 0+) */
-  groupId?: string
+  groupId?: string | undefined
   /** The data for the topics. (versions 0+) */
-  topics?: readonly WriteStateDataIn[]
+  topics?: readonly WriteStateDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -99,13 +99,13 @@ export interface StateBatch {
 /** StateBatch as an encoder accepts it: every field may be left out and takes its default. */
 export interface StateBatchIn {
   /** The base offset of this state batch. (versions 0+) */
-  firstOffset?: bigint
+  firstOffset?: bigint | undefined
   /** The last offset of this state batch. (versions 0+) */
-  lastOffset?: bigint
+  lastOffset?: bigint | undefined
   /** The state - 0:Available,2:Acked,4:Archived (versions 0+) */
-  deliveryState?: number
+  deliveryState?: number | undefined
   /** The delivery count. (versions 0+) */
-  deliveryCount?: number
+  deliveryCount?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -181,15 +181,15 @@ export interface PartitionData {
 /** PartitionData as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionDataIn {
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The state epoch for this share-partition. (versions 0+) */
-  stateEpoch?: number
+  stateEpoch?: number | undefined
   /** The leader epoch of the share-partition. (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** The share-partition start offset, or -1 if the start offset is not being written. (versions 0+) */
-  startOffset?: bigint
+  startOffset?: bigint | undefined
   /** (versions 0+) */
-  stateBatches?: readonly StateBatchIn[]
+  stateBatches?: readonly StateBatchIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -268,9 +268,9 @@ export interface WriteStateData {
 /** WriteStateData as an encoder accepts it: every field may be left out and takes its default. */
 export interface WriteStateDataIn {
   /** The topic identifier. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The data for the partitions. (versions 0+) */
-  partitions?: readonly PartitionDataIn[]
+  partitions?: readonly PartitionDataIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,7 +32,7 @@ export interface WriteShareGroupStateResponse {
 /** WriteShareGroupStateResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface WriteShareGroupStateResponseIn {
   /** The write results (versions 0+) */
-  results?: readonly WriteStateResultIn[]
+  results?: readonly WriteStateResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -85,11 +85,11 @@ export interface PartitionResult {
 /** PartitionResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionResultIn {
   /** The partition index. (versions 0+) */
-  partition?: number
+  partition?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** The error message, or null if there was no error. (versions 0+, nullable 0+) */
-  errorMessage?: string | null
+  errorMessage?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -153,9 +153,9 @@ export interface WriteStateResult {
 /** WriteStateResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface WriteStateResultIn {
   /** The topic identifier (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The results for the partitions. (versions 0+) */
-  partitions?: readonly PartitionResultIn[]
+  partitions?: readonly PartitionResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

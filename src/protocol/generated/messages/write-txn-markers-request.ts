@@ -31,7 +31,7 @@ export interface WriteTxnMarkersRequest {
 /** WriteTxnMarkersRequest as an encoder accepts it: every field may be left out and takes its default. */
 export interface WriteTxnMarkersRequestIn {
   /** The transaction markers to be written. (versions 0+) */
-  markers?: readonly WritableTxnMarkerIn[]
+  markers?: readonly WritableTxnMarkerIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -82,9 +82,9 @@ export interface WritableTxnMarkerTopic {
 /** WritableTxnMarkerTopic as an encoder accepts it: every field may be left out and takes its default. */
 export interface WritableTxnMarkerTopicIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The indexes of the partitions to write transaction markers for. (versions 0+) */
-  partitionIndexes?: readonly number[]
+  partitionIndexes?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -149,15 +149,15 @@ export interface WritableTxnMarker {
 /** WritableTxnMarker as an encoder accepts it: every field may be left out and takes its default. */
 export interface WritableTxnMarkerIn {
   /** The current producer ID. (versions 0+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** The current epoch associated with the producer ID. (versions 0+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** The result of the transaction to write to the partitions (false = ABORT, true = COMMIT). (versions 0+) */
-  transactionResult?: boolean
+  transactionResult?: boolean | undefined
   /** Each topic that we want to write transaction marker(s) for. (versions 0+) */
-  topics?: readonly WritableTxnMarkerTopicIn[]
+  topics?: readonly WritableTxnMarkerTopicIn[] | undefined
   /** Epoch associated with the transaction state partition hosted by this transaction coordinator (versions 0+) */
-  coordinatorEpoch?: number
+  coordinatorEpoch?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

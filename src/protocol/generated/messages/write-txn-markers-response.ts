@@ -31,7 +31,7 @@ export interface WriteTxnMarkersResponse {
 /** WriteTxnMarkersResponse as an encoder accepts it: every field may be left out and takes its default. */
 export interface WriteTxnMarkersResponseIn {
   /** The results for writing makers. (versions 0+) */
-  markers?: readonly WritableTxnMarkerResultIn[]
+  markers?: readonly WritableTxnMarkerResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -82,9 +82,9 @@ export interface WritableTxnMarkerPartitionResult {
 /** WritableTxnMarkerPartitionResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface WritableTxnMarkerPartitionResultIn {
   /** The partition index. (versions 0+) */
-  partitionIndex?: number
+  partitionIndex?: number | undefined
   /** The error code, or 0 if there was no error. (versions 0+) */
-  errorCode?: number
+  errorCode?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -140,9 +140,9 @@ export interface WritableTxnMarkerTopicResult {
 /** WritableTxnMarkerTopicResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface WritableTxnMarkerTopicResultIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The results by partition. (versions 0+) */
-  partitions?: readonly WritableTxnMarkerPartitionResultIn[]
+  partitions?: readonly WritableTxnMarkerPartitionResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -201,9 +201,9 @@ export interface WritableTxnMarkerResult {
 /** WritableTxnMarkerResult as an encoder accepts it: every field may be left out and takes its default. */
 export interface WritableTxnMarkerResultIn {
   /** The current producer ID in use by the transactional ID. (versions 0+) */
-  producerId?: m.ProducerId
+  producerId?: m.ProducerId | undefined
   /** The results by topic. (versions 0+) */
-  topics?: readonly WritableTxnMarkerTopicResultIn[]
+  topics?: readonly WritableTxnMarkerTopicResultIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

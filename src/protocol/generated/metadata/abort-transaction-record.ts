@@ -30,7 +30,7 @@ export interface AbortTransactionRecord {
 /** AbortTransactionRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface AbortTransactionRecordIn {
   /** An optional textual description of why the transaction was aborted. (versions 0+, tag 0, nullable 0+) */
-  reason?: string | null
+  reason?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -46,21 +46,21 @@ export interface AccessControlEntryRecord {
 /** AccessControlEntryRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface AccessControlEntryRecordIn {
   /** The unique ID of this ACL. (versions 0+) */
-  id?: m.Uuid
+  id?: m.Uuid | undefined
   /** The resource type. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The resource name. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** The resource name pattern type. (versions 0+) */
-  patternType?: number
+  patternType?: number | undefined
   /** The principal name. (versions 0+) */
-  principal?: string
+  principal?: string | undefined
   /** The host name. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The AclOperation. (versions 0+) */
-  operation?: number
+  operation?: number | undefined
   /** The AclPermissionType. (versions 0+) */
-  permissionType?: number
+  permissionType?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

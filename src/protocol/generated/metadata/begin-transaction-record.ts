@@ -30,7 +30,7 @@ export interface BeginTransactionRecord {
 /** BeginTransactionRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface BeginTransactionRecordIn {
   /** An optional textual description of this transaction. (versions 0+, tag 0, nullable 0+) */
-  name?: string | null
+  name?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -39,15 +39,15 @@ export interface BrokerRegistrationChangeRecord {
 /** BrokerRegistrationChangeRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface BrokerRegistrationChangeRecordIn {
   /** The broker id. (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The broker epoch assigned by the controller. (versions 0+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** -1 if the broker has been unfenced, 0 if no change, 1 if the broker has been fenced. (versions 0+, tag 0) */
-  fenced?: number
+  fenced?: number | undefined
   /** 0 if no change, 1 if the broker is in controlled shutdown. (versions 1+, tag 1) */
-  inControlledShutdown?: number
+  inControlledShutdown?: number | undefined
   /** Log directories configured in this broker which are available. (versions 2+, tag 2) */
-  logDirs?: readonly m.Uuid[]
+  logDirs?: readonly m.Uuid[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

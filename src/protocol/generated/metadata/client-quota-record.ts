@@ -36,13 +36,13 @@ export interface ClientQuotaRecord {
 /** ClientQuotaRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface ClientQuotaRecordIn {
   /** The quota entity to alter. (versions 0+) */
-  entity?: readonly EntityDataIn[]
+  entity?: readonly EntityDataIn[] | undefined
   /** The quota configuration key. (versions 0+) */
-  key?: string
+  key?: string | undefined
   /** The value to set, otherwise ignored if the value is to be removed. (versions 0+) */
-  value?: number
+  value?: number | undefined
   /** Whether the quota configuration value should be removed, otherwise set. (versions 0+) */
-  remove?: boolean
+  remove?: boolean | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -115,9 +115,9 @@ export interface EntityData {
 /** EntityData as an encoder accepts it: every field may be left out and takes its default. */
 export interface EntityDataIn {
   /** The entity type. (versions 0+) */
-  entityType?: string
+  entityType?: string | undefined
   /** The name of the entity, or null if the default. (versions 0+, nullable 0+) */
-  entityName?: string | null
+  entityName?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

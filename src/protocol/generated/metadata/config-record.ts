@@ -36,13 +36,13 @@ export interface ConfigRecord {
 /** ConfigRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface ConfigRecordIn {
   /** The type of resource this configuration applies to. (versions 0+) */
-  resourceType?: number
+  resourceType?: number | undefined
   /** The name of the resource this configuration applies to. (versions 0+) */
-  resourceName?: string
+  resourceName?: string | undefined
   /** The name of the configuration key. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The value of the configuration, or null if the it should be deleted. (versions 0+, nullable 0+) */
-  value?: string | null
+  value?: string | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

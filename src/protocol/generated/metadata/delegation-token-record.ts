@@ -42,19 +42,19 @@ export interface DelegationTokenRecord {
 /** DelegationTokenRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface DelegationTokenRecordIn {
   /** The delegation token owner. (versions 0+) */
-  owner?: string
+  owner?: string | undefined
   /** The delegation token requester. (versions 0+) */
-  requester?: string
+  requester?: string | undefined
   /** The principals which can renew this token. (versions 0+) */
-  renewers?: readonly string[]
+  renewers?: readonly string[] | undefined
   /** The time at which this timestamp was issued. (versions 0+) */
-  issueTimestamp?: bigint
+  issueTimestamp?: bigint | undefined
   /** The time at which this token cannot be renewed any more. (versions 0+) */
-  maxTimestamp?: bigint
+  maxTimestamp?: bigint | undefined
   /** The next time at which this token must be renewed. (versions 0+) */
-  expirationTimestamp?: bigint
+  expirationTimestamp?: bigint | undefined
   /** The token id. (versions 0+) */
-  tokenId?: string
+  tokenId?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

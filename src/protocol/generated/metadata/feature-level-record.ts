@@ -32,9 +32,9 @@ export interface FeatureLevelRecord {
 /** FeatureLevelRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface FeatureLevelRecordIn {
   /** The feature name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The current finalized feature level of this feature for the cluster, a value of 0 means feature not supported. (versions 0+) */
-  featureLevel?: number
+  featureLevel?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -52,27 +52,27 @@ export interface PartitionChangeRecord {
 /** PartitionChangeRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionChangeRecordIn {
   /** The partition id. (versions 0+) */
-  partitionId?: number
+  partitionId?: number | undefined
   /** The unique ID of this topic. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** null if the ISR didn't change; the new in-sync replicas otherwise. (versions 0+, tag 0, nullable 0+) */
-  isr?: readonly m.BrokerId[] | null
+  isr?: readonly m.BrokerId[] | null | undefined
   /** -1 if there is now no leader; -2 if the leader didn't change; the new leader otherwise. (versions 0+, tag 1) */
-  leader?: m.BrokerId
+  leader?: m.BrokerId | undefined
   /** null if the replicas didn't change; the new replicas otherwise. (versions 0+, tag 2, nullable 0+) */
-  replicas?: readonly m.BrokerId[] | null
+  replicas?: readonly m.BrokerId[] | null | undefined
   /** null if the removing replicas didn't change; the new removing replicas otherwise. (versions 0+, tag 3, nullable 0+) */
-  removingReplicas?: readonly m.BrokerId[] | null
+  removingReplicas?: readonly m.BrokerId[] | null | undefined
   /** null if the adding replicas didn't change; the new adding replicas otherwise. (versions 0+, tag 4, nullable 0+) */
-  addingReplicas?: readonly m.BrokerId[] | null
+  addingReplicas?: readonly m.BrokerId[] | null | undefined
   /** -1 if it didn't change; 0 if the leader was elected from the ISR or recovered from an unclean election; 1 if the leader that was elected using unclean leader election and it is still recovering. (versions 0+, tag 5) */
-  leaderRecoveryState?: number
+  leaderRecoveryState?: number | undefined
   /** null if the log dirs didn't change; the new log directory for each replica otherwise. (versions 1+, tag 8, nullable 1+) */
-  directories?: readonly m.Uuid[] | null
+  directories?: readonly m.Uuid[] | null | undefined
   /** null if the ELR didn't change; the new eligible leader replicas otherwise. (versions 2+, tag 6, nullable 2+) */
-  eligibleLeaderReplicas?: readonly m.BrokerId[] | null
+  eligibleLeaderReplicas?: readonly m.BrokerId[] | null | undefined
   /** null if the LastKnownElr didn't change; the last known eligible leader replicas otherwise. (versions 2+, tag 7, nullable 2+) */
-  lastKnownElr?: readonly m.BrokerId[] | null
+  lastKnownElr?: readonly m.BrokerId[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -56,31 +56,31 @@ export interface PartitionRecord {
 /** PartitionRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionRecordIn {
   /** The partition id. (versions 0+) */
-  partitionId?: number
+  partitionId?: number | undefined
   /** The unique ID of this topic. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** The replicas of this partition, sorted by preferred order. (versions 0+) */
-  replicas?: readonly m.BrokerId[]
+  replicas?: readonly m.BrokerId[] | undefined
   /** The in-sync replicas of this partition (versions 0+) */
-  isr?: readonly number[]
+  isr?: readonly number[] | undefined
   /** The replicas that we are in the process of removing. (versions 0+) */
-  removingReplicas?: readonly m.BrokerId[]
+  removingReplicas?: readonly m.BrokerId[] | undefined
   /** The replicas that we are in the process of adding. (versions 0+) */
-  addingReplicas?: readonly m.BrokerId[]
+  addingReplicas?: readonly m.BrokerId[] | undefined
   /** The lead replica, or -1 if there is no leader. (versions 0+) */
-  leader?: m.BrokerId
+  leader?: m.BrokerId | undefined
   /** 1 if the partition is recovering from an unclean leader election; 0 otherwise. (versions 0+, tag 0) */
-  leaderRecoveryState?: number
+  leaderRecoveryState?: number | undefined
   /** The epoch of the partition leader. (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** An epoch that gets incremented each time we change anything in the partition. (versions 0+) */
-  partitionEpoch?: number
+  partitionEpoch?: number | undefined
   /** The log directory hosting each replica, sorted in the same exact order as the Replicas field. (versions 1+) */
-  directories?: readonly m.Uuid[]
+  directories?: readonly m.Uuid[] | undefined
   /** The eligible leader replicas of this partition. (versions 2+, tag 1, nullable 2+) */
-  eligibleLeaderReplicas?: readonly m.BrokerId[] | null
+  eligibleLeaderReplicas?: readonly m.BrokerId[] | null | undefined
   /** The last known eligible leader replicas of this partition. (versions 2+, tag 2, nullable 2+) */
-  lastKnownElr?: readonly m.BrokerId[] | null
+  lastKnownElr?: readonly m.BrokerId[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

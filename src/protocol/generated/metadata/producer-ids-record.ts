@@ -35,11 +35,11 @@ export interface ProducerIdsRecord {
 /** ProducerIdsRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface ProducerIdsRecordIn {
   /** The ID of the requesting broker (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The epoch of the requesting broker (versions 0+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** The next producerId that will be assigned (i.e. the first producerId in the next assigned block) (versions 0+) */
-  nextProducerId?: bigint
+  nextProducerId?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

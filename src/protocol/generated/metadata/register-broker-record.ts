@@ -50,25 +50,25 @@ export interface RegisterBrokerRecord {
 /** RegisterBrokerRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface RegisterBrokerRecordIn {
   /** The broker id. (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** True if the broker is a ZK broker in migration mode. Otherwise, false (versions 2+) */
-  isMigratingZkBroker?: boolean
+  isMigratingZkBroker?: boolean | undefined
   /** The incarnation ID of the broker process (versions 0+) */
-  incarnationId?: m.Uuid
+  incarnationId?: m.Uuid | undefined
   /** The broker epoch assigned by the controller. (versions 0+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** The endpoints that can be used to communicate with this broker. (versions 0+) */
-  endPoints?: readonly BrokerEndpointIn[]
+  endPoints?: readonly BrokerEndpointIn[] | undefined
   /** The features on this broker (versions 0+) */
-  features?: readonly BrokerFeatureIn[]
+  features?: readonly BrokerFeatureIn[] | undefined
   /** The broker rack. (versions 0+, nullable 0+) */
-  rack?: string | null
+  rack?: string | null | undefined
   /** True if the broker is fenced. (versions 0+) */
-  fenced?: boolean
+  fenced?: boolean | undefined
   /** True if the broker is in controlled shutdown. (versions 1+) */
-  inControlledShutdown?: boolean
+  inControlledShutdown?: boolean | undefined
   /** Log directories configured in this broker which are available. (versions 3+, tag 0) */
-  logDirs?: readonly m.Uuid[]
+  logDirs?: readonly m.Uuid[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -211,13 +211,13 @@ export interface BrokerEndpoint {
 /** BrokerEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface BrokerEndpointIn {
   /** The name of the endpoint. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The hostname. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The port. (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** The security protocol. (versions 0+) */
-  securityProtocol?: number
+  securityProtocol?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -291,11 +291,11 @@ export interface BrokerFeature {
 /** BrokerFeature as an encoder accepts it: every field may be left out and takes its default. */
 export interface BrokerFeatureIn {
   /** The feature name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The minimum supported feature level. (versions 0+) */
-  minSupportedVersion?: number
+  minSupportedVersion?: number | undefined
   /** The maximum supported feature level. (versions 0+) */
-  maxSupportedVersion?: number
+  maxSupportedVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

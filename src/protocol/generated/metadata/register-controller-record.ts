@@ -40,15 +40,15 @@ export interface RegisterControllerRecord {
 /** RegisterControllerRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface RegisterControllerRecordIn {
   /** The controller id. (versions 0+) */
-  controllerId?: number
+  controllerId?: number | undefined
   /** The incarnation ID of the controller process (versions 0+) */
-  incarnationId?: m.Uuid
+  incarnationId?: m.Uuid | undefined
   /** Set if the required configurations for ZK migration are present. (versions 0+) */
-  zkMigrationReady?: boolean
+  zkMigrationReady?: boolean | undefined
   /** The endpoints that can be used to communicate with this controller. (versions 0+) */
-  endPoints?: readonly ControllerEndpointIn[]
+  endPoints?: readonly ControllerEndpointIn[] | undefined
   /** The features on this controller (versions 0+) */
-  features?: readonly ControllerFeatureIn[]
+  features?: readonly ControllerFeatureIn[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -133,13 +133,13 @@ export interface ControllerEndpoint {
 /** ControllerEndpoint as an encoder accepts it: every field may be left out and takes its default. */
 export interface ControllerEndpointIn {
   /** The name of the endpoint. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The hostname. (versions 0+) */
-  host?: string
+  host?: string | undefined
   /** The port. (versions 0+) */
-  port?: number
+  port?: number | undefined
   /** The security protocol. (versions 0+) */
-  securityProtocol?: number
+  securityProtocol?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -213,11 +213,11 @@ export interface ControllerFeature {
 /** ControllerFeature as an encoder accepts it: every field may be left out and takes its default. */
 export interface ControllerFeatureIn {
   /** The feature name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The minimum supported feature level. (versions 0+) */
-  minSupportedVersion?: number
+  minSupportedVersion?: number | undefined
   /** The maximum supported feature level. (versions 0+) */
-  maxSupportedVersion?: number
+  maxSupportedVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,7 +32,7 @@ export interface RemoveAccessControlEntryRecord {
 /** RemoveAccessControlEntryRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface RemoveAccessControlEntryRecordIn {
   /** The ID of the AccessControlEntry to remove. (versions 0+) */
-  id?: m.Uuid
+  id?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

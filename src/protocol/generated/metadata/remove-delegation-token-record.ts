@@ -30,7 +30,7 @@ export interface RemoveDelegationTokenRecord {
 /** RemoveDelegationTokenRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface RemoveDelegationTokenRecordIn {
   /** The tokenID to remove. (versions 0+) */
-  tokenId?: string
+  tokenId?: string | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -32,7 +32,7 @@ export interface RemoveTopicRecord {
 /** RemoveTopicRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface RemoveTopicRecordIn {
   /** The topic to remove. All associated partitions will be removed as well. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

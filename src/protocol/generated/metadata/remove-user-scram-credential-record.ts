@@ -32,9 +32,9 @@ export interface RemoveUserScramCredentialRecord {
 /** RemoveUserScramCredentialRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface RemoveUserScramCredentialRecordIn {
   /** The user name. (versions 0+) */
-  name?: string
+  name?: string | undefined
   /** The SCRAM mechanism. (versions 0+) */
-  mechanism?: number
+  mechanism?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

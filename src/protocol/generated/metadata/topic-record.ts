@@ -34,9 +34,9 @@ export interface TopicRecord {
 /** TopicRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface TopicRecordIn {
   /** The topic name. (versions 0+) */
-  name?: m.TopicName
+  name?: m.TopicName | undefined
   /** The unique ID of this topic. (versions 0+) */
-  topicId?: m.Uuid
+  topicId?: m.Uuid | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -33,9 +33,9 @@ export interface UnfenceBrokerRecord {
 /** UnfenceBrokerRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface UnfenceBrokerRecordIn {
   /** The broker ID to unfence. (versions 0+) */
-  id?: m.BrokerId
+  id?: m.BrokerId | undefined
   /** The epoch of the broker to unfence. (versions 0+) */
-  epoch?: bigint
+  epoch?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

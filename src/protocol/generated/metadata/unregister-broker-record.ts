@@ -33,9 +33,9 @@ export interface UnregisterBrokerRecord {
 /** UnregisterBrokerRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface UnregisterBrokerRecordIn {
   /** The broker id. (versions 0+) */
-  brokerId?: m.BrokerId
+  brokerId?: m.BrokerId | undefined
   /** The broker epoch. (versions 0+) */
-  brokerEpoch?: bigint
+  brokerEpoch?: bigint | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

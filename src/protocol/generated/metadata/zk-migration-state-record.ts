@@ -30,7 +30,7 @@ export interface ZkMigrationStateRecord {
 /** ZkMigrationStateRecord as an encoder accepts it: every field may be left out and takes its default. */
 export interface ZkMigrationStateRecordIn {
   /** One of the possible migration states. (versions 0+) */
-  zkMigrationState?: number
+  zkMigrationState?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

@@ -43,19 +43,19 @@ export interface QuorumStateData {
 /** QuorumStateData as an encoder accepts it: every field may be left out and takes its default. */
 export interface QuorumStateDataIn {
   /** (versions 0) */
-  clusterId?: string
+  clusterId?: string | undefined
   /** (versions 0+) */
-  leaderId?: number
+  leaderId?: number | undefined
   /** (versions 0+) */
-  leaderEpoch?: number
+  leaderEpoch?: number | undefined
   /** (versions 0+) */
-  votedId?: number
+  votedId?: number | undefined
   /** (versions 1+) */
-  votedDirectoryId?: m.Uuid
+  votedDirectoryId?: m.Uuid | undefined
   /** (versions 0) */
-  appliedOffset?: bigint
+  appliedOffset?: bigint | undefined
   /** (versions 0, nullable 0) */
-  currentVoters?: readonly VoterIn[] | null
+  currentVoters?: readonly VoterIn[] | null | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -155,7 +155,7 @@ export interface Voter {
 /** Voter as an encoder accepts it: every field may be left out and takes its default. */
 export interface VoterIn {
   /** (versions 0) */
-  voterId?: number
+  voterId?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

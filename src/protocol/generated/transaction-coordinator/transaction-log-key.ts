@@ -27,7 +27,7 @@ export interface TransactionLogKey {
 /** TransactionLogKey as an encoder accepts it: every field may be left out and takes its default. */
 export interface TransactionLogKeyIn {
   /** (versions 0) */
-  transactionalId?: string
+  transactionalId?: string | undefined
 }
 
 export function defaultTransactionLogKey(): TransactionLogKey {

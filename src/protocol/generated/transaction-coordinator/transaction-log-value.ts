@@ -47,25 +47,25 @@ export interface TransactionLogValue {
 /** TransactionLogValue as an encoder accepts it: every field may be left out and takes its default. */
 export interface TransactionLogValueIn {
   /** Producer id in use by the transactional id (versions 0+) */
-  producerId?: bigint
+  producerId?: bigint | undefined
   /** Producer id used by the last committed transaction (versions 1+, tag 0) */
-  previousProducerId?: bigint
+  previousProducerId?: bigint | undefined
   /** Latest producer ID sent to the producer for the given transactional ID (versions 1+, tag 1) */
-  nextProducerId?: bigint
+  nextProducerId?: bigint | undefined
   /** Epoch associated with the producer id (versions 0+) */
-  producerEpoch?: number
+  producerEpoch?: number | undefined
   /** Transaction timeout in milliseconds (versions 0+) */
-  transactionTimeoutMs?: number
+  transactionTimeoutMs?: number | undefined
   /** TransactionState the transaction is in (versions 0+) */
-  transactionStatus?: number
+  transactionStatus?: number | undefined
   /** Set of partitions involved in the transaction (versions 0+, nullable 0+) */
-  transactionPartitions?: readonly PartitionsSchemaIn[] | null
+  transactionPartitions?: readonly PartitionsSchemaIn[] | null | undefined
   /** Time the transaction was last updated (versions 0+) */
-  transactionLastUpdateTimestampMs?: bigint
+  transactionLastUpdateTimestampMs?: bigint | undefined
   /** Time the transaction was started (versions 0+) */
-  transactionStartTimestampMs?: bigint
+  transactionStartTimestampMs?: bigint | undefined
   /** The transaction version used by the client (versions 1+, tag 2) */
-  clientTransactionVersion?: number
+  clientTransactionVersion?: number | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }
@@ -215,9 +215,9 @@ export interface PartitionsSchema {
 /** PartitionsSchema as an encoder accepts it: every field may be left out and takes its default. */
 export interface PartitionsSchemaIn {
   /** (versions 0+) */
-  topic?: string
+  topic?: string | undefined
   /** (versions 0+) */
-  partitionIds?: readonly number[]
+  partitionIds?: readonly number[] | undefined
   /** Tagged fields this codec does not know, kept so re-encoding preserves them. */
   _unknownTaggedFields?: readonly rt.RawTaggedField[]
 }

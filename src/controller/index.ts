@@ -1,0 +1,4 @@
+/** The active controller's decisions: requests and heartbeats in, metadata records out. */
+export * from './decision.ts'
+export * from './placement.ts'
+export * from './topics.ts'

@@ -1,0 +1,226 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { SeededRandom } from '../io/index.ts'
+import { applyRecords, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
+import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import {
+  decodeMetadataRecord,
+  ErrorCode,
+  encodeMetadataRecord,
+  metadataRecordTypes as T,
+} from '../protocol/index.ts'
+import type { DecisionContext, PendingRecord } from './decision.ts'
+import { createPartitions, createTopics, deleteTopics, topicNameProblem } from './topics.ts'
+
+const name = (s: string) => s as TopicName
+
+function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
+  return applyRecords(
+    image,
+    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
+  )
+}
+
+function cluster(brokers: number): MetadataImage {
+  const records: PendingRecord[] = []
+  for (let i = 1; i <= brokers; i++) {
+    records.push({
+      type: T.RegisterBroker as never,
+      version: 0,
+      data: {
+        brokerId: i as BrokerId,
+        brokerEpoch: BigInt(i),
+        incarnationId: Buffer.alloc(16, i).toString('base64url') as Uuid,
+        fenced: false,
+      },
+    })
+  }
+  return commit(EMPTY_IMAGE, records)
+}
+
+function ctx(image: MetadataImage): DecisionContext {
+  return {
+    image,
+    random: new SeededRandom(1),
+    settings: { defaultNumPartitions: 1, defaultReplicationFactor: 1, deleteTopicEnable: true },
+    validateTopicConfigs: (configs) =>
+      configs.has('retention.ms') && !/^-?\d+$/.test(configs.get('retention.ms')!)
+        ? { key: 'retention.ms', message: 'Invalid value x for configuration retention.ms' }
+        : null,
+  }
+}
+
+const topic = (n: string, numPartitions = -1, replicationFactor = -1, extra = {}) => ({
+  name: name(n),
+  numPartitions,
+  replicationFactor,
+  assignments: [],
+  configs: [],
+  ...extra,
+})
+
+test('CreateTopics makes a TopicRecord, its configs and one PartitionRecord per partition', () => {
+  const image = cluster(3)
+  const d = createTopics(ctx(image), {
+    topics: [topic('orders', 6, 3, { configs: [{ name: 'retention.ms', value: '1000' }] })],
+    timeoutMs: 1000,
+    validateOnly: false,
+  })
+  assert.deepEqual(
+    d.records.map((r) => r.type.name),
+    ['TopicRecord', 'ConfigRecord', ...Array(6).fill('PartitionRecord')],
+  )
+  const result = d.response.topics![0]!
+  assert.equal(result.errorCode, ErrorCode.None)
+  assert.equal(result.numPartitions, 6)
+  const after = commit(image, d.records)
+  const t = after.topicsByName.get(name('orders'))!
+  assert.equal(t.id, result.topicId)
+  assert.equal(t.partitions.size, 6)
+  for (const p of t.partitions.values()) {
+    assert.equal(p.replicas.length, 3)
+    assert.deepEqual(p.isr, p.replicas)
+    assert.equal(p.leader, p.replicas[0])
+  }
+  assert.equal(after.configs.get('2:orders')?.get('retention.ms'), '1000')
+})
+
+test('CreateTopics answers each bad topic with Kafka error codes and creates the good ones', () => {
+  const image = commit(
+    cluster(1),
+    createTopics(ctx(cluster(1)), { topics: [topic('a.b')], timeoutMs: 0, validateOnly: false }).records,
+  )
+  const d = createTopics(ctx(image), {
+    topics: [
+      topic('dup'),
+      topic('dup'),
+      topic('bad name!'),
+      topic('a.b'),
+      topic('a_b'),
+      topic('__consumer_offsets'),
+      topic('rf', 1, 2),
+      topic('zero', 0, 1),
+      topic('cfg', 1, 1, { configs: [{ name: 'retention.ms', value: 'x' }] }),
+      topic('manual', 3, -1, { assignments: [{ partitionIndex: 0, brokerIds: [1 as BrokerId] }] }),
+      topic('ok'),
+    ],
+    timeoutMs: 0,
+    validateOnly: false,
+  })
+  const codes = Object.fromEntries(d.response.topics!.map((t, i) => [`${i}:${t.name}`, t.errorCode]))
+  assert.deepEqual(codes, {
+    '0:dup': ErrorCode.InvalidRequest,
+    '1:dup': ErrorCode.InvalidRequest,
+    '2:bad name!': ErrorCode.InvalidTopicException,
+    '3:a.b': ErrorCode.TopicAlreadyExists,
+    '4:a_b': ErrorCode.InvalidTopicException,
+    '5:__consumer_offsets': ErrorCode.InvalidRequest,
+    '6:rf': ErrorCode.InvalidReplicationFactor,
+    '7:zero': ErrorCode.InvalidPartitions,
+    '8:cfg': ErrorCode.InvalidConfig,
+    '9:manual': ErrorCode.InvalidRequest,
+    '10:ok': ErrorCode.None,
+  })
+  assert.deepEqual(
+    d.records.map((r) => r.type.name),
+    ['TopicRecord', 'PartitionRecord'],
+  )
+})
+
+test('validateOnly checks everything and writes nothing', () => {
+  const d = createTopics(ctx(cluster(1)), { topics: [topic('x', 3, 1)], timeoutMs: 0, validateOnly: true })
+  assert.equal(d.records.length, 0)
+  assert.equal(d.response.topics![0]!.errorCode, ErrorCode.None)
+  assert.equal(d.response.topics![0]!.numPartitions, 3)
+})
+
+test('manual assignments are checked', () => {
+  const c = ctx(cluster(2))
+  const make = (assignments: Array<{ partitionIndex: number; brokerIds: BrokerId[] }>) =>
+    createTopics(c, { topics: [topic('m', -1, -1, { assignments })], timeoutMs: 0, validateOnly: false })
+      .response.topics![0]!.errorCode
+  const b = (...ids: number[]) => ids as BrokerId[]
+  assert.equal(
+    make([
+      { partitionIndex: 0, brokerIds: b(1, 2) },
+      { partitionIndex: 1, brokerIds: b(2, 1) },
+    ]),
+    ErrorCode.None,
+  )
+  assert.equal(make([{ partitionIndex: 0, brokerIds: b(1, 1) }]), ErrorCode.InvalidReplicaAssignment)
+  assert.equal(make([{ partitionIndex: 0, brokerIds: b(1, 9) }]), ErrorCode.InvalidReplicaAssignment)
+  assert.equal(make([{ partitionIndex: 1, brokerIds: b(1) }]), ErrorCode.InvalidReplicaAssignment)
+  assert.equal(
+    make([
+      { partitionIndex: 0, brokerIds: b(1) },
+      { partitionIndex: 1, brokerIds: b(1, 2) },
+    ]),
+    ErrorCode.InvalidReplicaAssignment,
+  )
+})
+
+test('topic names follow Kafka rules', () => {
+  assert.equal(topicNameProblem('ok-name_1.x'), null)
+  assert.notEqual(topicNameProblem(''), null)
+  assert.notEqual(topicNameProblem('..'), null)
+  assert.notEqual(topicNameProblem('x'.repeat(250)), null)
+  assert.equal(topicNameProblem('x'.repeat(249)), null)
+})
+
+test('DeleteTopics by name and by id; unknown ones get their own error', () => {
+  let image = cluster(1)
+  image = commit(
+    image,
+    createTopics(ctx(image), { topics: [topic('a'), topic('b')], timeoutMs: 0, validateOnly: false }).records,
+  )
+  const idB = image.topicsByName.get(name('b'))!.id
+  const d = deleteTopics(ctx(image), {
+    topicNames: [],
+    topics: [
+      { name: name('a'), topicId: 'AAAAAAAAAAAAAAAAAAAAAA' as Uuid },
+      { name: null, topicId: idB },
+      { name: name('nope'), topicId: 'AAAAAAAAAAAAAAAAAAAAAA' as Uuid },
+    ],
+    timeoutMs: 0,
+  })
+  assert.deepEqual(
+    d.response.responses!.map((r) => [r.name, r.errorCode]),
+    [
+      ['a', ErrorCode.None],
+      ['b', ErrorCode.None],
+      ['nope', ErrorCode.UnknownTopicOrPartition],
+    ],
+  )
+  const after = commit(image, d.records)
+  assert.equal(after.topicsByName.size, 0)
+})
+
+test('CreatePartitions grows a topic and refuses to shrink it', () => {
+  let image = cluster(2)
+  image = commit(
+    image,
+    createTopics(ctx(image), { topics: [topic('g', 2, 2)], timeoutMs: 0, validateOnly: false }).records,
+  )
+  const d = createPartitions(ctx(image), {
+    topics: [
+      { name: name('g'), count: 5, assignments: null },
+      { name: name('missing'), count: 2, assignments: null },
+    ],
+    timeoutMs: 0,
+    validateOnly: false,
+  })
+  assert.deepEqual(
+    d.response.results!.map((r) => r.errorCode),
+    [ErrorCode.None, ErrorCode.UnknownTopicOrPartition],
+  )
+  const after = commit(image, d.records)
+  const g = after.topicsByName.get(name('g'))!
+  assert.deepEqual([...g.partitions.keys()].sort(), [0, 1, 2, 3, 4])
+  assert.equal(g.partitions.get(4)!.replicas.length, 2)
+  const shrink = createPartitions(ctx(after), {
+    topics: [{ name: name('g'), count: 3, assignments: null }],
+    timeoutMs: 0,
+    validateOnly: false,
+  })
+  assert.equal(shrink.response.results![0]!.errorCode, ErrorCode.InvalidPartitions)
+})
