@@ -8,6 +8,7 @@ import {
   BATCH_LENGTH_MIN,
   type BatchHeader,
   BatchOffsets,
+  Compression,
   CRC_START,
   compressionOf,
   isControl,
@@ -159,15 +160,6 @@ export function checkBatch(
     )
   }
   const header = readBatchHeader(buf, position)
-  const codec = compressionOf(header.attributes)
-  if (!isKnownCompression(codec)) {
-    return fail(
-      'unknown-compression',
-      'UNSUPPORTED_COMPRESSION_TYPE',
-      position,
-      `unknown compression codec id ${codec}`,
-    )
-  }
   if (options.verifyCrc !== false) {
     const crc = crc32c(buf, 0, position + CRC_START, position + size)
     if (crc !== header.crc) {
@@ -178,6 +170,16 @@ export function checkBatch(
         `record batch is corrupt: stored crc ${header.crc} but computed ${crc}`,
       )
     }
+  }
+  // After the CRC, so a flipped attribute bit reads as corruption, not as an unknown codec.
+  const codec = compressionOf(header.attributes)
+  if (!isKnownCompression(codec)) {
+    return fail(
+      'unknown-compression',
+      'UNSUPPORTED_COMPRESSION_TYPE',
+      position,
+      `unknown compression codec id ${codec}`,
+    )
   }
   const { lastOffsetDelta, recordCount } = header
   if (origin === 'client') {
@@ -217,7 +219,7 @@ export function checkBatch(
   }
   // Each record is at least 7 bytes, so a count the body cannot hold is corrupt (uncompressed only:
   // a compressed body can be smaller than its records).
-  if (codec === 0 && recordCount > (size - BATCH_HEADER_BYTES) / RECORD_BYTES_MIN) {
+  if (codec === Compression.none && recordCount > (size - BATCH_HEADER_BYTES) / RECORD_BYTES_MIN) {
     return fail(
       'record-count-mismatch',
       'CORRUPT_MESSAGE',

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import fc from 'fast-check'
+import { CRC32C_IMPLEMENTATION, crc32c, crc32cPure, NATIVE_MIN_BYTES } from './crc32c.ts'
+
+describe('crc32c', () => {
+  it('gives the CRC-32C check value for "123456789"', () => {
+    const check = Buffer.from('123456789', 'latin1')
+    assert.equal(crc32c(check), 0xe3069283)
+    assert.equal(crc32cPure(check), 0xe3069283)
+  })
+
+  it('matches the RFC 3720 (iSCSI) test vectors', () => {
+    const ascending = Buffer.from(Array.from({ length: 32 }, (_, i) => i))
+    const descending = Buffer.from(Array.from({ length: 32 }, (_, i) => 31 - i))
+    for (const f of [crc32c, crc32cPure]) {
+      assert.equal(f(Buffer.alloc(32, 0)), 0x8a9136aa)
+      assert.equal(f(Buffer.alloc(32, 0xff)), 0x62a8ab43)
+      assert.equal(f(ascending), 0x46dd794e)
+      assert.equal(f(descending), 0x113fdb5c)
+      assert.equal(f(Buffer.alloc(0)), 0)
+    }
+  })
+
+  it('uses the native implementation on this machine', () => {
+    // Not a requirement (the pure fallback is correct), but a lost native addon should be noticed.
+    assert.equal(CRC32C_IMPLEMENTATION, 'native')
+  })
+
+  it('native and pure TS agree on any input, range and continuation', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 0, maxLength: 3 * NATIVE_MIN_BYTES }),
+        fc.nat(),
+        fc.nat(),
+        (bytes, a, b) => {
+          const buf = Buffer.from(bytes)
+          const start = buf.length === 0 ? 0 : a % (buf.length + 1)
+          const end = start + (b % (buf.length - start + 1))
+          const whole = crc32cPure(buf, 0, start, end)
+          assert.equal(crc32c(buf, 0, start, end), whole)
+          // crc(a ++ b) continues from crc(a).
+          const mid = start + ((end - start) >> 1)
+          assert.equal(crc32c(buf, crc32c(buf, 0, start, mid), mid, end), whole)
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it('agrees on a large buffer (native path, unaligned view)', () => {
+    const big = Buffer.alloc(1 << 20)
+    for (let i = 0; i < big.length; i++) big[i] = (i * 2654435761) >>> 24
+    assert.equal(crc32c(big, 0, 3, big.length - 5), crc32cPure(big, 0, 3, big.length - 5))
+    assert.equal(crc32c(big.subarray(7)), crc32cPure(big.subarray(7)))
+  })
+})
