@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { zstdCompressSync } from 'node:zlib'
 import fc from 'fast-check'
 import { Compression, type CompressionCodec } from './batch-header.ts'
 import { compress, decompress } from './compression.ts'
 import { CompressionError } from './compression-error.ts'
-import { golden, jsonPayload } from './fixtures/golden.ts'
+import { GOLDEN_URL, type Golden, jsonPayload } from './fixtures/golden.ts'
+
+const golden = JSON.parse(readFileSync(GOLDEN_URL, 'utf8')) as Golden
 
 const CODECS: CompressionCodec[] = [
   Compression.none,

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { CompressionError } from './compression-error.ts'
-import { golden, jsonPayload, noise } from './fixtures/golden.ts'
+import { GOLDEN_URL, type Golden, jsonPayload, noise } from './fixtures/golden.ts'
 import {
   LZ4_BLOCK_BYTES_MAX,
   lz4BlockBound,
@@ -12,6 +13,8 @@ import {
   lz4DecompressFrame,
 } from './lz4.ts'
 import { xxhash32 } from './xxhash32.ts'
+
+const golden = JSON.parse(readFileSync(GOLDEN_URL, 'utf8')) as Golden
 
 const LIMIT = 16 << 20
 

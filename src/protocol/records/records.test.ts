@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { DecodeError } from '../wire/reader.ts'
@@ -12,7 +13,7 @@ import {
   TimestampType,
   updateBatchCrc,
 } from './batch-header.ts'
-import { golden, jsonPayload } from './fixtures/golden.ts'
+import { GOLDEN_URL, type Golden, jsonPayload } from './fixtures/golden.ts'
 import {
   BatchDecodeError,
   decodeBatch,
@@ -20,6 +21,8 @@ import {
   encodeBatch,
   type RecordInput,
 } from './records.ts'
+
+const golden = JSON.parse(readFileSync(GOLDEN_URL, 'utf8')) as Golden
 
 const CODECS: CompressionCodec[] = [
   Compression.none,

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { CompressionError } from './compression-error.ts'
-import { golden, jsonPayload, noise } from './fixtures/golden.ts'
+import { GOLDEN_URL, type Golden, jsonPayload, noise } from './fixtures/golden.ts'
 import {
   isXerialFramed,
   snappyBound,
@@ -12,6 +13,8 @@ import {
   snappyDecompressXerial,
   XERIAL_BLOCK_BYTES,
 } from './snappy.ts'
+
+const golden = JSON.parse(readFileSync(GOLDEN_URL, 'utf8')) as Golden
 
 const LIMIT = 16 << 20
 
