@@ -1,0 +1,2 @@
+/** Replica management: hosted partitions, ISR and high watermark, producer state, delayed operations. */
+export * from './producer-state.ts'

@@ -1,0 +1,250 @@
+/**
+ * Idempotent-producer state of one partition, as Kafka's ProducerStateManager: per producer id its
+ * epoch and the last five batches (sequence range and offsets), so a retried batch is answered with
+ * its original offsets and a gap or a stale epoch is refused. Pure; persisted by snapshots.
+ */
+import { assert } from '../model/index.ts'
+import { ErrorCode } from '../protocol/index.ts'
+
+/** Kafka keeps this many recent batches per producer for duplicate detection. */
+export const BATCHES_PER_PRODUCER_MAX = 5
+const INT32_MAX = 2 ** 31 - 1
+const NO_EPOCH = -1
+const NO_SEQUENCE = -1
+
+/** What a batch header tells about its producer: the fields producer state needs. */
+export interface ProducerBatchInfo {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  readonly baseSequence: number
+  readonly lastOffsetDelta: number
+  readonly maxTimestamp: bigint
+  readonly isTransactional: boolean
+}
+
+export interface BatchMetadata {
+  readonly firstSeq: number
+  readonly lastSeq: number
+  readonly firstOffset: bigint
+  readonly lastOffset: bigint
+  readonly timestamp: bigint
+}
+
+export interface ProducerEntry {
+  readonly producerId: bigint
+  readonly epoch: number
+  /** Oldest first; at most BATCHES_PER_PRODUCER_MAX. */
+  readonly batches: readonly BatchMetadata[]
+  readonly coordinatorEpoch: number
+  /** First offset of the open transaction, or -1. */
+  readonly currentTxnFirstOffset: bigint
+  /** Wall-clock time of the last append (for `producer.id.expiration.ms`). */
+  readonly lastUpdatedMs: number
+}
+
+export type ProducerCheck =
+  | { readonly kind: 'append' }
+  /** A retry of a batch already in the log: answer with its original offsets, append nothing. */
+  | { readonly kind: 'duplicate'; readonly batch: BatchMetadata }
+  | { readonly kind: 'error'; readonly errorCode: number; readonly message: string }
+
+function lastSeqOf(info: ProducerBatchInfo): number {
+  // Sequences wrap at Int32.MAX_VALUE.
+  const last = info.baseSequence + info.lastOffsetDelta
+  return last > INT32_MAX ? last - INT32_MAX - 1 : last
+}
+
+function inSequence(lastSeq: number, nextSeq: number): boolean {
+  return nextSeq === lastSeq + 1 || (nextSeq === 0 && lastSeq === INT32_MAX)
+}
+
+export class ProducerStateManager {
+  readonly #producers = new Map<bigint, ProducerEntry>()
+
+  get size(): number {
+    return this.#producers.size
+  }
+
+  get(producerId: bigint): ProducerEntry | undefined {
+    return this.#producers.get(producerId)
+  }
+
+  entries(): IterableIterator<ProducerEntry> {
+    return this.#producers.values()
+  }
+
+  /**
+   * Checks a client's batch before it is appended (Kafka's duplicate check, then
+   * `ProducerAppendInfo.checkSequence` and the epoch fence). Batches without a producer id pass.
+   */
+  check(info: ProducerBatchInfo): ProducerCheck {
+    if (info.producerId < 0n) return { kind: 'append' }
+    const entry = this.#producers.get(info.producerId)
+    if (entry === undefined) {
+      // Unknown producer (new, or its state expired with retention): any sequence is accepted.
+      return { kind: 'append' }
+    }
+    if (info.producerEpoch < entry.epoch) {
+      return {
+        kind: 'error',
+        errorCode: ErrorCode.InvalidProducerEpoch,
+        message: `Epoch of producer ${info.producerId} is ${info.producerEpoch}, which is smaller than the last seen epoch ${entry.epoch}`,
+      }
+    }
+    const lastSeq = lastSeqOf(info)
+    if (info.producerEpoch === entry.epoch) {
+      const dup = entry.batches.find((b) => b.firstSeq === info.baseSequence && b.lastSeq === lastSeq)
+      if (dup !== undefined) return { kind: 'duplicate', batch: dup }
+    }
+    if (info.producerEpoch !== entry.epoch) {
+      if (info.baseSequence !== 0 && entry.epoch !== NO_EPOCH) {
+        return {
+          kind: 'error',
+          errorCode: ErrorCode.OutOfOrderSequenceNumber,
+          message: `Invalid sequence number for new epoch of producer ${info.producerId} at epoch ${info.producerEpoch}: ${info.baseSequence} (request epoch), 0 (expected)`,
+        }
+      }
+      return { kind: 'append' }
+    }
+    const currentLast = entry.batches.at(-1)?.lastSeq ?? NO_SEQUENCE
+    if (currentLast !== NO_SEQUENCE && !inSequence(currentLast, info.baseSequence)) {
+      return {
+        kind: 'error',
+        errorCode: ErrorCode.OutOfOrderSequenceNumber,
+        message: `Out of order sequence number for producer ${info.producerId} at epoch ${info.producerEpoch}: ${info.baseSequence} (incoming seq. number), ${currentLast} (current end sequence number)`,
+      }
+    }
+    return { kind: 'append' }
+  }
+
+  /**
+   * Records an appended batch (on the leader after `check`, on a follower or at recovery for every
+   * batch read from the log). `firstOffset` and `lastOffset` are the offsets the log assigned.
+   */
+  update(info: ProducerBatchInfo, firstOffset: bigint, lastOffset: bigint, nowMs: number): void {
+    if (info.producerId < 0n) return
+    const entry = this.#producers.get(info.producerId)
+    const sameEpoch = entry !== undefined && entry.epoch === info.producerEpoch
+    const batch: BatchMetadata = {
+      firstSeq: info.baseSequence,
+      lastSeq: lastSeqOf(info),
+      firstOffset,
+      lastOffset,
+      timestamp: info.maxTimestamp,
+    }
+    const batches = sameEpoch ? [...entry.batches, batch].slice(-BATCHES_PER_PRODUCER_MAX) : [batch]
+    this.#producers.set(info.producerId, {
+      producerId: info.producerId,
+      epoch: info.producerEpoch,
+      batches,
+      coordinatorEpoch: entry?.coordinatorEpoch ?? -1,
+      currentTxnFirstOffset: info.isTransactional
+        ? entry !== undefined && entry.currentTxnFirstOffset >= 0n
+          ? entry.currentTxnFirstOffset
+          : firstOffset
+        : -1n,
+      lastUpdatedMs: nowMs,
+    })
+  }
+
+  /** Forgets producers idle for `expirationMs` with no open transaction (`producer.id.expiration.ms`). */
+  expire(nowMs: number, expirationMs: number): number {
+    let removed = 0
+    for (const [id, e] of this.#producers) {
+      if (e.currentTxnFirstOffset < 0n && nowMs - e.lastUpdatedMs >= expirationMs) {
+        this.#producers.delete(id)
+        removed++
+      }
+    }
+    return removed
+  }
+
+  /** Drops state of batches at or past `offset` (the log was truncated there): rebuild from the log. */
+  truncateTo(offset: bigint): boolean {
+    let dirty = false
+    for (const [id, e] of this.#producers) {
+      const kept = e.batches.filter((b) => b.lastOffset < offset)
+      if (kept.length === e.batches.length) continue
+      dirty = true
+      if (kept.length === 0) this.#producers.delete(id)
+      else this.#producers.set(id, { ...e, batches: kept })
+    }
+    return dirty
+  }
+
+  clear(): void {
+    this.#producers.clear()
+  }
+
+  /**
+   * Kafka's producer snapshot format (`<offset>.snapshot`): int16 version 1, uint32 CRC32C of what
+   * follows, int32 count, then per producer: id int64, epoch int16, last sequence int32, last offset
+   * int64, offset delta int32, timestamp int64, coordinator epoch int32, txn first offset int64.
+   * Kafka keeps only the last batch per producer in a snapshot, and so do we.
+   */
+  snapshot(crc32c: (data: Buffer) => number): Buffer {
+    const entries = [...this.#producers.values()].filter((e) => e.batches.length > 0)
+    const body = Buffer.alloc(4 + entries.length * ENTRY_BYTES)
+    let at = body.writeInt32BE(entries.length, 0)
+    for (const e of entries) {
+      const last = e.batches.at(-1)!
+      at = body.writeBigInt64BE(e.producerId, at)
+      at = body.writeInt16BE(e.epoch, at)
+      at = body.writeInt32BE(last.lastSeq, at)
+      at = body.writeBigInt64BE(last.lastOffset, at)
+      at = body.writeInt32BE(Number(last.lastOffset - last.firstOffset), at)
+      at = body.writeBigInt64BE(last.timestamp, at)
+      at = body.writeInt32BE(e.coordinatorEpoch, at)
+      at = body.writeBigInt64BE(e.currentTxnFirstOffset, at)
+    }
+    assert(at === body.length)
+    const head = Buffer.alloc(6)
+    head.writeInt16BE(SNAPSHOT_VERSION, 0)
+    head.writeUInt32BE(crc32c(body) >>> 0, 2)
+    return Buffer.concat([head, body])
+  }
+
+  /** Loads a snapshot; a corrupt one throws `ProducerSnapshotError` (rebuild from the log instead). */
+  static fromSnapshot(data: Buffer, crc32c: (data: Buffer) => number, nowMs: number): ProducerStateManager {
+    if (data.length < 10) throw new ProducerSnapshotError('snapshot too short')
+    const version = data.readInt16BE(0)
+    if (version !== SNAPSHOT_VERSION) throw new ProducerSnapshotError(`snapshot version ${version}`)
+    const body = data.subarray(6)
+    if (crc32c(body) >>> 0 !== data.readUInt32BE(2)) throw new ProducerSnapshotError('snapshot CRC mismatch')
+    const count = body.readInt32BE(0)
+    if (count < 0 || body.length !== 4 + count * ENTRY_BYTES)
+      throw new ProducerSnapshotError('snapshot length mismatch')
+    const psm = new ProducerStateManager()
+    let at = 4
+    for (let i = 0; i < count; i++) {
+      const producerId = body.readBigInt64BE(at)
+      const epoch = body.readInt16BE(at + 8)
+      const lastSeq = body.readInt32BE(at + 10)
+      const lastOffset = body.readBigInt64BE(at + 14)
+      const offsetDelta = body.readInt32BE(at + 22)
+      const timestamp = body.readBigInt64BE(at + 26)
+      const coordinatorEpoch = body.readInt32BE(at + 34)
+      const currentTxnFirstOffset = body.readBigInt64BE(at + 38)
+      at += ENTRY_BYTES
+      const firstSeq = Math.max(0, lastSeq - offsetDelta)
+      psm.#producers.set(producerId, {
+        producerId,
+        epoch,
+        batches: [
+          { firstSeq, lastSeq, firstOffset: lastOffset - BigInt(offsetDelta), lastOffset, timestamp },
+        ],
+        coordinatorEpoch,
+        currentTxnFirstOffset,
+        lastUpdatedMs: nowMs,
+      })
+    }
+    return psm
+  }
+}
+
+const SNAPSHOT_VERSION = 1
+const ENTRY_BYTES = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8
+
+export class ProducerSnapshotError extends Error {
+  override name = 'ProducerSnapshotError'
+}
