@@ -25,14 +25,15 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   raft: '', // the KRaft core: pure
   metadata: 'protocol',
   storage: 'protocol io', // DESIGN.md says protocol/records; all of protocol is allowed
-  quorum: 'raft storage protocol io',
+  client: 'protocol io', // Kafka-protocol requests to other nodes over the Transport port
+  quorum: 'raft storage protocol io client',
   controller: 'quorum metadata protocol io', // not drawn in DESIGN.md: appends records via the quorum
-  replication: 'storage metadata protocol io',
+  replication: 'storage metadata protocol io client',
   coordinator: 'replication storage metadata protocol io',
-  server: 'io protocol storage raft quorum metadata controller replication coordinator',
-  broker: 'io protocol storage raft quorum metadata controller replication coordinator server',
-  cli: 'protocol io', // talks to a node over the wire, never to its internals
-  console: 'protocol io',
+  server: 'io protocol storage raft quorum metadata controller replication coordinator client',
+  broker: 'io protocol storage raft quorum metadata controller replication coordinator server client',
+  cli: 'protocol io client', // talks to a node over the wire, never to its internals
+  console: 'protocol io client',
 })
 
 function arrows(table: Record<string, string>): Record<string, readonly string[]> {

@@ -1,0 +1,2 @@
+/** Kafka-protocol client connections: how a node or the `weir` command talks to other nodes. */
+export * from './kafka-connection.ts'

@@ -1,0 +1,247 @@
+/**
+ * A Kafka-protocol connection to one node: requests out with correlation ids, responses matched
+ * back, bounded in-flight requests, per-request timeouts on the Clock port. Used by nodes talking
+ * to each other and by the `weir` command; it knows nothing of what the requests mean.
+ */
+import type { Clock, TimerHandle, Transport, TransportConnection } from '../io/index.ts'
+import {
+  type Api,
+  apis,
+  DecodeError,
+  decodeResponse,
+  encodeRequest,
+  FrameError,
+  FrameReader,
+} from '../protocol/index.ts'
+
+/** The connection closed or failed; every request on it fails with this. */
+export class ConnectionError extends Error {
+  override name = 'ConnectionError'
+}
+
+/** A request got no response within its timeout; the connection is closed (Kafka does the same). */
+export class RequestTimeoutError extends ConnectionError {
+  override name = 'RequestTimeoutError'
+}
+
+export interface KafkaConnectionOptions {
+  readonly clientId: string
+  readonly clock: Clock
+  readonly transport: Transport
+  /** `request.timeout.ms` */
+  readonly requestTimeoutMs: number
+  /** `max.in.flight.requests.per.connection`: more wait in a queue. */
+  readonly inFlightRequestsMax: number
+  /** Largest response frame accepted. */
+  readonly responseBytesMax: number
+  /** `socket.connection.setup.timeout.ms` */
+  readonly connectTimeoutMs: number
+}
+
+interface Pending {
+  readonly correlationId: number
+  readonly api: Api<unknown, never, unknown, never>
+  readonly version: number
+  readonly resolve: (body: unknown) => void
+  readonly reject: (e: Error) => void
+  timer: TimerHandle | null
+}
+
+interface Queued {
+  readonly frame: Buffer[]
+  readonly pending: Pending
+  readonly timeoutMs: number
+}
+
+/** The versions a peer serves, from its ApiVersions response. */
+export type PeerVersions = ReadonlyMap<number, { readonly minVersion: number; readonly maxVersion: number }>
+
+export class KafkaConnection {
+  readonly address: { readonly host: string; readonly port: number }
+  readonly #conn: TransportConnection
+  readonly #options: KafkaConnectionOptions
+  readonly #frames: FrameReader
+  readonly #inFlight = new Map<number, Pending>()
+  readonly #queue: Queued[] = []
+  #nextCorrelationId = 1
+  #closedError: ConnectionError | null = null
+  #peerVersions: PeerVersions | null = null
+
+  private constructor(
+    address: { host: string; port: number },
+    conn: TransportConnection,
+    options: KafkaConnectionOptions,
+  ) {
+    this.address = address
+    this.#conn = conn
+    this.#options = options
+    this.#frames = new FrameReader({ frameBytesMax: options.responseBytesMax })
+    conn.onData((chunk) => this.#onData(chunk))
+    conn.onDrain(() => this.#flushQueue())
+    conn.onClose((e) =>
+      this.#fail(new ConnectionError(`connection to ${this.#label()} closed${e ? `: ${e.message}` : ''}`)),
+    )
+  }
+
+  /** Connects, then asks ApiVersions so `versionFor` can pick versions both sides serve. */
+  static async open(
+    address: { host: string; port: number },
+    options: KafkaConnectionOptions,
+  ): Promise<KafkaConnection> {
+    let conn: TransportConnection
+    try {
+      conn = await options.transport.connect(address, { timeoutMs: options.connectTimeoutMs })
+    } catch (e) {
+      throw new ConnectionError(`cannot connect to ${address.host}:${address.port}: ${(e as Error).message}`)
+    }
+    const c = new KafkaConnection(address, conn, options)
+    await c.#negotiate()
+    return c
+  }
+
+  #label(): string {
+    return `${this.address.host}:${this.address.port}`
+  }
+
+  get closed(): boolean {
+    return this.#closedError !== null
+  }
+
+  get peerVersions(): PeerVersions {
+    return this.#peerVersions ?? new Map()
+  }
+
+  async #negotiate(): Promise<void> {
+    const ours = apis.ApiVersions.maxVersion
+    let response = await this.request(apis.ApiVersions, ours, {
+      clientSoftwareName: 'weir',
+      clientSoftwareVersion: '0.1.0',
+    })
+    if (response.errorCode !== 0) {
+      // KIP-511: the peer answered in v0 with its range; retry with the highest version it knows.
+      const theirs = response.apiKeys.find((k) => k.apiKey === apis.ApiVersions.apiKey)
+      if (theirs === undefined) throw new ConnectionError(`${this.#label()} does not serve ApiVersions`)
+      response = await this.request(apis.ApiVersions, Math.min(ours, theirs.maxVersion), {
+        clientSoftwareName: 'weir',
+        clientSoftwareVersion: '0.1.0',
+      })
+    }
+    this.#peerVersions = new Map(
+      response.apiKeys.map((k) => [k.apiKey, { minVersion: k.minVersion, maxVersion: k.maxVersion }]),
+    )
+  }
+
+  /** The highest version of `api` both sides serve, or undefined when there is none. */
+  versionFor(api: Api<unknown, never, unknown, never>): number | undefined {
+    const theirs = this.#peerVersions?.get(api.apiKey)
+    if (theirs === undefined) return undefined
+    const max = Math.min(theirs.maxVersion, api.maxVersion)
+    return max >= Math.max(theirs.minVersion, api.minVersion) ? max : undefined
+  }
+
+  /** Sends a request and resolves with the decoded response body. */
+  request<Res, ReqIn>(
+    api: Api<unknown, ReqIn, Res, never>,
+    version: number,
+    body: ReqIn,
+    options: { timeoutMs?: number } = {},
+  ): Promise<Res> {
+    if (this.#closedError !== null) return Promise.reject(this.#closedError)
+    const correlationId = this.#nextCorrelationId
+    this.#nextCorrelationId = (this.#nextCorrelationId % 0x7fffffff) + 1
+    let frame: Buffer[]
+    try {
+      frame = encodeRequest(
+        api,
+        { requestApiVersion: version, correlationId, clientId: this.#options.clientId },
+        body,
+      )
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    return new Promise<Res>((resolve, reject) => {
+      const pending: Pending = {
+        correlationId,
+        api: api as unknown as Api<unknown, never, unknown, never>,
+        version,
+        resolve: resolve as (body: unknown) => void,
+        reject,
+        timer: null,
+      }
+      this.#queue.push({ frame, pending, timeoutMs: options.timeoutMs ?? this.#options.requestTimeoutMs })
+      this.#flushQueue()
+    })
+  }
+
+  /** Sends a request that gets no response (Produce with acks=0). */
+  send<ReqIn>(api: Api<unknown, ReqIn, unknown, never>, version: number, body: ReqIn): void {
+    if (this.#closedError !== null) throw this.#closedError
+    const correlationId = this.#nextCorrelationId
+    this.#nextCorrelationId = (this.#nextCorrelationId % 0x7fffffff) + 1
+    this.#conn.write(
+      encodeRequest(
+        api,
+        { requestApiVersion: version, correlationId, clientId: this.#options.clientId },
+        body,
+      ),
+    )
+  }
+
+  #flushQueue(): void {
+    while (this.#queue.length > 0 && this.#inFlight.size < this.#options.inFlightRequestsMax) {
+      const q = this.#queue.shift()!
+      const p = q.pending
+      this.#inFlight.set(p.correlationId, p)
+      p.timer = this.#options.clock.setTimer(q.timeoutMs, () => {
+        p.timer = null
+        this.#fail(
+          new RequestTimeoutError(
+            `${p.api.name} to ${this.#label()} got no response within ${q.timeoutMs} ms`,
+          ),
+        )
+      })
+      this.#conn.write(q.frame)
+    }
+  }
+
+  #onData(chunk: Buffer): void {
+    try {
+      this.#frames.push(chunk)
+      for (let frame = this.#frames.next(); frame !== null; frame = this.#frames.next()) this.#onFrame(frame)
+    } catch (e) {
+      if (e instanceof FrameError || e instanceof DecodeError) {
+        this.#fail(new ConnectionError(`bad response from ${this.#label()}: ${e.message}`))
+        return
+      }
+      throw e
+    }
+  }
+
+  #onFrame(frame: Buffer): void {
+    if (frame.length < 4) throw new DecodeError('response shorter than its header')
+    const correlationId = frame.readInt32BE(0)
+    const p = this.#inFlight.get(correlationId)
+    if (p === undefined) throw new DecodeError(`response with unknown correlation id ${correlationId}`)
+    this.#inFlight.delete(correlationId)
+    if (p.timer !== null) this.#options.clock.clearTimer(p.timer)
+    const { body } = decodeResponse(p.api, p.version, frame)
+    p.resolve(body)
+    this.#flushQueue()
+  }
+
+  #fail(error: ConnectionError): void {
+    if (this.#closedError !== null) return
+    this.#closedError = error
+    this.#conn.close()
+    for (const p of this.#inFlight.values()) {
+      if (p.timer !== null) this.#options.clock.clearTimer(p.timer)
+      p.reject(error)
+    }
+    this.#inFlight.clear()
+    for (const q of this.#queue.splice(0)) q.pending.reject(error)
+  }
+
+  close(): void {
+    this.#fail(new ConnectionError(`connection to ${this.#label()} closed by us`))
+  }
+}

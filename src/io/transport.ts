@@ -1,0 +1,94 @@
+/**
+ * The Transport port: outgoing byte streams to other nodes. `NodeTransport` uses TCP (node:net);
+ * a simulation supplies its own. Framing and Kafka's protocol live above this, in `client/`.
+ */
+import { connect as netConnect, type Socket } from 'node:net'
+
+/** A byte stream to a peer. Callbacks run on the event loop; `onClose` runs exactly once. */
+export interface TransportConnection {
+  /** Queues bytes; returns false when the peer is not keeping up (wait for `onDrain`). */
+  write(pieces: readonly Buffer[]): boolean
+  close(): void
+  onData(fn: (chunk: Buffer) => void): void
+  onDrain(fn: () => void): void
+  onClose(fn: (error: Error | null) => void): void
+}
+
+export interface Transport {
+  /** Opens a stream; rejects if it cannot within `timeoutMs`. */
+  connect(
+    address: { host: string; port: number },
+    options: { timeoutMs: number },
+  ): Promise<TransportConnection>
+}
+
+class SocketConnection implements TransportConnection {
+  readonly #socket: Socket
+  #closeFns: Array<(error: Error | null) => void> = []
+  #closed = false
+  #error: Error | null = null
+
+  constructor(socket: Socket) {
+    this.#socket = socket
+    socket.setNoDelay(true)
+    socket.on('error', (e) => {
+      this.#error = e
+    })
+    socket.on('close', () => {
+      this.#closed = true
+      for (const fn of this.#closeFns) fn(this.#error)
+      this.#closeFns = []
+    })
+  }
+
+  write(pieces: readonly Buffer[]): boolean {
+    if (this.#closed) return false
+    if (pieces.length === 1) return this.#socket.write(pieces[0]!)
+    this.#socket.cork()
+    let ok = true
+    for (const p of pieces) ok = this.#socket.write(p)
+    this.#socket.uncork()
+    return ok
+  }
+
+  close(): void {
+    this.#socket.destroy()
+  }
+
+  onData(fn: (chunk: Buffer) => void): void {
+    this.#socket.on('data', fn)
+  }
+
+  onDrain(fn: () => void): void {
+    this.#socket.on('drain', fn)
+  }
+
+  onClose(fn: (error: Error | null) => void): void {
+    if (this.#closed) queueMicrotask(() => fn(this.#error))
+    else this.#closeFns.push(fn)
+  }
+}
+
+/** TCP through node:net. */
+export const nodeTransport: Transport = {
+  connect(address, options) {
+    return new Promise((resolve, reject) => {
+      const socket = netConnect({ host: address.host, port: address.port })
+      const timer = setTimeout(() => {
+        socket.destroy()
+        reject(
+          new Error(`connect to ${address.host}:${address.port} timed out after ${options.timeoutMs} ms`),
+        )
+      }, options.timeoutMs)
+      socket.once('connect', () => {
+        clearTimeout(timer)
+        socket.removeAllListeners('error')
+        resolve(new SocketConnection(socket))
+      })
+      socket.once('error', (e) => {
+        clearTimeout(timer)
+        reject(e)
+      })
+    })
+  },
+}
