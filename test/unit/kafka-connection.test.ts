@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { nodeTransport, systemClock } from '../io/index.ts'
-import { apis } from '../protocol/index.ts'
+import { nodeTransport, systemClock } from '../../src/io/index.ts'
+import { apis } from '../../src/protocol/index.ts'
 import {
   Dispatcher,
   defineHandler,
   HandlerRegistry,
   Listener,
   makeApiVersionsHandler,
-} from '../server/index.ts'
-import { ConnectionError, KafkaConnection, RequestTimeoutError } from './kafka-connection.ts'
+} from '../../src/server/index.ts'
+import { ConnectionError, KafkaConnection, RequestTimeoutError } from '../../src/client/index.ts'
 
 let listener: Listener
 let port: number
