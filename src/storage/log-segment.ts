@@ -1,0 +1,593 @@
+/**
+ * One segment of a partition log: `<base>.log` with its `.index` and `.timeindex`, Kafka's files.
+ * Only the log's active segment takes appends; a closed segment is immutable. The log serializes calls.
+ */
+import { type Disk, type DiskFile, isNotFound, joinPath } from '../io/disk.ts'
+import { assert } from '../model/index.ts'
+import { BatchOffsets, decodeBatch, LOG_OVERHEAD } from '../protocol/records/index.ts'
+import { type FileBatch, FileBatchReader, isProblem, type ReadMode } from './file-batch-reader.ts'
+import { OffsetIndex } from './offset-index.ts'
+import { TimeIndex } from './time-index.ts'
+
+/** File name parts, as Kafka names them. */
+export const SegmentFile = {
+  log: '.log',
+  index: '.index',
+  timeIndex: '.timeindex',
+  /** Renamed to on deletion, removed after `file.delete.delay.ms`. */
+  deleted: '.deleted',
+  /** A segment the cleaner is writing. */
+  cleaned: '.cleaned',
+  /** A cleaned segment about to replace the originals. */
+  swap: '.swap',
+  /** An index file being written. */
+  tmp: '.tmp',
+} as const
+
+const OFFSET_DIGITS = 20
+const INT32_MAX = 0x7fffffff
+
+/** `00000000000000000042` for 42n: the 20-digit base offset Kafka names files with. */
+export function offsetFileName(offset: bigint): string {
+  return offset.toString().padStart(OFFSET_DIGITS, '0')
+}
+
+/** The base offset and extension of a segment file name, or null when it is not one. */
+export function parseSegmentFileName(
+  name: string,
+): { baseOffset: bigint; ext: string; suffix: string } | null {
+  const m =
+    /^(\d{20})(\.log|\.index|\.timeindex|\.snapshot|\.txnindex)(\.deleted|\.cleaned|\.swap|\.tmp)?$/.exec(
+      name,
+    )
+  if (m === null) return null
+  return { baseOffset: BigInt(m[1]!), ext: m[2]!, suffix: m[3] ?? '' }
+}
+
+/** Limits a segment works within; units in the names. */
+export interface SegmentSettings {
+  /** `index.interval.bytes`. */
+  readonly indexIntervalBytes: number
+  /** `segment.index.bytes`. */
+  readonly segmentIndexBytes: number
+  /** Buffer for walking batches (recovery, index rebuilds, lookups). */
+  readonly readBufferBytes: number
+}
+
+/** A batch as the log registers it on append. */
+export interface SegmentBatch {
+  readonly size: number
+  readonly lastOffset: bigint
+  /** Largest timestamp in the batch, ms (-1 when none). */
+  readonly maxTimestampMs: number
+}
+
+/** What a full scan of the file found. */
+export interface ScanOutcome {
+  /** Bytes of valid batches from the start. */
+  readonly validBytes: number
+  /** Why the scan stopped before the end of the file, or null. */
+  readonly problem: string | null
+}
+
+/** The first offset at or after a time, with the batch it is in. */
+export interface FoundTimestamp {
+  readonly offset: bigint
+  readonly timestampMs: number
+  readonly leaderEpoch: number
+}
+
+export class LogSegment {
+  readonly baseOffset: bigint
+  readonly dir: string
+  readonly #disk: Disk
+  readonly #file: DiskFile
+  readonly #settings: SegmentSettings
+  /** The suffix the files currently carry ('' for a live segment). */
+  #suffix: string
+  #offsetIndex: OffsetIndex | null = null
+  #timeIndex: TimeIndex | null = null
+  #loadingIndexes: Promise<void> | null = null
+  /** Bytes registered, including appends not yet written. */
+  size: number
+  /** Bytes written to the file: the limit for readers. */
+  writtenSize: number
+  #nextOffset: bigint | null = null
+  /** Largest batch maxTimestamp seen (ms), -1 when none; with the last offset of that batch. */
+  maxTimestampMs = -1
+  offsetOfMaxTimestamp: bigint
+  /** The first batch's maxTimestamp, what `segment.ms` is judged by (null until known). */
+  rollingBasedTimestampMs: number | null = null
+  /** When this process created or opened the segment (ms): `segment.ms` fallback. */
+  readonly createdMs: number
+  #bytesSinceLastIndexEntry = 0
+  /** Bytes written since the last sync (the log's flush uses it). */
+  unsynced = false
+  /** Whether the index files on disk match the in-memory indexes. */
+  indexFilesCurrent = false
+
+  private constructor(
+    disk: Disk,
+    dir: string,
+    baseOffset: bigint,
+    file: DiskFile,
+    settings: SegmentSettings,
+    nowMs: number,
+    suffix: string,
+  ) {
+    this.#disk = disk
+    this.dir = dir
+    this.baseOffset = baseOffset
+    this.#file = file
+    this.#settings = settings
+    this.size = file.size()
+    this.writtenSize = this.size
+    this.createdMs = nowMs
+    this.offsetOfMaxTimestamp = baseOffset
+    this.#suffix = suffix
+  }
+
+  /** Create an empty segment (its `.log` file); an existing empty file is reused. */
+  static async create(
+    disk: Disk,
+    dir: string,
+    baseOffset: bigint,
+    settings: SegmentSettings,
+    nowMs: number,
+    suffix = '',
+  ): Promise<LogSegment> {
+    const path = joinPath(dir, `${offsetFileName(baseOffset)}${SegmentFile.log}${suffix}`)
+    const file = await disk.open(path, { create: true })
+    if (file.size() !== 0) {
+      await file.close()
+      throw new Error(`segment file ${path} already exists with ${file.size()} bytes`)
+    }
+    for (const ext of [SegmentFile.index, SegmentFile.timeIndex]) {
+      await removeIfExists(disk, joinPath(dir, `${offsetFileName(baseOffset)}${ext}${suffix}`))
+    }
+    const segment = new LogSegment(disk, dir, baseOffset, file, settings, nowMs, suffix)
+    segment.#offsetIndex = new OffsetIndex(settings.segmentIndexBytes)
+    segment.#timeIndex = new TimeIndex(settings.segmentIndexBytes)
+    segment.#nextOffset = baseOffset
+    return segment
+  }
+
+  /** Open an existing segment; its indexes load when first needed. */
+  static async open(
+    disk: Disk,
+    dir: string,
+    baseOffset: bigint,
+    settings: SegmentSettings,
+    nowMs: number,
+    suffix = '',
+  ): Promise<LogSegment> {
+    const path = joinPath(dir, `${offsetFileName(baseOffset)}${SegmentFile.log}${suffix}`)
+    const file = await disk.open(path)
+    return new LogSegment(disk, dir, baseOffset, file, settings, nowMs, suffix)
+  }
+
+  /** Path of one of this segment's files as currently named. */
+  path(ext: string): string {
+    return joinPath(this.dir, `${offsetFileName(this.baseOffset)}${ext}${this.#suffix}`)
+  }
+
+  /** The file, for the log's writes and syncs. */
+  get file(): DiskFile {
+    return this.#file
+  }
+
+  /** The offset after the last batch, when known (always for the active segment). */
+  get nextOffset(): bigint | null {
+    return this.#nextOffset
+  }
+
+  get isEmpty(): boolean {
+    return this.size === 0
+  }
+
+  /** Whether another batch would find no room in an index (the log rolls first). */
+  get indexFull(): boolean {
+    return (this.#offsetIndex?.isFull ?? false) || (this.#timeIndex?.isFull ?? false)
+  }
+
+  /** The offset relative to the base, which must fit an int32 (else the log rolls). */
+  relative(offset: bigint): number {
+    const rel = offset - this.baseOffset
+    assert(rel >= 0n && rel <= BigInt(INT32_MAX), `offset ${offset} is outside segment ${this.baseOffset}`)
+    return Number(rel)
+  }
+
+  /** Whether `offset` fits this segment's relative-offset range. */
+  canHoldOffset(offset: bigint): boolean {
+    const rel = offset - this.baseOffset
+    return rel >= 0n && rel <= BigInt(INT32_MAX)
+  }
+
+  /** Load the index files, rebuilding them from the log when missing or not sane. */
+  ensureIndexes(): Promise<void> {
+    if (this.#offsetIndex !== null && this.#timeIndex !== null) return Promise.resolve()
+    this.#loadingIndexes ??= this.#loadIndexes().finally(() => {
+      this.#loadingIndexes = null
+    })
+    return this.#loadingIndexes
+  }
+
+  async #loadIndexes(): Promise<void> {
+    const offsetBytes = await readIfExists(this.#disk, this.path(SegmentFile.index))
+    const timeBytes = await readIfExists(this.#disk, this.path(SegmentFile.timeIndex))
+    const { segmentIndexBytes } = this.#settings
+    const offsetIndex =
+      offsetBytes === null ? null : OffsetIndex.fromBytes(offsetBytes, segmentIndexBytes, this.writtenSize)
+    const timeIndex = timeBytes === null ? null : TimeIndex.fromBytes(timeBytes, segmentIndexBytes)
+    const last = offsetIndex?.lastEntry ?? null
+    const timeLast = timeIndex?.lastEntry
+    if (offsetIndex === null || timeIndex === null || (last !== null && last.position >= this.writtenSize)) {
+      const { problem } = await this.rebuild('header')
+      if (problem !== null) throw new Error(`segment ${this.path(SegmentFile.log)} is damaged ${problem}`)
+      await this.writeIndexFiles()
+      return
+    }
+    this.#offsetIndex = offsetIndex
+    this.#timeIndex = timeIndex
+    if (timeLast !== null && timeLast !== undefined && timeLast.timestampMs > this.maxTimestampMs) {
+      this.maxTimestampMs = timeLast.timestampMs
+      this.offsetOfMaxTimestamp = this.baseOffset + BigInt(timeLast.relativeOffset)
+    }
+    this.indexFilesCurrent = true
+  }
+
+  /** Read only the largest timestamp from the time index's last entry (cheap, for retention). */
+  async loadLargestTimestamp(): Promise<void> {
+    if (this.#timeIndex !== null) return
+    const path = this.path(SegmentFile.timeIndex)
+    const bytes = await readIfExists(this.#disk, path)
+    const index =
+      bytes === null
+        ? null
+        : TimeIndex.fromBytes(bytes, Math.max(this.#settings.segmentIndexBytes, bytes.length))
+    const last = index?.lastEntry
+    if (index === null || ((last === null || last === undefined) && this.writtenSize > 0)) {
+      await this.ensureIndexes() // missing or damaged: rebuild, which also finds the timestamp
+      return
+    }
+    if (last !== null && last !== undefined) {
+      this.maxTimestampMs = last.timestampMs
+      this.offsetOfMaxTimestamp = this.baseOffset + BigInt(last.relativeOffset)
+    }
+  }
+
+  /**
+   * Rebuild the indexes and metadata by walking every batch: `header` trusts the bytes (a flushed
+   * segment), `validate` checks each batch's structure and CRC (recovery). Stops at the first
+   * problem, which is returned with the bytes before it; changes neither the file nor `size`.
+   */
+  async rebuild(mode: ReadMode): Promise<ScanOutcome> {
+    const { segmentIndexBytes } = this.#settings
+    this.#offsetIndex = new OffsetIndex(segmentIndexBytes)
+    this.#timeIndex = new TimeIndex(segmentIndexBytes)
+    this.maxTimestampMs = -1
+    this.offsetOfMaxTimestamp = this.baseOffset
+    this.rollingBasedTimestampMs = null
+    this.#bytesSinceLastIndexEntry = 0
+    this.#nextOffset = this.baseOffset
+    this.indexFilesCurrent = false
+    const reader = new FileBatchReader(this.#file, 0, this.writtenSize, this.#settings.readBufferBytes)
+    let previousLast = this.baseOffset - 1n
+    let validBytes = 0
+    let problem: string | null = null
+    for (;;) {
+      const b = await reader.next(mode)
+      if (b === null) break
+      if (isProblem(b)) {
+        problem = `at position ${b.position}: ${b.reason}`
+        break
+      }
+      const { baseOffset } = b.header
+      if (baseOffset <= previousLast || !this.canHoldOffset(b.lastOffset)) {
+        problem = `at position ${b.position}: batch offsets ${baseOffset}..${b.lastOffset} out of order after ${previousLast}`
+        break
+      }
+      this.#register(b.position, b.size, b.lastOffset, Number(b.header.maxTimestamp), true)
+      previousLast = b.lastOffset
+      validBytes = b.position + b.size
+    }
+    return { validBytes, problem }
+  }
+
+  /**
+   * Recover after an unclean shutdown: validate every batch, rebuild the indexes, and cut the file at
+   * the first invalid byte (synced). Returns the bytes cut and why.
+   */
+  async recover(): Promise<{ truncatedBytes: number; problem: string | null }> {
+    const before = this.#file.size()
+    this.writtenSize = this.size = before
+    const { validBytes, problem } = await this.rebuild('validate')
+    const truncatedBytes = before - validBytes
+    if (truncatedBytes > 0) {
+      await this.#file.truncate(validBytes)
+      await this.#file.sync()
+    }
+    this.size = this.writtenSize = validBytes
+    return { truncatedBytes, problem }
+  }
+
+  /**
+   * For a segment opened after a clean shutdown: load the indexes and walk the batches after the last
+   * index entry to find the next offset (and the first batch's timestamp, for `segment.ms`).
+   */
+  async loadEnd(): Promise<void> {
+    await this.ensureIndexes()
+    if (this.#nextOffset !== null && this.rollingBasedTimestampMs !== null) return
+    const first = await new FileBatchReader(this.#file, 0, this.writtenSize, 4096).next('header')
+    if (first !== null && !isProblem(first)) this.rollingBasedTimestampMs = Number(first.header.maxTimestamp)
+    const from = this.#offsetIndex?.lastEntry?.position ?? 0
+    const reader = new FileBatchReader(this.#file, from, this.writtenSize, this.#settings.readBufferBytes)
+    let next = this.baseOffset
+    for (;;) {
+      const b = await reader.next('header')
+      if (b === null) break
+      if (isProblem(b)) throw new Error(`segment ${this.path(SegmentFile.log)} is damaged ${b.reason}`)
+      const ts = Number(b.header.maxTimestamp)
+      if (ts > this.maxTimestampMs) {
+        this.maxTimestampMs = ts
+        this.offsetOfMaxTimestamp = b.lastOffset
+      }
+      next = b.lastOffset + 1n
+    }
+    // A segment whose every batch precedes the last index entry's position cannot exist.
+    this.#nextOffset = next
+    this.#bytesSinceLastIndexEntry = this.writtenSize - from
+  }
+
+  /** Index one batch placed at `position`; updates size, next offset and timestamps. */
+  #register(
+    position: number,
+    size: number,
+    lastOffset: bigint,
+    maxTimestampMs: number,
+    rebuilding: boolean,
+  ): void {
+    const offsetIndex = this.#offsetIndex!
+    const timeIndex = this.#timeIndex!
+    if (maxTimestampMs > this.maxTimestampMs) {
+      this.maxTimestampMs = maxTimestampMs
+      this.offsetOfMaxTimestamp = lastOffset
+    }
+    if (this.#bytesSinceLastIndexEntry > this.#settings.indexIntervalBytes) {
+      // A rebuild under a smaller segment.index.bytes than the data was written with: sparser index.
+      if (!(rebuilding && (offsetIndex.isFull || timeIndex.isFull))) {
+        offsetIndex.append(this.relative(lastOffset), position)
+        timeIndex.maybeAppend(this.maxTimestampMs, this.relative(this.offsetOfMaxTimestamp))
+      }
+      this.#bytesSinceLastIndexEntry = 0
+    }
+    this.#bytesSinceLastIndexEntry += size
+    if (this.rollingBasedTimestampMs === null) this.rollingBasedTimestampMs = maxTimestampMs
+    this.#nextOffset = lastOffset + 1n
+    this.size = Math.max(this.size, position + size)
+  }
+
+  /**
+   * Register a batch about to be appended at the end (the active segment only). The caller then
+   * writes its bytes with `write`; until then readers do not see it.
+   */
+  registerAppend(batch: SegmentBatch): void {
+    assert(this.#offsetIndex !== null, 'append to a segment whose indexes are not loaded')
+    this.indexFilesCurrent = false
+    this.#register(this.size, batch.size, batch.lastOffset, batch.maxTimestampMs, false)
+  }
+
+  /** Write registered bytes (one vectored append) and make them visible to readers. */
+  async write(buffers: readonly Buffer[]): Promise<void> {
+    let n = 0
+    for (const b of buffers) n += b.length
+    if (n === 0) return
+    assert(this.#file.size() + n === this.size, 'written bytes must match the registered batches')
+    this.unsynced = true
+    await this.#file.append(buffers)
+    this.writtenSize = this.#file.size()
+  }
+
+  /**
+   * The first batch whose last offset is >= `offset`, starting from the index, or null when every
+   * batch in the segment is below it.
+   */
+  async translateOffset(offset: bigint): Promise<FileBatch | null> {
+    await this.ensureIndexes()
+    const rel = offset - this.baseOffset
+    const relNum = rel < 0n ? 0 : rel > BigInt(INT32_MAX) ? INT32_MAX : Number(rel)
+    const start = this.#offsetIndex!.lookup(relNum).position
+    const bufferBytes = Math.min(
+      this.#settings.readBufferBytes,
+      2 * this.#settings.indexIntervalBytes + 16384,
+    )
+    const reader = new FileBatchReader(this.#file, start, this.writtenSize, bufferBytes)
+    for (;;) {
+      const b = await reader.next('header')
+      if (b === null || isProblem(b)) return null
+      if (b.lastOffset >= offset) return b
+    }
+  }
+
+  /**
+   * Whole batches from the one containing `offset`: at most `maxBytes` of them, except that the
+   * first batch comes whole even when larger, if `minOneBatch`. Only batches whose last offset is
+   * below `maxOffset` (exclusive). Null when no batch in this segment reaches `offset`.
+   */
+  async read(
+    offset: bigint,
+    maxBytes: number,
+    maxOffset: bigint,
+    minOneBatch: boolean,
+  ): Promise<Buffer | null> {
+    const first = await this.translateOffset(offset)
+    if (first === null) return null
+    if (first.lastOffset >= maxOffset) return EMPTY
+    if (first.size > maxBytes && !minOneBatch) return EMPTY
+    const start = first.position
+    const want = Math.min(this.writtenSize - start, Math.max(maxBytes, first.size))
+    const buf = Buffer.allocUnsafe(want)
+    const got = await this.#file.read(buf, start, want)
+    let end = 0
+    while (end + LOG_OVERHEAD <= got) {
+      const size = LOG_OVERHEAD + buf.readInt32BE(end + BatchOffsets.batchLength)
+      if (end + size > got || (end > 0 && end + size > maxBytes)) break
+      const lastOffset = buf.readBigInt64BE(end) + BigInt(buf.readInt32BE(end + BatchOffsets.lastOffsetDelta))
+      if (lastOffset >= maxOffset) break
+      end += size
+    }
+    return buf.subarray(0, end)
+  }
+
+  /**
+   * The first record at or after `startOffset` whose timestamp is >= `timestampMs`, or null. Uses
+   * the time index to skip ahead, then decodes the first batch that can hold it.
+   */
+  async findOffsetByTimestamp(timestampMs: number, startOffset: bigint): Promise<FoundTimestamp | null> {
+    await this.ensureIndexes()
+    const entry = this.#timeIndex!.lookup(timestampMs)
+    let rel = entry === null ? 0 : entry.relativeOffset
+    const startRel = startOffset - this.baseOffset
+    if (startRel > BigInt(rel)) rel = startRel > BigInt(INT32_MAX) ? INT32_MAX : Number(startRel)
+    const position = this.#offsetIndex!.lookup(rel).position
+    const reader = new FileBatchReader(this.#file, position, this.writtenSize, this.#settings.readBufferBytes)
+    for (;;) {
+      const b = await reader.next('bytes')
+      if (b === null || isProblem(b)) return null
+      if (b.lastOffset < startOffset || Number(b.header.maxTimestamp) < timestampMs) continue
+      const decoded = decodeBatch(b.bytes!, 0, { verifyCrc: false })
+      for (const record of decoded.records) {
+        if (record.offset >= startOffset && Number(record.timestamp) >= timestampMs) {
+          return {
+            offset: record.offset,
+            timestampMs: Number(record.timestamp),
+            leaderEpoch: b.header.partitionLeaderEpoch,
+          }
+        }
+      }
+    }
+  }
+
+  /**
+   * Remove every batch from the one holding `offset` on (Kafka truncates whole batches). Returns
+   * the bytes removed. Not synced: the log syncs.
+   */
+  async truncateTo(offset: bigint): Promise<number> {
+    await this.ensureIndexes()
+    const found = await this.translateOffset(offset)
+    if (found === null) return 0
+    const removed = this.writtenSize - found.position
+    this.#offsetIndex!.truncateToPosition(found.position)
+    this.#timeIndex!.truncateToOffset(this.relative(found.header.baseOffset))
+    await this.#file.truncate(found.position)
+    this.size = this.writtenSize = found.position
+    this.indexFilesCurrent = false
+    this.unsynced = true
+    // Recompute the end and timestamps from the last index entry on.
+    const timeLast = this.#timeIndex!.lastEntry
+    this.maxTimestampMs = timeLast?.timestampMs ?? -1
+    this.offsetOfMaxTimestamp =
+      timeLast === null ? this.baseOffset : this.baseOffset + BigInt(timeLast.relativeOffset)
+    this.#nextOffset = null
+    this.rollingBasedTimestampMs = this.size === 0 ? null : this.rollingBasedTimestampMs
+    await this.loadEnd()
+    if (this.size === 0) this.rollingBasedTimestampMs = null
+    return removed
+  }
+
+  /**
+   * Make this segment inactive: the final time index entry (Kafka's onBecomeInactiveSegment),
+   * index files written and synced, the log file synced. The caller syncs the directory.
+   */
+  async seal(): Promise<void> {
+    await this.ensureIndexes()
+    if (this.maxTimestampMs >= 0 && this.#nextOffset !== null) {
+      this.#timeIndex!.maybeAppend(this.maxTimestampMs, this.relative(this.offsetOfMaxTimestamp), true)
+    }
+    await this.#file.sync()
+    this.unsynced = false
+    await this.writeIndexFiles()
+  }
+
+  /** Write both index files (to `.tmp`, synced, renamed over the old ones). */
+  async writeIndexFiles(): Promise<void> {
+    await this.ensureIndexes()
+    const pairs: [string, Buffer][] = [
+      [this.path(SegmentFile.index), Buffer.from(this.#offsetIndex!.bytes())],
+      [this.path(SegmentFile.timeIndex), Buffer.from(this.#timeIndex!.bytes())],
+    ]
+    for (const [path, bytes] of pairs) {
+      const tmp = `${path}${SegmentFile.tmp}`
+      const f = await this.#disk.open(tmp, { create: true, truncate: true })
+      try {
+        if (bytes.length > 0) await f.append([bytes])
+        await f.sync()
+      } finally {
+        await f.close()
+      }
+      await this.#disk.rename(tmp, path)
+    }
+    this.indexFilesCurrent = true
+  }
+
+  /** Sync the log file if it has unsynced writes. */
+  async sync(): Promise<void> {
+    this.unsynced = false
+    await this.#file.sync()
+  }
+
+  /** Rename all files from the current suffix to `suffix` (`.deleted`, `.swap`, '' ...). */
+  async changeSuffix(suffix: string): Promise<void> {
+    const exts = [SegmentFile.log, SegmentFile.index, SegmentFile.timeIndex]
+    for (const ext of exts) {
+      const from = this.path(ext)
+      const to = joinPath(this.dir, `${offsetFileName(this.baseOffset)}${ext}${suffix}`)
+      try {
+        await this.#disk.rename(from, to)
+      } catch (e) {
+        if (!(isNotFound(e) && ext !== SegmentFile.log)) throw e
+      }
+    }
+    this.#suffix = suffix
+  }
+
+  /** Close the file handle and remove the files (as currently named). */
+  async deleteFiles(): Promise<void> {
+    await this.#file.close()
+    for (const ext of [SegmentFile.log, SegmentFile.index, SegmentFile.timeIndex]) {
+      await removeIfExists(this.#disk, this.path(ext))
+    }
+  }
+
+  /** Close the file handle. */
+  async close(): Promise<void> {
+    await this.#file.close()
+  }
+
+  /** Drop the in-memory indexes of a closed segment whose files are current (memory bound). */
+  unloadIndexes(): void {
+    if (this.indexFilesCurrent && this.#loadingIndexes === null) {
+      this.#offsetIndex = null
+      this.#timeIndex = null
+    }
+  }
+}
+
+const EMPTY = Buffer.alloc(0)
+
+async function readIfExists(disk: Disk, path: string): Promise<Buffer | null> {
+  try {
+    return await disk.readFile(path)
+  } catch (e) {
+    if (isNotFound(e)) return null
+    throw e
+  }
+}
+
+async function removeIfExists(disk: Disk, path: string): Promise<void> {
+  try {
+    await disk.remove(path)
+  } catch (e) {
+    if (!isNotFound(e)) throw e
+  }
+}

@@ -1,0 +1,219 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { config, DIR, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
+import { SeededRandom } from '../io/random.ts'
+import { offsetFileName } from './log-segment.ts'
+import { PartitionLog } from './partition-log.ts'
+
+const seg0 = `${DIR}/${offsetFileName(0n)}`
+
+describe('PartitionLog flush', () => {
+  it('group-commits concurrent flushes into at most two fsyncs', async () => {
+    const { log, disk } = await openSimLog()
+    const before = disk.syncs
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        await log.append(valuesBatch(1, `g${i}`))
+        await log.flush()
+      }),
+    )
+    assert.ok(disk.syncs - before <= 2, `${disk.syncs - before} fsyncs for 40 flushes`)
+    assert.equal(log.recoveryPoint, 40n)
+    assert.equal(disk.unsyncedBytes(`${seg0}.log`), 0)
+  })
+
+  it('append with flush resolves only once durable, sharing fsyncs', async () => {
+    const { log, disk } = await openSimLog()
+    const before = disk.syncs
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => log.append(valuesBatch(1, `f${i}`), { flush: true })),
+    )
+    assert.ok(results.every((r) => r.errorCode === 0))
+    assert.equal(disk.unsyncedBytes(`${seg0}.log`), 0)
+    assert.ok(disk.syncs - before <= 2, `${disk.syncs - before} fsyncs`)
+  })
+
+  it('flushes by itself after flush.messages records', async () => {
+    const { log, disk } = await openSimLog({ flushMessages: 5 })
+    for (let i = 0; i < 4; i++) await log.append(valuesBatch(1, 'x'))
+    assert.ok(disk.unsyncedBytes(`${seg0}.log`) > 0)
+    await log.append(valuesBatch(1, 'x'))
+    assert.equal(disk.unsyncedBytes(`${seg0}.log`), 0)
+    assert.equal(log.recoveryPoint, 5n)
+  })
+
+  it('flushIfDue honours flush.ms', async () => {
+    const { log, disk, clock } = await openSimLog({ flushMs: 1000 })
+    await log.append(valuesBatch(1, 'x'))
+    assert.equal(await log.flushIfDue(clock.nowMs()), false)
+    clock.advance(1001)
+    assert.equal(await log.flushIfDue(clock.nowMs()), true)
+    assert.equal(disk.unsyncedBytes(`${seg0}.log`), 0)
+  })
+
+  it('loses only unflushed appends in a crash', async () => {
+    const { log, disk, clock } = await openSimLog()
+    await log.append(valuesBatch(3, 'durable'))
+    await log.flush()
+    await log.append(valuesBatch(3, 'lost'))
+    disk.crash()
+    const reopened = await PartitionLog.open(DIR, config(), { disk, clock, recoveryPoint: 0n })
+    assert.deepEqual(
+      (await readAll(reopened)).map((r) => r.value),
+      ['durable0', 'durable1', 'durable2'],
+    )
+    assert.equal(reopened.logEndOffset, 3n)
+  })
+})
+
+describe('PartitionLog recovery', () => {
+  it('cuts a torn tail, reports it, and serves only whole batches', async () => {
+    for (let seed = 0; seed < 20; seed++) {
+      const { log, disk, clock } = await openSimLog()
+      await log.append(valuesBatch(2, 'a'))
+      await log.flush()
+      await log.append(valuesBatch(2, 'b'))
+      await log.append(valuesBatch(2, 'c'))
+      disk.crash({ random: new SeededRandom(seed), garbage: seed % 2 === 0 })
+      const reopened = await PartitionLog.open(DIR, config(), { disk, clock })
+      const values = (await readAll(reopened)).map((r) => r.value)
+      assert.deepEqual(values.slice(0, 2), ['a0', 'a1'], `seed ${seed}`)
+      const all = ['a0', 'a1', 'b0', 'b1', 'c0', 'c1']
+      assert.deepEqual(values, all.slice(0, values.length), `seed ${seed}: a prefix`)
+      assert.equal(reopened.logEndOffset, BigInt(values.length))
+      // The file now ends at the last whole batch.
+      assert.equal(reopened.activeSegment.size, (await disk.stat(`${seg0}.log`)).size)
+    }
+  })
+
+  it('truncates at a corrupt batch in the middle and deletes later segments', async () => {
+    const { log, disk, clock } = await openSimLog({ segmentBytes: 250 })
+    for (let i = 0; i < 8; i++) await log.append(valuesBatch(2, `s${i}-`))
+    await log.flush()
+    assert.ok(log.segments.length >= 3)
+    const second = log.segments[1]!
+    await log.close()
+    // Flip a byte inside the first batch of the second segment.
+    disk.corrupt(`${DIR}/${offsetFileName(second.baseOffset)}.log`, 70, Buffer.from([0xee]))
+    const warnings: string[] = []
+    const reopened = await PartitionLog.open(DIR, config({ segmentBytes: 250 }), {
+      disk,
+      clock,
+      recoveryPoint: 0n,
+      onWarning: (m) => warnings.push(m),
+    })
+    assert.equal(reopened.logEndOffset, second.baseOffset)
+    assert.equal(reopened.segments.length, 2)
+    assert.equal(reopened.recoveryReports.length, 1)
+    assert.match(reopened.recoveryReports[0]!.problem, /crc/)
+    assert.equal(warnings.length, 1)
+    const records = await readAll(reopened)
+    assert.equal(records.length, Number(second.baseOffset))
+    // New appends continue at the cut.
+    const r = await reopened.append(valuesBatch(1, 'after'))
+    assert.ok(r.errorCode === 0 && r.baseOffset === second.baseOffset)
+  })
+
+  it('skips the scan after a clean shutdown and rebuilds missing or damaged indexes', async () => {
+    const { log, disk, clock } = await openSimLog({ segmentBytes: 400, indexIntervalBytes: 50 })
+    for (let i = 0; i < 12; i++) await log.append(valuesBatch(2, `k${i}-`))
+    const end = log.logEndOffset
+    const segments = log.segments.map((s) => s.baseOffset)
+    assert.equal(await log.close(), true)
+    await disk.remove(`${DIR}/${offsetFileName(segments[0]!)}.index`)
+    const garbage = Buffer.alloc(16, 0xff)
+    const f = await disk.open(`${DIR}/${offsetFileName(segments[1]!)}.index`, { truncate: true })
+    await f.append([garbage])
+    await f.close()
+    const reopened = await PartitionLog.open(DIR, config({ segmentBytes: 400, indexIntervalBytes: 50 }), {
+      disk,
+      clock,
+      hadCleanShutdown: true,
+      recoveryPoint: end,
+    })
+    assert.equal(reopened.logEndOffset, end)
+    const records = await readAll(reopened, 10)
+    assert.equal(records.length, 24)
+    assert.ok((await disk.stat(`${DIR}/${offsetFileName(segments[0]!)}.index`)).size > 0)
+    const rebuilt = await disk.readFile(`${DIR}/${offsetFileName(segments[1]!)}.index`)
+    assert.equal(rebuilt.length % 8, 0)
+    assert.notDeepEqual(rebuilt.subarray(0, 16), garbage)
+  })
+
+  it('removes leftover .deleted, .cleaned and .tmp files at open', async () => {
+    const { log, disk, clock } = await openSimLog()
+    await log.append(valuesBatch(1, 'x'))
+    await log.close()
+    for (const name of [
+      '00000000000000000099.log.deleted',
+      '00000000000000000007.log.cleaned',
+      '00000000000000000000.index.tmp',
+    ]) {
+      const f = await disk.open(`${DIR}/${name}`, { create: true })
+      await f.close()
+    }
+    await PartitionLog.open(DIR, config(), { disk, clock, hadCleanShutdown: true })
+    assert.deepEqual(await disk.list(DIR), [
+      `${offsetFileName(0n)}.index`,
+      `${offsetFileName(0n)}.log`,
+      `${offsetFileName(0n)}.timeindex`,
+    ])
+  })
+})
+
+describe('PartitionLog truncation', () => {
+  it('truncateTo removes whole batches from the one holding the offset, across segments', async () => {
+    const { log, disk, clock } = await openSimLog({ segmentBytes: 300 })
+    for (let i = 0; i < 10; i++) await log.append(valuesBatch(2, `t${i}-`))
+    await log.flush()
+    const segmentsBefore = log.segments.length
+    await log.truncateTo(7n) // inside batch 6..7: the batch goes
+    assert.equal(log.logEndOffset, 6n)
+    assert.ok(log.recoveryPoint <= 6n)
+    assert.ok(log.segments.length < segmentsBefore)
+    assert.deepEqual(
+      (await readAll(log)).map((r) => r.offset),
+      [0n, 1n, 2n, 3n, 4n, 5n],
+    )
+    const r = await log.append(valuesBatch(1, 'new'))
+    assert.ok(r.errorCode === 0 && r.baseOffset === 6n)
+    // The truncation was synced: a crash does not bring the old tail back.
+    await log.flush()
+    disk.crash()
+    const reopened = await PartitionLog.open(DIR, config({ segmentBytes: 300 }), { disk, clock })
+    assert.deepEqual(
+      (await readAll(reopened)).map((r) => r.value),
+      ['t0-0', 't0-1', 't1-0', 't1-1', 't2-0', 't2-1', 'new0'],
+    )
+  })
+
+  it('truncateTo past the end does nothing; below the first segment truncates fully', async () => {
+    const { log } = await openSimLog()
+    await log.append(valuesBatch(3, 'a'))
+    await log.truncateTo(10n)
+    assert.equal(log.logEndOffset, 3n)
+    await log.truncateTo(0n)
+    assert.equal(log.logEndOffset, 0n)
+    assert.equal((await readAll(log)).length, 0)
+  })
+
+  it('truncateFullyAndStartAt restarts the log at the offset, durably', async () => {
+    const { log, disk, clock } = await openSimLog()
+    await log.append(valuesBatch(3, 'a'))
+    await log.truncateFullyAndStartAt(100n)
+    assert.equal(log.logStartOffset, 100n)
+    assert.equal(log.logEndOffset, 100n)
+    const r = await log.append(valuesBatch(1, 'b'))
+    assert.ok(r.errorCode === 0 && r.baseOffset === 100n)
+    await log.flush()
+    clock.advance(60_001)
+    disk.crash()
+    const reopened = await PartitionLog.open(DIR, config(), { disk, clock, logStartOffset: 100n })
+    assert.equal(reopened.logStartOffset, 100n)
+    assert.deepEqual(
+      (await readAll(reopened)).map((x) => [x.offset, x.value]),
+      [[100n, 'b0']],
+    )
+    assert.ok(!(await disk.list(DIR)).includes(`${offsetFileName(0n)}.log`))
+  })
+})

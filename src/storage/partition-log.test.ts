@@ -1,0 +1,241 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { batch, DIR, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
+import { ErrorCode } from '../protocol/index.ts'
+import { Compression, readBatchHeader } from '../protocol/records/index.ts'
+import { offsetFileName } from './log-segment.ts'
+import { PartitionLog } from './partition-log.ts'
+
+describe('PartitionLog append and read', () => {
+  it('assigns offsets, rewrites base offsets, reads the records back', async () => {
+    const { log } = await openSimLog()
+    const a = await log.append(valuesBatch(3, 'a'))
+    const b = await log.append(valuesBatch(2, 'b'))
+    assert.equal(a.errorCode, 0)
+    assert.ok(a.errorCode === 0 && b.errorCode === 0)
+    assert.equal(a.baseOffset, 0n)
+    assert.equal(a.lastOffset, 2n)
+    assert.equal(b.baseOffset, 3n)
+    assert.equal(b.lastOffset, 4n)
+    assert.equal(log.logEndOffset, 5n)
+    const records = await readAll(log)
+    assert.deepEqual(
+      records.map((r) => [r.offset, r.value]),
+      [
+        [0n, 'a0'],
+        [1n, 'a1'],
+        [2n, 'a2'],
+        [3n, 'b0'],
+        [4n, 'b1'],
+      ],
+    )
+  })
+
+  it('names files as Kafka does', async () => {
+    const { disk, log } = await openSimLog()
+    await log.append(valuesBatch(1, 'x'))
+    await log.close()
+    assert.deepEqual(await disk.list(DIR), [
+      `${offsetFileName(0n)}.index`,
+      `${offsetFileName(0n)}.log`,
+      `${offsetFileName(0n)}.timeindex`,
+    ])
+    assert.equal(offsetFileName(42n), '00000000000000000042')
+  })
+
+  it('reads whole batches within the byte budget, but the first batch even when larger', async () => {
+    const { log } = await openSimLog()
+    const sizes: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const b = valuesBatch(4, `v${i}-`)
+      sizes.push(b.length)
+      await log.append(b)
+    }
+    const one = await log.read(0n, 10)
+    assert.ok(one.errorCode === 0 && 'records' in one)
+    assert.equal(one.records.length, sizes[0])
+    const two = await log.read(0n, sizes[0]! + sizes[1]! + 5)
+    assert.ok(two.errorCode === 0 && 'records' in two)
+    assert.equal(two.records.length, sizes[0]! + sizes[1]!)
+    const none = await log.read(0n, 10, { minOneBatch: false })
+    assert.ok(none.errorCode === 0 && 'records' in none)
+    assert.equal(none.records.length, 0)
+    // From the middle of a batch: the batch holding the offset comes first.
+    const mid = await log.read(5n, 1)
+    assert.ok(mid.errorCode === 0 && 'records' in mid)
+    assert.equal(readBatchHeader(mid.records).baseOffset, 4n)
+  })
+
+  it('stops below maxOffset (the high watermark) and refuses offsets out of range', async () => {
+    const { log } = await openSimLog()
+    await log.append(valuesBatch(2, 'a'))
+    await log.append(valuesBatch(2, 'b'))
+    const r = await log.read(0n, 1 << 20, { maxOffset: 2n })
+    assert.ok(r.errorCode === 0 && 'records' in r)
+    assert.equal(readBatchHeader(r.records).baseOffset, 0n)
+    assert.equal(r.records.length, readBatchHeader(r.records).batchLength + 12)
+    const atEnd = await log.read(4n, 100)
+    assert.ok(atEnd.errorCode === 0 && 'records' in atEnd && atEnd.records.length === 0)
+    assert.equal((await log.read(5n, 100)).errorCode, ErrorCode.OffsetOutOfRange)
+    assert.equal((await log.read(-1n, 100)).errorCode, ErrorCode.OffsetOutOfRange)
+  })
+
+  it('refuses corrupt, oversized and out-of-policy batches with Kafka error codes', async () => {
+    const { log } = await openSimLog({ maxMessageBytes: 200 })
+    const bad = valuesBatch(1, 'x')
+    bad.writeUInt8(bad.readUInt8(bad.length - 1) ^ 0xff, bad.length - 1)
+    assert.equal((await log.append(bad)).errorCode, ErrorCode.CorruptMessage)
+    assert.equal((await log.append(valuesBatch(20, 'long-value-'))).errorCode, ErrorCode.MessageTooLarge)
+    const torn = valuesBatch(1, 'x').subarray(0, 40)
+    assert.equal((await log.append(torn)).errorCode, ErrorCode.CorruptMessage)
+    assert.equal(log.logEndOffset, 0n)
+    const { log: compacted } = await openSimLog({ cleanupPolicy: { delete: false, compact: true } })
+    const nullKey = await compacted.append(
+      batch([
+        { key: 'k', value: 'v' },
+        { key: null, value: 'v' },
+      ]),
+    )
+    assert.equal(nullKey.errorCode, ErrorCode.CorruptMessage)
+    const compressedNullKey = await compacted.append(
+      batch([{ key: null, value: 'v' }], { compression: Compression.lz4 }),
+    )
+    assert.equal(compressedNullKey.errorCode, ErrorCode.CorruptMessage)
+    assert.equal((await compacted.append(batch([{ key: 'k', value: 'v' }]))).errorCode, 0)
+  })
+
+  it('checks CreateTime bounds and stamps LogAppendTime', async () => {
+    const { log, clock } = await openSimLog({ messageTimestampAfterMaxMs: 1000 })
+    const future = await log.append(valuesBatch(1, 'x', clock.nowMs() + 5000))
+    assert.equal(future.errorCode, ErrorCode.InvalidTimestamp)
+    const { log: lat, clock: c2 } = await openSimLog({ messageTimestampType: 'LogAppendTime' })
+    const r = await lat.append(valuesBatch(2, 'x', 5))
+    assert.ok(r.errorCode === 0)
+    assert.equal(r.logAppendTimeMs, c2.nowMs())
+    const records = await readAll(lat)
+    assert.deepEqual(
+      records.map((x) => x.timestamp),
+      [BigInt(c2.nowMs()), BigInt(c2.nowMs())],
+    )
+  })
+
+  it('stamps the leader epoch and keeps the max timestamp', async () => {
+    const { log } = await openSimLog()
+    const r = await log.append(
+      batch([
+        { value: 'a', ts: 50 },
+        { value: 'b', ts: 70 },
+        { value: 'c', ts: 60 },
+      ]),
+      {
+        leaderEpoch: 7,
+      },
+    )
+    assert.ok(r.errorCode === 0)
+    assert.equal(r.maxTimestampMs, 70)
+    const read = await log.read(0n, 1000)
+    assert.ok(read.errorCode === 0 && 'records' in read)
+    assert.equal(readBatchHeader(read.records).partitionLeaderEpoch, 7)
+  })
+
+  it('coalesces concurrent appends into few writes, in call order', async () => {
+    const { log, disk } = await openSimLog()
+    const before = disk.appends
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => log.append(valuesBatch(1, `m${i}`))),
+    )
+    assert.deepEqual(
+      results.map((r) => (r.errorCode === 0 ? r.baseOffset : -1n)),
+      Array.from({ length: 50 }, (_, i) => BigInt(i)),
+    )
+    assert.ok(disk.appends - before <= 3, `${disk.appends - before} writes for 50 appends`)
+    const records = await readAll(log)
+    assert.deepEqual(
+      records.map((r) => r.value),
+      Array.from({ length: 50 }, (_, i) => `m${i}0`),
+    )
+  })
+
+  it('keeps follower offsets and refuses appends below the log end', async () => {
+    const { log: leader } = await openSimLog()
+    await leader.append(valuesBatch(3, 'a'))
+    await leader.append(valuesBatch(2, 'b'))
+    const fetched = await leader.read(0n, 1 << 20)
+    assert.ok(fetched.errorCode === 0 && 'records' in fetched)
+    const { log: follower } = await openSimLog()
+    const r = await follower.append(Buffer.from(fetched.records), { origin: 'replication' })
+    assert.ok(r.errorCode === 0)
+    assert.equal(r.baseOffset, 0n)
+    assert.equal(follower.logEndOffset, 5n)
+    await assert.rejects(
+      follower.append(Buffer.from(fetched.records), { origin: 'replication' }),
+      /below the log end/,
+    )
+  })
+})
+
+describe('PartitionLog segments', () => {
+  it('rolls at segment.bytes and reads across segments', async () => {
+    const { log, disk } = await openSimLog({ segmentBytes: 300 })
+    for (let i = 0; i < 10; i++) await log.append(valuesBatch(2, `s${i}-`))
+    assert.ok(log.segments.length > 3, `${log.segments.length} segments`)
+    for (const s of log.segments.slice(0, -1)) assert.ok(s.size <= 300)
+    const records = await readAll(log, 100)
+    assert.equal(records.length, 20)
+    assert.deepEqual(
+      records.map((r) => r.offset),
+      Array.from({ length: 20 }, (_, i) => BigInt(i)),
+    )
+    const names = await disk.list(DIR)
+    for (const s of log.segments) assert.ok(names.includes(`${offsetFileName(s.baseOffset)}.log`))
+  })
+
+  it('rolls at segment.ms by record time', async () => {
+    const { log } = await openSimLog({ segmentMs: 1000 })
+    await log.append(valuesBatch(1, 'a', 10_000))
+    await log.append(valuesBatch(1, 'b', 10_500))
+    assert.equal(log.segments.length, 1)
+    await log.append(valuesBatch(1, 'c', 11_001))
+    assert.equal(log.segments.length, 2)
+    assert.equal(log.activeSegment.baseOffset, 2n)
+  })
+
+  it('writes a sparse offset index every index.interval.bytes and finds offsets through it', async () => {
+    const { log, disk } = await openSimLog({ indexIntervalBytes: 200, segmentBytes: 100_000 })
+    for (let i = 0; i < 40; i++) await log.append(valuesBatch(3, `i${i}-`))
+    await log.close()
+    const index = await disk.readFile(`${DIR}/${offsetFileName(0n)}.index`)
+    assert.ok(index.length >= 8 * 10, `index of ${index.length} bytes`)
+    let lastRel = -1
+    for (let at = 0; at < index.length; at += 8) {
+      const rel = index.readInt32BE(at)
+      assert.ok(rel > lastRel)
+      lastRel = rel
+    }
+    const reopened = await PartitionLog.open(DIR, log.config, {
+      disk,
+      clock: (await openSimLog()).clock,
+      hadCleanShutdown: true,
+    })
+    for (const offset of [0n, 1n, 59n, 60n, 119n]) {
+      const r = await reopened.read(offset, 1)
+      assert.ok(r.errorCode === 0 && 'records' in r)
+      const h = readBatchHeader(r.records)
+      assert.ok(h.baseOffset <= offset && offset <= h.baseOffset + BigInt(h.lastOffsetDelta))
+    }
+  })
+
+  it('finds offsets by timestamp through the time index', async () => {
+    const { log } = await openSimLog({ indexIntervalBytes: 100, segmentBytes: 2000 })
+    for (let i = 0; i < 30; i++) await log.append(batch([{ value: `t${i}`, ts: 1000 + i * 10 }]))
+    assert.ok(log.segments.length > 1)
+    const at = await log.offsetForTimestamp(1155)
+    assert.equal(at?.offset, 16n)
+    assert.equal(at?.timestampMs, 1160)
+    assert.equal((await log.offsetForTimestamp(0))?.offset, 0n)
+    assert.equal(await log.offsetForTimestamp(5000), null)
+    assert.equal((await log.offsetForTimestamp(-1))?.offset, 30n)
+    assert.equal((await log.offsetForTimestamp(-2))?.offset, 0n)
+    assert.equal((await log.offsetForTimestamp(-3))?.offset, 29n)
+  })
+})

@@ -1,0 +1,1171 @@
+/**
+ * A partition's log: the segments in `<log.dirs>/<topic>-<partition>/`. Assigns offsets to batches
+ * kept as bytes, reads by offset and time, group-commits flushes, recovers, truncates, retains.
+ */
+import type { Clock, TimerHandle } from '../io/clock.ts'
+import { type Disk, isNotFound, joinPath, parentDir } from '../io/disk.ts'
+import { assert } from '../model/index.ts'
+import { ERRORS, ErrorCode } from '../protocol/index.ts'
+import {
+  type BatchHeader,
+  type BatchScanError,
+  decodeBatch,
+  readBatchHeader,
+  type ScannedBatch,
+  scanBatches,
+  setBaseOffset,
+  setMaxTimestampAndLogAppendTime,
+  setPartitionLeaderEpoch,
+} from '../protocol/records/index.ts'
+import { FileBatchReader, isProblem } from './file-batch-reader.ts'
+import type { LogConfig } from './log-config.ts'
+import {
+  type FoundTimestamp,
+  LogSegment,
+  parseSegmentFileName,
+  SegmentFile,
+  type SegmentSettings,
+} from './log-segment.ts'
+
+/** Special timestamps of ListOffsets (Kafka's ListOffsetsRequest constants). */
+export const ListOffsetsTimestamp = {
+  latest: -1,
+  earliest: -2,
+  maxTimestamp: -3,
+  earliestLocal: -4,
+} as const
+
+/**
+ * Where leader-epoch and producer state plug in (a later issue). Called in offset order, inside the
+ * log's serialization, before the call that caused them resolves.
+ */
+export interface LogHooks {
+  /** A batch appended (`append`) or found past the recovery point at startup (`recovery`). */
+  onBatch?(header: BatchHeader, source: 'append' | 'recovery'): void
+  /** Offsets at or after `endOffset` are gone (truncateTo). */
+  onTruncateTo?(endOffset: bigint): void
+  /** Everything is gone; the log restarts at `startOffset` (truncateFullyAndStartAt). */
+  onTruncateFully?(startOffset: bigint): void
+  /** The log start offset moved forward (retention, DeleteRecords). */
+  onLogStartOffset?(startOffset: bigint): void
+  /** The active segment rolled; the new one starts at `baseOffset` (producer snapshots go here). */
+  onRoll?(baseOffset: bigint): Promise<void>
+}
+
+export interface PartitionLogOptions {
+  readonly disk: Disk
+  readonly clock: Clock
+  /** From recovery-point-offset-checkpoint: segments from the one holding it are scanned. Default 0. */
+  readonly recoveryPoint?: bigint
+  /** From log-start-offset-checkpoint. */
+  readonly logStartOffset?: bigint
+  /** The directory's clean-shutdown marker was present: skip the scan. */
+  readonly hadCleanShutdown?: boolean
+  readonly hooks?: LogHooks
+  /** Awaited after the recovery point moves back (truncation), to rewrite the checkpoint first. */
+  readonly onRecoveryPointLowered?: () => Promise<void>
+  /** Non-fatal events (a recovered tail, a failed background delete). */
+  readonly onWarning?: (message: string) => void
+  /** Buffer for walking segment files. Default 1 MiB. */
+  readonly readBufferBytes?: number
+  /** Appends waiting to be written, in bytes, before `append` waits. Default 64 MiB. */
+  readonly appendQueueBytesMax?: number
+}
+
+export interface AppendOptions {
+  /**
+   * `client` (default): a producer's batches, validated as Kafka's LogValidator does; offsets assigned.
+   * `coordinator`: Weir's own writers (control and internal batches); offsets assigned.
+   * `replication`: a follower copying the leader's batches; offsets kept, must follow the log end.
+   */
+  readonly origin?: 'client' | 'coordinator' | 'replication'
+  /** Stamp this partitionLeaderEpoch on every batch (the leader's appends). */
+  readonly leaderEpoch?: number
+  /** Resolve only once the batches are durable (one group-commit fsync for many appends). */
+  readonly flush?: boolean
+}
+
+export type AppendResult =
+  | {
+      readonly errorCode: 0
+      /** First offset assigned; with no batches, the log end offset. */
+      readonly baseOffset: bigint
+      readonly lastOffset: bigint
+      /** Largest batch maxTimestamp, ms (-1 when none). */
+      readonly maxTimestampMs: number
+      /** The broker's time under LogAppendTime, else -1. */
+      readonly logAppendTimeMs: number
+      readonly logStartOffset: bigint
+      readonly recordCount: number
+    }
+  | { readonly errorCode: Exclude<ErrorCode, 0>; readonly errorMessage: string }
+
+export interface ReadOptions {
+  /** Exclusive bound: only batches whose last offset is below it (the high watermark). */
+  readonly maxOffset?: bigint
+  /** Return the first batch whole even when larger than `maxBytes` (default true, as Kafka). */
+  readonly minOneBatch?: boolean
+}
+
+export type ReadResult =
+  | {
+      readonly errorCode: 0
+      /** Whole batches as stored (a view of one read); empty when nothing is readable yet. */
+      readonly records: Buffer
+      readonly logStartOffset: bigint
+      readonly logEndOffset: bigint
+    }
+  | { readonly errorCode: Exclude<ErrorCode, 0>; readonly logStartOffset: bigint; readonly logEndOffset: bigint }
+
+/** A segment tail cut during recovery. */
+export interface RecoveryReport {
+  readonly segmentBaseOffset: bigint
+  readonly truncatedBytes: number
+  readonly problem: string
+  /** Later segments deleted because they followed the cut. */
+  readonly segmentsDeleted: number
+}
+
+/** The log failed on its disk and serves nothing more (Kafka's KAFKA_STORAGE_ERROR). */
+export class LogOfflineError extends Error {
+  override name = 'LogOfflineError'
+  readonly errorCode = ErrorCode.KafkaStorageError
+}
+
+/** A replication append that does not start at or after the log end (the fetcher truncates). */
+export class UnexpectedAppendOffsetError extends Error {
+  override name = 'UnexpectedAppendOffsetError'
+  readonly firstOffset: bigint
+  readonly logEndOffset: bigint
+
+  constructor(firstOffset: bigint, logEndOffset: bigint) {
+    super(`append at offset ${firstOffset} is below the log end offset ${logEndOffset}`)
+    this.firstOffset = firstOffset
+    this.logEndOffset = logEndOffset
+  }
+}
+
+const ERROR_CODE_BY_NAME = new Map<string, Exclude<ErrorCode, 0>>(
+  ERRORS.filter((e) => e.code !== 0).map((e) => [e.name, e.code as Exclude<ErrorCode, 0>]),
+)
+const READ_BUFFER_BYTES_DEFAULT = 1024 * 1024
+const APPEND_QUEUE_BYTES_MAX_DEFAULT = 64 * 1024 * 1024
+/** One write round takes at most this many queued bytes (one writev). */
+const WRITE_ROUND_BYTES_MAX = 16 * 1024 * 1024
+const EMPTY = Buffer.alloc(0)
+
+interface PendingAppend {
+  readonly buf: Buffer
+  readonly batches: readonly ScannedBatch[]
+  readonly origin: 'client' | 'coordinator' | 'replication'
+  readonly leaderEpoch: number | undefined
+  readonly flush: boolean
+  readonly recordCount: number
+  readonly logAppendTimeMs: number
+  result: AppendResult | null
+  error: unknown
+  readonly resolve: (r: AppendResult) => void
+  readonly reject: (e: unknown) => void
+}
+
+function scanError(e: BatchScanError): AppendResult {
+  return {
+    errorCode: ERROR_CODE_BY_NAME.get(e.errorName) ?? ErrorCode.CorruptMessage,
+    errorMessage: e.message,
+  }
+}
+
+export class PartitionLog {
+  readonly dir: string
+  readonly #disk: Disk
+  readonly #clock: Clock
+  #config: LogConfig
+  readonly #hooks: LogHooks
+  readonly #options: PartitionLogOptions
+  /** Sorted by base offset; replaced (never mutated) so readers keep a consistent snapshot. */
+  #segments: readonly LogSegment[] = []
+  #logStartOffset = 0n
+  /** Next offset to assign (includes appends being written). */
+  #nextOffset = 0n
+  /** Offset after the last batch written: what readers may see. */
+  #logEndOffset = 0n
+  #recoveryPoint = 0n
+  #dirDirty = false
+  #offline: Error | null = null
+  #closed = false
+  #closing = false
+  /** Reports from the recovery at open. */
+  readonly recoveryReports: RecoveryReport[] = []
+
+  // Serialization of structural changes (append rounds, truncation, deletion, swaps, close).
+  #lockTail: Promise<unknown> = Promise.resolve()
+
+  // Append queue and writer.
+  #queue: PendingAppend[] = []
+  #queuedBytes = 0
+  #writing: Promise<void> | null = null
+  #spaceWaiters: (() => void)[] = []
+
+  // Group commit.
+  #flushRound: Promise<void> | null = null
+  #flushNext: Promise<void> | null = null
+  #messagesWritten = 0
+  #messagesFlushed = 0
+  #lastFlushMs: number
+  #truncations = 0
+
+  /** Physical deletions waiting for `file.delete.delay.ms`. */
+  #deleteTimers = new Map<LogSegment, TimerHandle>()
+
+  private constructor(dir: string, config: LogConfig, options: PartitionLogOptions) {
+    this.dir = dir
+    this.#disk = options.disk
+    this.#clock = options.clock
+    this.#config = config
+    this.#hooks = options.hooks ?? {}
+    this.#options = options
+    this.#lastFlushMs = options.clock.nowMs()
+  }
+
+  /**
+   * Open (or create) the log in `dir`: finish or undo interrupted deletions and cleanings, load the
+   * segments, and unless `hadCleanShutdown`, scan every segment from the recovery point (lengths,
+   * CRC), cut a torn or corrupt tail, and rebuild missing or damaged indexes.
+   */
+  static async open(dir: string, config: LogConfig, options: PartitionLogOptions): Promise<PartitionLog> {
+    const log = new PartitionLog(dir, config, options)
+    await log.#load()
+    return log
+  }
+
+  get #settings(): SegmentSettings {
+    return {
+      indexIntervalBytes: this.#config.indexIntervalBytes,
+      segmentIndexBytes: this.#config.segmentIndexBytes,
+      readBufferBytes: this.#options.readBufferBytes ?? READ_BUFFER_BYTES_DEFAULT,
+    }
+  }
+
+  get config(): LogConfig {
+    return this.#config
+  }
+
+  /** Apply a changed topic config (segment and retention settings apply from now on). */
+  updateConfig(config: LogConfig): void {
+    this.#config = config
+  }
+
+  /** First offset readable. */
+  get logStartOffset(): bigint {
+    return this.#logStartOffset
+  }
+
+  /** Offset after the last batch written (readable now). */
+  get logEndOffset(): bigint {
+    return this.#logEndOffset
+  }
+
+  /** Everything below this offset is durable (synced). */
+  get recoveryPoint(): bigint {
+    return this.#recoveryPoint
+  }
+
+  /** Bytes in all segments. */
+  get sizeBytes(): number {
+    let n = 0
+    for (const s of this.#segments) n += s.size
+    return n
+  }
+
+  /** The segments, oldest first (a snapshot: the array is never mutated). */
+  get segments(): readonly LogSegment[] {
+    return this.#segments
+  }
+
+  get activeSegment(): LogSegment {
+    return this.#segments[this.#segments.length - 1]!
+  }
+
+  /** Records appended but not yet flushed. */
+  get unflushedMessages(): number {
+    return this.#messagesWritten - this.#messagesFlushed
+  }
+
+  /** Wall time (ms) of the last completed flush. */
+  get lastFlushMs(): number {
+    return this.#lastFlushMs
+  }
+
+  /** Why the log went offline, or null. */
+  get offlineCause(): Error | null {
+    return this.#offline
+  }
+
+  get isClosed(): boolean {
+    return this.#closed
+  }
+
+  #checkUsable(): void {
+    if (this.#offline !== null)
+      throw new LogOfflineError(`log ${this.dir} is offline: ${this.#offline.message}`, {
+        cause: this.#offline,
+      })
+    if (this.#closed || this.#closing) throw new LogOfflineError(`log ${this.dir} is closed`)
+  }
+
+  #fail(e: unknown): Error {
+    const err = e instanceof Error ? e : new Error(String(e))
+    if (this.#offline === null) this.#offline = err
+    const queued = this.#queue
+    this.#queue = []
+    this.#queuedBytes = 0
+    for (const p of queued)
+      p.reject(new LogOfflineError(`log ${this.dir} is offline: ${err.message}`, { cause: err }))
+    for (const w of this.#spaceWaiters.splice(0)) w()
+    return err
+  }
+
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#lockTail.then(fn)
+    this.#lockTail = run.catch(() => undefined)
+    return run
+  }
+
+  // ---------------------------------------------------------------- load and recovery
+
+  async #load(): Promise<void> {
+    const disk = this.#disk
+    const dir = this.dir
+    const nowMs = this.#clock.nowMs()
+    if (!(await disk.exists(dir))) {
+      await disk.mkdir(dir)
+      await disk.syncDir(parentDir(dir))
+    }
+    const names = await disk.list(dir)
+    const logBases: bigint[] = []
+    const swapBases: bigint[] = []
+    const present = new Set(names)
+    for (const name of names) {
+      const parsed = parseSegmentFileName(name)
+      if (parsed === null) continue
+      const { suffix, ext, baseOffset } = parsed
+      if (suffix === SegmentFile.deleted || suffix === SegmentFile.cleaned || suffix === SegmentFile.tmp) {
+        await removeIfExists(disk, joinPath(dir, name))
+      } else if (suffix === SegmentFile.swap) {
+        if (ext === SegmentFile.log) swapBases.push(baseOffset)
+      } else if (ext === SegmentFile.log) {
+        logBases.push(baseOffset)
+      } else if (
+        (ext === SegmentFile.index || ext === SegmentFile.timeIndex) &&
+        !present.has(name.replace(ext, SegmentFile.log))
+      ) {
+        await removeIfExists(disk, joinPath(dir, name)) // an index without its log
+      }
+    }
+    const settings = this.#settings
+    let segments: LogSegment[] = []
+    for (const base of logBases.sort(compareBigint))
+      segments.push(await LogSegment.open(disk, dir, base, settings, nowMs))
+
+    // A cleaning interrupted after its swap files were complete: finish it (Kafka's LogLoader).
+    for (const base of swapBases.sort(compareBigint)) {
+      const swap = await LogSegment.open(disk, dir, base, settings, nowMs, SegmentFile.swap)
+      const { problem } = await swap.rebuild('validate')
+      if (problem !== null) {
+        await swap.deleteFiles() // a swap file is synced before it is named .swap: this is damage
+        this.#warn(`log ${dir}: discarded damaged swap segment ${base}: ${problem}`)
+        continue
+      }
+      const end = swap.nextOffset!
+      const replaced = segments.filter((s) => s.baseOffset >= base && s.baseOffset < end)
+      for (const s of replaced) {
+        await s.changeSuffix(SegmentFile.deleted)
+        await s.deleteFiles()
+      }
+      await swap.writeIndexFiles()
+      await swap.changeSuffix('')
+      segments = segments.filter((s) => !replaced.includes(s))
+      segments.push(swap)
+      segments.sort((a, b) => compareBigint(a.baseOffset, b.baseOffset))
+      await disk.syncDir(dir)
+    }
+
+    const lso = this.#options.logStartOffset ?? 0n
+    if (segments.length === 0) {
+      segments.push(await LogSegment.create(disk, dir, lso, settings, nowMs))
+      await disk.syncDir(dir)
+    }
+
+    if (this.#options.hadCleanShutdown === true) {
+      for (const s of segments.slice(0, -1)) await s.loadLargestTimestamp()
+      await segments[segments.length - 1]!.loadEnd()
+    } else {
+      segments = await this.#recover(segments)
+    }
+    this.#segments = segments
+    const last = segments[segments.length - 1]!
+    const end = last.nextOffset!
+    this.#nextOffset = this.#logEndOffset = end
+    this.#recoveryPoint = end
+    this.#logStartOffset = lso > segments[0]!.baseOffset ? lso : segments[0]!.baseOffset
+    if (this.#logStartOffset > end) {
+      // The checkpointed start is past everything that survived: start afresh there (Kafka does).
+      this.#warn(`log ${dir}: log start offset ${this.#logStartOffset} is past the recovered end ${end}`)
+      await this.#truncateFully(this.#logStartOffset)
+    }
+  }
+
+  /** Scan segments from the one holding the recovery point; cut at the first bad byte. */
+  async #recover(segments: LogSegment[]): Promise<LogSegment[]> {
+    const rp = this.#options.recoveryPoint ?? 0n
+    let first = 0
+    for (let i = 0; i < segments.length; i++) if (segments[i]!.baseOffset <= rp) first = i
+    for (const s of segments.slice(0, first)) await s.loadLargestTimestamp()
+    const kept = segments.slice(0, first)
+    const recovered: LogSegment[] = []
+    for (let i = first; i < segments.length; i++) {
+      const segment = segments[i]!
+      const { truncatedBytes, problem } = await segment.recover()
+      await segment.sync()
+      kept.push(segment)
+      recovered.push(segment)
+      if (this.#hooks.onBatch !== undefined) await this.#replayBatches(segment)
+      if (truncatedBytes > 0 || problem !== null) {
+        const later = segments.slice(i + 1)
+        for (const s of later) {
+          await s.changeSuffix(SegmentFile.deleted)
+          await s.deleteFiles()
+        }
+        const report: RecoveryReport = {
+          segmentBaseOffset: segment.baseOffset,
+          truncatedBytes,
+          problem: problem ?? 'unknown',
+          segmentsDeleted: later.length,
+        }
+        this.recoveryReports.push(report)
+        this.#warn(
+          `log ${this.dir}: recovery cut ${truncatedBytes} bytes from segment ${segment.baseOffset} (${report.problem}) and deleted ${later.length} later segments`,
+        )
+        break
+      }
+    }
+    // Closed segments recovered here get their index files; the last stays active.
+    const last = kept[kept.length - 1]
+    for (const s of recovered) if (s !== last) await s.seal()
+    await this.#disk.syncDir(this.dir)
+    return kept
+  }
+
+  async #replayBatches(segment: LogSegment): Promise<void> {
+    await this.scanBatchHeaders(segment.baseOffset, (h) => this.#hooks.onBatch?.(h, 'recovery'), [segment])
+  }
+
+  /**
+   * Call `fn` with the header of every batch from the one holding `fromOffset` to the end: how
+   * leader-epoch and producer state rebuild past their own snapshots.
+   */
+  async scanBatchHeaders(
+    fromOffset: bigint,
+    fn: (header: BatchHeader) => void,
+    segments: readonly LogSegment[] = this.#segments,
+  ): Promise<void> {
+    for (const s of segments) {
+      if (s.nextOffset !== null && s.nextOffset <= fromOffset) continue
+      const start = await s.translateOffset(fromOffset)
+      if (start === null) continue
+      const reader = new FileBatchReader(
+        s.file,
+        start.position,
+        s.writtenSize,
+        this.#settings.readBufferBytes,
+      )
+      for (;;) {
+        const b = await reader.next('header')
+        if (b === null || isProblem(b)) break
+        fn(b.header)
+      }
+    }
+  }
+
+  #warn(message: string): void {
+    this.#options.onWarning?.(message)
+  }
+
+  // ---------------------------------------------------------------- append
+
+  /**
+   * Append record batches given as bytes (a produce request's records). Takes ownership of `batches`:
+   * base offsets (and partitionLeaderEpoch, and timestamps under LogAppendTime) are rewritten in
+   * place. Validates headers and CRCs; does not decode records, except to refuse null keys in a
+   * compacted log. Resolves once the bytes are written (readable), or durable with `flush`.
+   * Refusals are values (`errorCode`); a disk failure throws LogOfflineError.
+   *
+   * ```ts
+   * const r = await log.append(produceRecords, { leaderEpoch: 3, flush: config.flushOnAck })
+   * if (r.errorCode === 0) respond(r.baseOffset)
+   * ```
+   */
+  async append(batches: Buffer, options: AppendOptions = {}): Promise<AppendResult> {
+    this.#checkUsable()
+    const origin = options.origin ?? 'client'
+    const config = this.#config
+    const scan = scanBatches(
+      batches,
+      origin === 'replication'
+        ? { origin: 'log', requireBatch: false }
+        : {
+            origin: origin === 'client' ? 'client' : 'log',
+            batchBytesMax: config.maxMessageBytes,
+            requireBatch: false,
+          },
+    )
+    if (!scan.ok) return scanError(scan.error)
+    if (batches.length > config.segmentBytes && origin !== 'replication') {
+      return {
+        errorCode: ErrorCode.RecordListTooLarge,
+        errorMessage: `${batches.length} bytes of batches exceed segment.bytes ${config.segmentBytes}`,
+      }
+    }
+    const nowMs = this.#clock.nowMs()
+    let recordCount = 0
+    let logAppendTimeMs = -1
+    let previousLast = -1n
+    for (const b of scan.batches) {
+      recordCount += b.header.recordCount
+      if (origin === 'replication') {
+        if (b.header.baseOffset <= previousLast) {
+          return { errorCode: ErrorCode.CorruptMessage, errorMessage: 'batch offsets are not increasing' }
+        }
+        previousLast = b.header.baseOffset + BigInt(b.header.lastOffsetDelta)
+        continue
+      }
+      if (config.messageTimestampType === 'LogAppendTime') {
+        logAppendTimeMs = nowMs
+        setMaxTimestampAndLogAppendTime(batches, b.position, BigInt(nowMs), { baseTimestamp: false })
+      } else {
+        const refused = checkTimestamps(b.header, nowMs, config)
+        if (refused !== null) return { errorCode: ErrorCode.InvalidTimestamp, errorMessage: refused }
+      }
+      if (config.cleanupPolicy.compact) {
+        const refused = checkKeys(batches, b)
+        if (refused !== null) return refused
+      }
+    }
+    if (scan.batches.length === 0) {
+      return {
+        errorCode: 0,
+        baseOffset: this.#nextOffset,
+        lastOffset: this.#nextOffset - 1n,
+        maxTimestampMs: -1,
+        logAppendTimeMs,
+        logStartOffset: this.#logStartOffset,
+        recordCount: 0,
+      }
+    }
+    const appendQueueBytesMax = this.#options.appendQueueBytesMax ?? APPEND_QUEUE_BYTES_MAX_DEFAULT
+    while (this.#queuedBytes > 0 && this.#queuedBytes + batches.length > appendQueueBytesMax) {
+      await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve))
+      this.#checkUsable()
+    }
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.#queue.push({
+        buf: batches,
+        batches: scan.batches,
+        origin,
+        leaderEpoch: options.leaderEpoch,
+        flush: options.flush === true,
+        recordCount,
+        logAppendTimeMs,
+        result: null,
+        error: null,
+        resolve,
+        reject,
+      })
+      this.#queuedBytes += batches.length
+      this.#writing ??= this.#drain()
+    })
+  }
+
+  /** The writer: takes queued appends in rounds, each one vectored write per segment. */
+  async #drain(): Promise<void> {
+    try {
+      while (this.#queue.length > 0 && this.#offline === null) {
+        let bytes = 0
+        let n = 0
+        while (
+          n < this.#queue.length &&
+          (n === 0 || bytes + this.#queue[n]!.buf.length <= WRITE_ROUND_BYTES_MAX)
+        ) {
+          bytes += this.#queue[n]!.buf.length
+          n++
+        }
+        const round = this.#queue.splice(0, n)
+        this.#queuedBytes -= bytes
+        for (const w of this.#spaceWaiters.splice(0)) w()
+        try {
+          await this.#exclusive(() => this.#writeRound(round))
+        } catch (e) {
+          const err = this.#fail(e)
+          for (const p of round)
+            p.reject(new LogOfflineError(`log ${this.dir} is offline: ${err.message}`, { cause: err }))
+          return
+        }
+        const needFlush =
+          round.some((p) => p.flush) ||
+          this.#messagesWritten - this.#messagesFlushed >= this.#config.flushMessages
+        if (needFlush) {
+          try {
+            await this.flush()
+          } catch (e) {
+            for (const p of round) p.reject(e)
+            continue
+          }
+        }
+        for (const p of round) {
+          if (p.error !== null) p.reject(p.error)
+          else p.resolve(p.result!)
+        }
+      }
+    } finally {
+      this.#writing = null
+    }
+  }
+
+  /** Assign offsets, roll as needed, register and write one round of appends. Inside the lock. */
+  async #writeRound(round: PendingAppend[]): Promise<void> {
+    const nowMs = this.#clock.nowMs()
+    let segment = this.activeSegment
+    let buffers: Buffer[] = []
+    for (const p of round) {
+      const assign = p.origin !== 'replication'
+      const firstBatch = p.batches[0]!
+      if (!assign && firstBatch.header.baseOffset < this.#nextOffset) {
+        p.error = new UnexpectedAppendOffsetError(firstBatch.header.baseOffset, this.#nextOffset)
+        continue
+      }
+      const baseOffset = assign ? this.#nextOffset : firstBatch.header.baseOffset
+      let maxTimestampMs = -1
+      let sliceStart = firstBatch.position
+      for (const b of p.batches) {
+        const h = b.header
+        const first = assign ? this.#nextOffset : h.baseOffset
+        const last = first + BigInt(h.lastOffsetDelta)
+        const batchMaxMs = p.logAppendTimeMs >= 0 ? p.logAppendTimeMs : Number(h.maxTimestamp)
+        if (this.#shouldRoll(segment, b.size, last, batchMaxMs, nowMs)) {
+          if (b.position > sliceStart) buffers.push(p.buf.subarray(sliceStart, b.position))
+          sliceStart = b.position
+          await segment.write(buffers)
+          buffers = []
+          this.#logEndOffset = this.#nextOffset
+          segment = await this.#roll(first, nowMs)
+        }
+        if (assign) setBaseOffset(p.buf, b.position, first)
+        if (p.leaderEpoch !== undefined) setPartitionLeaderEpoch(p.buf, b.position, p.leaderEpoch)
+        segment.registerAppend({ size: b.size, lastOffset: last, maxTimestampMs: batchMaxMs })
+        if (batchMaxMs > maxTimestampMs) maxTimestampMs = batchMaxMs
+        this.#nextOffset = last + 1n
+        if (this.#hooks.onBatch !== undefined)
+          this.#hooks.onBatch(readBatchHeader(p.buf, b.position), 'append')
+      }
+      const lastBatch = p.batches[p.batches.length - 1]!
+      buffers.push(p.buf.subarray(sliceStart, lastBatch.position + lastBatch.size))
+      this.#messagesWritten += p.recordCount
+      p.result = {
+        errorCode: 0,
+        baseOffset,
+        lastOffset: this.#nextOffset - 1n,
+        maxTimestampMs,
+        logAppendTimeMs: p.logAppendTimeMs,
+        logStartOffset: this.#logStartOffset,
+        recordCount: p.recordCount,
+      }
+    }
+    await segment.write(buffers)
+    this.#logEndOffset = this.#nextOffset
+  }
+
+  #shouldRoll(
+    segment: LogSegment,
+    batchBytes: number,
+    lastOffset: bigint,
+    batchMaxMs: number,
+    nowMs: number,
+  ): boolean {
+    const config = this.#config
+    if (segment.size > 0 && segment.size + batchBytes > config.segmentBytes) return true
+    if (segment.indexFull) return true
+    if (!segment.canHoldOffset(lastOffset)) return true
+    if (segment.size > 0) {
+      // Kafka's timeWaitedForRoll: by record time when the first batch had one, else by wall time.
+      const rolling = segment.rollingBasedTimestampMs
+      const waitedMs = rolling !== null && rolling >= 0 ? batchMaxMs - rolling : nowMs - segment.createdMs
+      if (waitedMs > config.segmentMs) return true
+    }
+    return false
+  }
+
+  /**
+   * Close the active segment and start one at `baseOffset`. The old segment is synced with its
+   * indexes before the new file exists, so after any crash every segment but the last is whole.
+   */
+  async #roll(baseOffset: bigint, nowMs: number): Promise<LogSegment> {
+    const old = this.activeSegment
+    const disk = this.#disk
+    let kept: readonly LogSegment[] = this.#segments
+    if (old.isEmpty) {
+      // An empty active segment is replaced rather than kept (offsets jumped past it).
+      kept = kept.slice(0, -1)
+      await old.changeSuffix(SegmentFile.deleted)
+      await old.deleteFiles()
+    } else {
+      await old.seal()
+    }
+    await disk.syncDir(this.dir)
+    const segment = await LogSegment.create(disk, this.dir, baseOffset, this.#settings, nowMs)
+    this.#segments = [...kept, segment]
+    if (kept.length === 0 && this.#logStartOffset < baseOffset) {
+      this.#logStartOffset = baseOffset
+      this.#hooks.onLogStartOffset?.(baseOffset)
+    }
+    this.#dirDirty = true
+    // Every earlier segment is synced (each roll seals the one before): all below is durable.
+    if (baseOffset > this.#recoveryPoint) this.#recoveryPoint = baseOffset
+    await this.#hooks.onRoll?.(baseOffset)
+    return segment
+  }
+
+  // ---------------------------------------------------------------- flush
+
+  /**
+   * Make everything written so far durable: fsync the segments with unsynced bytes (and the
+   * directory after a roll). Concurrent callers share fsyncs: a call made while one is running
+   * waits for the next, which then covers every caller that arrived meanwhile (group commit).
+   */
+  flush(): Promise<void> {
+    if (this.#offline !== null)
+      return Promise.reject(new LogOfflineError(`log ${this.dir} is offline`, { cause: this.#offline }))
+    if (this.#flushRound === null) return this.#startFlushRound()
+    this.#flushNext ??= this.#flushRound.then(
+      () => {
+        this.#flushNext = null
+        return this.flush()
+      },
+      () => {
+        this.#flushNext = null
+        return this.flush()
+      },
+    )
+    return this.#flushNext
+  }
+
+  #startFlushRound(): Promise<void> {
+    const round = this.#syncAll()
+    this.#flushRound = round
+    const clear = () => {
+      if (this.#flushRound === round) this.#flushRound = null
+    }
+    round.then(clear, clear)
+    return round
+  }
+
+  async #syncAll(): Promise<void> {
+    const upTo = this.#logEndOffset
+    const messages = this.#messagesWritten
+    const truncations = this.#truncations
+    try {
+      for (const s of this.#segments) if (s.unsynced) await s.sync()
+      if (this.#dirDirty) {
+        this.#dirDirty = false
+        await this.#disk.syncDir(this.dir)
+      }
+    } catch (e) {
+      throw this.#fail(e)
+    }
+    if (truncations === this.#truncations && upTo > this.#recoveryPoint) this.#recoveryPoint = upTo
+    if (messages > this.#messagesFlushed) this.#messagesFlushed = messages
+    this.#lastFlushMs = this.#clock.nowMs()
+  }
+
+  /** Flush if `flush.ms` has passed since the last flush (the manager's flush scheduler). */
+  async flushIfDue(nowMs: number): Promise<boolean> {
+    if (this.#offline !== null || this.#closed) return false
+    if (nowMs - this.#lastFlushMs < this.#config.flushMs) return false
+    if (this.#recoveryPoint >= this.#logEndOffset && !this.#dirDirty) return false
+    await this.flush()
+    return true
+  }
+
+  // ---------------------------------------------------------------- read
+
+  /**
+   * Read whole batches from the one containing `offset`, up to `maxBytes` (the first batch whole
+   * even when larger, unless `minOneBatch: false`), below `maxOffset`. An offset outside
+   * [logStartOffset, logEndOffset] is OFFSET_OUT_OF_RANGE.
+   */
+  async read(offset: bigint, maxBytes: number, options: ReadOptions = {}): Promise<ReadResult> {
+    this.#checkUsable()
+    const logStartOffset = this.#logStartOffset
+    const logEndOffset = this.#logEndOffset
+    if (offset < logStartOffset || offset > logEndOffset) {
+      return { errorCode: ErrorCode.OffsetOutOfRange, logStartOffset, logEndOffset }
+    }
+    const maxOffset =
+      options.maxOffset !== undefined && options.maxOffset < logEndOffset ? options.maxOffset : logEndOffset
+    const ok = (records: Buffer): ReadResult => ({ errorCode: 0, records, logStartOffset, logEndOffset })
+    if (offset >= maxOffset) return ok(EMPTY)
+    const segments = this.#segments
+    const minOneBatch = options.minOneBatch !== false
+    for (let i = Math.max(0, floorSegment(segments, offset)); i < segments.length; i++) {
+      const segment = segments[i]!
+      if (segment.baseOffset >= maxOffset) break
+      let bytes: Buffer | null
+      try {
+        bytes = await segment.read(offset, maxBytes, maxOffset, minOneBatch)
+      } catch (e) {
+        // A segment deleted by retention while we read: the offset is now below the log start.
+        if (this.#offline === null && !this.#segments.includes(segment)) {
+          return { errorCode: ErrorCode.OffsetOutOfRange, logStartOffset: this.#logStartOffset, logEndOffset }
+        }
+        throw this.#fail(e)
+      }
+      if (bytes !== null) return ok(bytes)
+    }
+    return ok(EMPTY)
+  }
+
+  /**
+   * ListOffsets: the first offset whose record timestamp is >= `timestampMs`, or the special
+   * values (-1 latest, -2 earliest, -3 max timestamp, -4 earliest local). Null when no record is
+   * that late. `leaderEpoch` is the batch's partitionLeaderEpoch (-1 for latest/earliest).
+   */
+  async offsetForTimestamp(timestampMs: number): Promise<FoundTimestamp | null> {
+    this.#checkUsable()
+    const end = this.#logEndOffset
+    if (timestampMs === ListOffsetsTimestamp.latest) return { offset: end, timestampMs: -1, leaderEpoch: -1 }
+    if (timestampMs === ListOffsetsTimestamp.earliest || timestampMs === ListOffsetsTimestamp.earliestLocal) {
+      return { offset: this.#logStartOffset, timestampMs: -1, leaderEpoch: -1 }
+    }
+    const segments = this.#segments
+    if (timestampMs === ListOffsetsTimestamp.maxTimestamp) {
+      let best: LogSegment | null = null
+      for (const s of segments) if (best === null || s.maxTimestampMs > best.maxTimestampMs) best = s
+      if (best === null || best.maxTimestampMs < 0) return null
+      const found = await best.findOffsetByTimestamp(best.maxTimestampMs, this.#logStartOffset)
+      return found !== null && found.offset < end ? found : null
+    }
+    if (timestampMs < 0) return null
+    for (const s of segments) {
+      if (s.maxTimestampMs < timestampMs) continue
+      if (s.nextOffset !== null && s.nextOffset <= this.#logStartOffset) continue
+      const found = await s.findOffsetByTimestamp(timestampMs, this.#logStartOffset)
+      if (found !== null) return found.offset < end ? found : null
+    }
+    return null
+  }
+
+  // ---------------------------------------------------------------- truncation
+
+  /**
+   * Remove every batch from the one holding `offset` on (a follower diverged from its leader). The
+   * cut is synced before this resolves. No-op when `offset >= logEndOffset`.
+   */
+  async truncateTo(offset: bigint): Promise<void> {
+    this.#checkUsable()
+    await this.#idle()
+    await this.#exclusive(async () => {
+      if (offset >= this.#nextOffset) return
+      await this.#flushRound?.catch(() => undefined)
+      try {
+        if (offset <= this.#segments[0]!.baseOffset) {
+          await this.#truncateFully(offset)
+          return
+        }
+        this.#truncations++
+        const doomed = this.#segments.filter((s) => s.baseOffset > offset)
+        const kept = this.#segments.filter((s) => s.baseOffset <= offset)
+        this.#segments = kept
+        await this.#retire(doomed)
+        const active = kept[kept.length - 1]!
+        await active.truncateTo(offset)
+        await removeIfExists(this.#disk, active.path(SegmentFile.index))
+        await removeIfExists(this.#disk, active.path(SegmentFile.timeIndex))
+        await active.sync()
+        await this.#disk.syncDir(this.dir)
+        const end = active.nextOffset!
+        this.#nextOffset = this.#logEndOffset = end
+        if (this.#logStartOffset > end) this.#logStartOffset = end
+        if (this.#recoveryPoint > end) this.#recoveryPoint = end
+        this.#hooks.onTruncateTo?.(end)
+      } catch (e) {
+        throw this.#fail(e)
+      }
+      await this.#options.onRecoveryPointLowered?.()
+    })
+  }
+
+  /** Delete everything and restart the log at `offset` (a follower far behind or ahead). */
+  async truncateFullyAndStartAt(offset: bigint): Promise<void> {
+    this.#checkUsable()
+    await this.#idle()
+    await this.#exclusive(async () => {
+      await this.#flushRound?.catch(() => undefined)
+      try {
+        await this.#truncateFully(offset)
+      } catch (e) {
+        throw this.#fail(e)
+      }
+      await this.#options.onRecoveryPointLowered?.()
+    })
+  }
+
+  async #truncateFully(offset: bigint): Promise<void> {
+    this.#truncations++
+    const doomed = this.#segments
+    this.#segments = []
+    await this.#retire(doomed)
+    const segment = await LogSegment.create(this.#disk, this.dir, offset, this.#settings, this.#clock.nowMs())
+    await this.#disk.syncDir(this.dir)
+    this.#segments = [segment]
+    this.#nextOffset = this.#logEndOffset = offset
+    this.#logStartOffset = offset
+    this.#recoveryPoint = offset
+    this.#hooks.onTruncateFully?.(offset)
+  }
+
+  /** Wait until no append is queued or being written. */
+  async #idle(): Promise<void> {
+    while (this.#writing !== null) await this.#writing
+  }
+
+  // ---------------------------------------------------------------- retention
+
+  /**
+   * DeleteRecords: move the log start offset forward to `offset` (at most the log end) and delete
+   * the segments wholly below it. Returns the new low watermark.
+   */
+  async deleteRecordsBefore(
+    offset: bigint,
+  ): Promise<{ errorCode: 0 | typeof ErrorCode.OffsetOutOfRange; lowWatermark: bigint }> {
+    this.#checkUsable()
+    if (offset > this.#logEndOffset || offset < 0n) {
+      return { errorCode: ErrorCode.OffsetOutOfRange, lowWatermark: this.#logStartOffset }
+    }
+    if (offset > this.#logStartOffset) {
+      this.#logStartOffset = offset
+      this.#hooks.onLogStartOffset?.(offset)
+    }
+    await this.deleteOldSegments()
+    return { errorCode: 0, lowWatermark: this.#logStartOffset }
+  }
+
+  /**
+   * Retention: delete closed segments (never the active one) that are wholly below the log start
+   * offset, and under `cleanup.policy=delete` those whose largest timestamp is older than
+   * `retention.ms` or that put the log over `retention.bytes` (oldest first). Returns how many.
+   */
+  async deleteOldSegments(nowMs: number = this.#clock.nowMs()): Promise<number> {
+    this.#checkUsable()
+    return this.#exclusive(async () => {
+      const segments = this.#segments
+      const config = this.#config
+      const closed = segments.slice(0, -1)
+      let count = 0
+      // Below the log start offset: the next segment starts at or before it.
+      while (count < closed.length && segments[count + 1]!.baseOffset <= this.#logStartOffset) count++
+      if (config.cleanupPolicy.delete) {
+        if (config.retentionMs >= 0) {
+          while (count < closed.length) {
+            const ts = closed[count]!.maxTimestampMs
+            if (ts < 0 || nowMs - ts <= config.retentionMs) break
+            count++
+          }
+        }
+        if (config.retentionBytes >= 0) {
+          let excess = this.sizeBytes - config.retentionBytes
+          for (let i = 0; i < count; i++) excess -= closed[i]!.size
+          while (count < closed.length && excess - closed[count]!.size >= 0) {
+            excess -= closed[count]!.size
+            count++
+          }
+        }
+      }
+      if (count === 0) return 0
+      const doomed = closed.slice(0, count)
+      this.#segments = segments.slice(count)
+      const newStart = this.#segments[0]!.baseOffset
+      if (newStart > this.#logStartOffset) {
+        this.#logStartOffset = newStart
+        this.#hooks.onLogStartOffset?.(newStart)
+      }
+      try {
+        await this.#retire(doomed)
+      } catch (e) {
+        throw this.#fail(e)
+      }
+      return count
+    })
+  }
+
+  /**
+   * Rename segments to `.deleted` now and remove them after `file.delete.delay.ms` (Kafka's
+   * asynchronous delete): readers holding them finish first.
+   */
+  async #retire(doomed: readonly LogSegment[]): Promise<void> {
+    for (const s of doomed) await s.changeSuffix(SegmentFile.deleted)
+    for (const s of doomed) {
+      const timer = this.#clock.setTimer(this.#config.fileDeleteDelayMs, () => {
+        this.#deleteTimers.delete(s)
+        void this.#reap(s)
+      })
+      this.#deleteTimers.set(s, timer)
+    }
+  }
+
+  async #reap(segment: LogSegment): Promise<void> {
+    try {
+      await this.#flushRound?.catch(() => undefined)
+      await segment.deleteFiles()
+    } catch (e) {
+      this.#warn(`log ${this.dir}: could not remove deleted segment ${segment.baseOffset}: ${String(e)}`)
+    }
+  }
+
+  // ---------------------------------------------------------------- cleaner support
+
+  /**
+   * Replace `old` (contiguous closed segments) with `cleaned` (written with suffix `.cleaned`, its
+   * files synced): rename to `.swap`, retire the old ones, rename to live names (Kafka's order, so
+   * recovery can finish an interrupted swap). Returns false, deleting `cleaned`, when the log
+   * changed meanwhile (retention, truncation).
+   */
+  async replaceSegments(old: readonly LogSegment[], cleaned: LogSegment): Promise<boolean> {
+    this.#checkUsable()
+    return this.#exclusive(async () => {
+      const segments = this.#segments
+      const at = segments.indexOf(old[0]!)
+      const stillThere =
+        at >= 0 && old.every((s, i) => segments[at + i] === s) && at + old.length < segments.length
+      if (!stillThere) {
+        await cleaned.deleteFiles()
+        return false
+      }
+      try {
+        await cleaned.changeSuffix(SegmentFile.swap)
+        await this.#disk.syncDir(this.dir)
+        await this.#retire(old)
+        await cleaned.changeSuffix('')
+        await this.#disk.syncDir(this.dir)
+      } catch (e) {
+        throw this.#fail(e)
+      }
+      this.#segments = [...segments.slice(0, at), cleaned, ...segments.slice(at + old.length)]
+      return true
+    })
+  }
+
+  /** Create a segment file for the cleaner (suffix `.cleaned`). */
+  createCleanedSegment(baseOffset: bigint): Promise<LogSegment> {
+    return LogSegment.create(
+      this.#disk,
+      this.dir,
+      baseOffset,
+      this.#settings,
+      this.#clock.nowMs(),
+      SegmentFile.cleaned,
+    )
+  }
+
+  // ---------------------------------------------------------------- close
+
+  /**
+   * Write what is queued, flush, write the active segment's indexes and close every file. Returns
+   * whether the log closed cleanly (so the manager may write the clean-shutdown marker).
+   */
+  async close(): Promise<boolean> {
+    if (this.#closed) return this.#offline === null
+    this.#closing = true
+    await this.#idle()
+    const clean = await this.#exclusive(async () => {
+      for (const timer of this.#deleteTimers.values()) this.#clock.clearTimer(timer)
+      this.#deleteTimers.clear()
+      let ok = this.#offline === null
+      if (ok) {
+        try {
+          await this.flush()
+          await this.activeSegment.seal()
+          await this.#disk.syncDir(this.dir)
+        } catch (e) {
+          this.#fail(e)
+          ok = false
+        }
+      }
+      for (const s of this.#segments) await s.close().catch(() => undefined)
+      return ok
+    })
+    this.#closed = true
+    return clean
+  }
+}
+
+/** CreateTime bounds (message.timestamp.before/after.max.ms), judged on the batch header. */
+function checkTimestamps(h: BatchHeader, nowMs: number, config: LogConfig): string | null {
+  const max = Number(h.maxTimestamp)
+  const base = Number(h.baseTimestamp)
+  if (max >= 0 && max - nowMs > config.messageTimestampAfterMaxMs) {
+    return `timestamp ${max} is more than message.timestamp.after.max.ms ${config.messageTimestampAfterMaxMs} ahead of the broker's time ${nowMs}`
+  }
+  if (base >= 0 && nowMs - base > config.messageTimestampBeforeMaxMs) {
+    return `timestamp ${base} is more than message.timestamp.before.max.ms ${config.messageTimestampBeforeMaxMs} behind the broker's time ${nowMs}`
+  }
+  return null
+}
+
+/** A compacted log refuses records without a key (Kafka's LogValidator: CORRUPT_MESSAGE). */
+function checkKeys(buf: Buffer, b: ScannedBatch): AppendResult | null {
+  let records: ReturnType<typeof decodeBatch>['records']
+  try {
+    records = decodeBatch(buf, b.position, { verifyCrc: false }).records
+  } catch (e) {
+    return { errorCode: ErrorCode.CorruptMessage, errorMessage: `undecodable batch: ${String(e)}` }
+  }
+  for (const r of records) {
+    if (r.key === null) {
+      return {
+        errorCode: ErrorCode.CorruptMessage,
+        errorMessage: 'compacted topic cannot accept message without key',
+      }
+    }
+  }
+  return null
+}
+
+/** Index of the segment with the largest base offset <= `offset`, or -1. */
+function floorSegment(segments: readonly LogSegment[], offset: bigint): number {
+  let lo = 0
+  let hi = segments.length - 1
+  let found = -1
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1
+    if (segments[mid]!.baseOffset <= offset) {
+      found = mid
+      lo = mid + 1
+    } else {
+      hi = mid - 1
+    }
+  }
+  return found
+}
+
+function compareBigint(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+async function removeIfExists(disk: Disk, path: string): Promise<void> {
+  try {
+    await disk.remove(path)
+  } catch (e) {
+    if (!isNotFound(e)) throw e
+  }
+}
+
+assert(WRITE_ROUND_BYTES_MAX <= APPEND_QUEUE_BYTES_MAX_DEFAULT, 'a write round fits the append queue')

@@ -1,0 +1,135 @@
+/**
+ * A segment's sparse time index, Kafka's `.timeindex` format: 12-byte entries (timestamp int64 ms,
+ * relative offset int32), timestamps strictly increasing. Maps a time to where a search starts.
+ */
+import { assert } from '../model/index.ts'
+
+/** Bytes per entry: timestamp (int64) + relative offset (int32). */
+export const TIME_INDEX_ENTRY_BYTES = 12
+
+export interface TimestampOffset {
+  /** Milliseconds since the epoch (Kafka timestamp). */
+  readonly timestampMs: number
+  /** Offset relative to the segment's base offset. */
+  readonly relativeOffset: number
+}
+
+/** The time index of one segment. Bounded: at most `maxEntries` entries. */
+export class TimeIndex {
+  readonly maxEntries: number
+  #buf: Buffer
+  #entries = 0
+
+  constructor(maxIndexBytes: number) {
+    this.maxEntries = Math.floor(maxIndexBytes / TIME_INDEX_ENTRY_BYTES)
+    assert(this.maxEntries >= 1, 'time index must hold at least one entry')
+    this.#buf = Buffer.alloc(Math.min(this.maxEntries, 64) * TIME_INDEX_ENTRY_BYTES)
+  }
+
+  /**
+   * Load a time index file's bytes, or null when they are not sane: a partial entry, timestamps not
+   * strictly increasing, relative offsets decreasing or negative.
+   */
+  static fromBytes(bytes: Buffer, maxIndexBytes: number): TimeIndex | null {
+    if (bytes.length % TIME_INDEX_ENTRY_BYTES !== 0) return null
+    const index = new TimeIndex(Math.max(maxIndexBytes, bytes.length))
+    let lastTs = Number.NEGATIVE_INFINITY
+    let lastRel = -1
+    for (let at = 0; at < bytes.length; at += TIME_INDEX_ENTRY_BYTES) {
+      const ts = Number(bytes.readBigInt64BE(at))
+      const rel = bytes.readInt32BE(at + 8)
+      if (ts <= lastTs || rel < lastRel || rel < 0) return null
+      lastTs = ts
+      lastRel = rel
+      index.#push(ts, rel)
+    }
+    return index
+  }
+
+  get entries(): number {
+    return this.#entries
+  }
+
+  get isFull(): boolean {
+    return this.#entries >= this.maxEntries
+  }
+
+  /** The last entry, or null when empty. */
+  get lastEntry(): TimestampOffset | null {
+    if (this.#entries === 0) return null
+    return this.#entryAt(this.#entries - 1)
+  }
+
+  #entryAt(i: number): TimestampOffset {
+    const at = i * TIME_INDEX_ENTRY_BYTES
+    return {
+      timestampMs: Number(this.#buf.readBigInt64BE(at)),
+      relativeOffset: this.#buf.readInt32BE(at + 8),
+    }
+  }
+
+  /**
+   * Add (timestampMs, relativeOffset) if `timestampMs` is larger than the last entry's, as Kafka's
+   * `maybeAppend`; returns whether it was added. `closing`: the final entry a segment writes as it
+   * becomes inactive, allowed one past `maxEntries` (a full index rolls the segment first).
+   */
+  maybeAppend(timestampMs: number, relativeOffset: number, closing = false): boolean {
+    const last = this.lastEntry
+    if (last !== null && timestampMs <= last.timestampMs) return false
+    if (timestampMs < 0) return false
+    assert(closing ? this.#entries <= this.maxEntries : !this.isFull, 'time index is full')
+    assert(last === null || relativeOffset >= last.relativeOffset, 'time index offsets must not decrease')
+    this.#push(timestampMs, relativeOffset)
+    return true
+  }
+
+  #push(timestampMs: number, relativeOffset: number): void {
+    const at = this.#entries * TIME_INDEX_ENTRY_BYTES
+    if (at + TIME_INDEX_ENTRY_BYTES > this.#buf.length) {
+      const grown = Buffer.alloc(
+        Math.min(this.#buf.length * 2, (this.maxEntries + 1) * TIME_INDEX_ENTRY_BYTES),
+      )
+      this.#buf.copy(grown)
+      this.#buf = grown
+    }
+    this.#buf.writeBigInt64BE(BigInt(timestampMs), at)
+    this.#buf.writeInt32BE(relativeOffset, at + 8)
+    this.#entries++
+  }
+
+  /**
+   * The entry with the largest timestamp <= `timestampMs`, or null when every entry is later (the
+   * search then starts at the segment's beginning).
+   */
+  lookup(timestampMs: number): TimestampOffset | null {
+    let lo = 0
+    let hi = this.#entries - 1
+    let found = -1
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1
+      if (Number(this.#buf.readBigInt64BE(mid * TIME_INDEX_ENTRY_BYTES)) <= timestampMs) {
+        found = mid
+        lo = mid + 1
+      } else {
+        hi = mid - 1
+      }
+    }
+    return found < 0 ? null : this.#entryAt(found)
+  }
+
+  /** Remove entries with relative offset >= `relativeOffset` (truncation). */
+  truncateToOffset(relativeOffset: number): void {
+    let n = this.#entries
+    while (n > 0 && this.#buf.readInt32BE((n - 1) * TIME_INDEX_ENTRY_BYTES + 8) >= relativeOffset) n--
+    this.#entries = n
+  }
+
+  reset(): void {
+    this.#entries = 0
+  }
+
+  /** The entries as file bytes (a view, valid until the next append). */
+  bytes(): Buffer {
+    return this.#buf.subarray(0, this.#entries * TIME_INDEX_ENTRY_BYTES)
+  }
+}
