@@ -28,11 +28,13 @@ export interface ScannedBatch {
   header: BatchHeader
 }
 
-/** Kafka's error names for a refused batch; `ErrorCode` maps them to numbers. */
+/**
+ * Kafka's error names for a refused batch; `ErrorCode` maps them to numbers. Not among them:
+ * UNSUPPORTED_FOR_MESSAGE_FORMAT, which Kafka 4 no longer answers to a v0/v1 batch (INVALID_RECORD).
+ */
 export type BatchErrorName =
   | 'CORRUPT_MESSAGE'
   | 'INVALID_RECORD'
-  | 'UNSUPPORTED_FOR_MESSAGE_FORMAT'
   | 'UNSUPPORTED_COMPRESSION_TYPE'
   | 'MESSAGE_TOO_LARGE'
 
