@@ -104,8 +104,8 @@ function fail(
 }
 
 /**
- * Check the batch at `position` (whose header is readable: at least 61 bytes remain is NOT assumed).
- * Returns the batch or the reason it is refused. Reads the header fields and CRCs the body, nothing else.
+ * Check the batch at `position`, however few bytes remain. Returns the batch or the reason it is
+ * refused. Reads the header fields and CRCs the body, nothing else.
  */
 export function checkBatch(
   buf: Buffer,
@@ -163,7 +163,7 @@ export function checkBatch(
   }
   const header = readBatchHeader(buf, position)
   if (options.verifyCrc !== false) {
-    const crc = crc32c(buf, 0, position + CRC_START, position + size)
+    const crc = crc32c(buf.subarray(position + CRC_START, position + size))
     if (crc !== header.crc) {
       return fail(
         'crc-mismatch',

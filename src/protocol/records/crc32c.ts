@@ -27,14 +27,15 @@ function buildTables(): Uint32Array {
 }
 
 /**
- * CRC-32C of `buf[start, end)` in pure TypeScript, continuing from `crc` (the value a previous call
- * returned; 0 to start). Slicing-by-8: eight table lookups per 8 input bytes.
+ * CRC-32C of `buf` in pure TypeScript, continuing from `crc` (the value a previous call returned; 0
+ * to start). Slicing-by-8: eight table lookups per 8 input bytes.
  */
-export function crc32cPure(buf: Uint8Array, crc = 0, start = 0, end = buf.length): number {
+export function crc32cPure(buf: Uint8Array, crc = 0): number {
   const t = TABLES
   let c = ~crc
-  let i = start
-  const end8 = end - ((end - start) & 7)
+  let i = 0
+  const end = buf.length
+  const end8 = end - (end & 7)
   for (; i < end8; i += 8) {
     const a = c ^ (buf[i]! | (buf[i + 1]! << 8) | (buf[i + 2]! << 16) | (buf[i + 3]! << 24))
     const b = buf[i + 4]! | (buf[i + 5]! << 8) | (buf[i + 6]! << 16) | (buf[i + 7]! << 24)
@@ -81,12 +82,12 @@ export const NATIVE_MIN_BYTES = 256
 export const CRC32C_IMPLEMENTATION: 'native' | 'pure' = native === null ? 'pure' : 'native'
 
 /**
- * CRC-32C of `buf[start, end)` (unsigned 32-bit), continuing from `crc` (0 to start).
- * Example: `crc32c(Buffer.from('123456789')) === 0xe3069283`.
+ * CRC-32C of `buf` (unsigned 32-bit), continuing from `crc` (0 to start); pass a view
+ * (`subarray`) for part of a buffer.
+ * Example: `crc32c(Buffer.from('123456789')) === 0xe3069283`, and
+ * `crc32c(b.subarray(4), crc32c(b.subarray(0, 4))) === crc32c(b)`.
  */
-export function crc32c(buf: Uint8Array, crc = 0, start = 0, end = buf.length): number {
-  const n = end - start
-  if (native === null || n < NATIVE_MIN_BYTES) return crc32cPure(buf, crc, start, end)
-  const view = start === 0 && end === buf.length ? buf : buf.subarray(start, end)
-  return native(view, crc) >>> 0
+export function crc32c(buf: Uint8Array, crc = 0): number {
+  if (native === null || buf.length < NATIVE_MIN_BYTES) return crc32cPure(buf, crc)
+  return native(buf, crc) >>> 0
 }

@@ -321,7 +321,7 @@ export function encodeBatch(options: EncodeBatchOptions): Buffer {
   out.writeInt16BE(options.producerEpoch ?? NO_PRODUCER_EPOCH, BatchOffsets.producerEpoch)
   out.writeInt32BE(options.baseSequence ?? NO_SEQUENCE, BatchOffsets.baseSequence)
   out.writeInt32BE(records.length, BatchOffsets.recordCount)
-  out.writeUInt32BE(crc32c(out, 0, CRC_START, out.length), BatchOffsets.crc)
+  out.writeUInt32BE(crc32c(out.subarray(CRC_START)), BatchOffsets.crc)
   return out
 }
 
