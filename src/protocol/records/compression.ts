@@ -4,6 +4,7 @@
  * codecs (chosen by measurement over the npm candidates, see docs/decisions.md). Every decompression
  * is bounded by the caller's `maxBytes`.
  */
+import { constants as bufferConstants } from 'node:buffer'
 import { constants, gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib'
 import { Compression, type CompressionCodec } from './batch-header.ts'
 import { CompressionError } from './compression-error.ts'
@@ -81,9 +82,9 @@ function tooLarge(name: string, maxBytes: number): CompressionError {
   return new CompressionError('too-large', `${name}: output exceeds ${maxBytes} bytes`)
 }
 
-/** zlib wants a limit of at least 1; the exact bound is rechecked on the result. */
+/** zlib wants a limit in [1, buffer.constants.MAX_LENGTH]; the exact bound is rechecked on the result. */
 function zlibLimit(maxBytes: number): { maxOutputLength: number } {
-  return { maxOutputLength: Math.max(1, maxBytes) }
+  return { maxOutputLength: Math.min(Math.max(1, maxBytes), bufferConstants.MAX_LENGTH) }
 }
 
 /** zlib's limit stops the inflater as soon as its output passes maxOutputLength. */

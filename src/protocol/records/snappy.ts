@@ -272,33 +272,12 @@ export function isXerialFramed(src: Uint8Array): boolean {
   return true
 }
 
-/**
- * Pluggable block codec for the xerial framing, so the native Snappy can serve the blocks: `length`
- * is the preamble's declared length, already checked against the limit.
- */
-export interface SnappyBlockCodec {
-  compress(block: Uint8Array): Uint8Array
-  /** Decode the raw block into `dst[at, at + length)` exactly, or throw. */
-  decompressInto(block: Uint8Array, dst: Buffer, at: number, length: number): void
-}
-
-export const pureSnappyBlockCodec: SnappyBlockCodec = {
-  compress: snappyCompressRaw,
-  decompressInto(block, dst, at, length) {
-    const { at: elementsAt } = snappyDecodedLength(block)
-    decodeElements(block, elementsAt, block.length, dst, at, length)
-  },
-}
-
 /** xerial snappy-java's stream format, as the Java client writes it: 32 KiB blocks. */
-export function snappyCompressXerial(
-  data: Uint8Array,
-  codec: SnappyBlockCodec = pureSnappyBlockCodec,
-): Buffer {
+export function snappyCompressXerial(data: Uint8Array): Buffer {
   const blocks: Uint8Array[] = []
   let total = XERIAL_HEADER_BYTES
   for (let s = 0; s < data.length; s += XERIAL_BLOCK_BYTES) {
-    const block = codec.compress(data.subarray(s, Math.min(s + XERIAL_BLOCK_BYTES, data.length)))
+    const block = snappyCompressRaw(data.subarray(s, Math.min(s + XERIAL_BLOCK_BYTES, data.length)))
     blocks.push(block)
     total += 4 + block.length
   }
@@ -319,13 +298,9 @@ export function snappyCompressXerial(
  * Decode snappy-java's stream format. First pass reads every block's declared length, so the total
  * is checked against `maxBytes` and allocated once; second pass decodes in place.
  */
-export function snappyDecompressXerial(
-  src: Uint8Array,
-  maxBytes: number,
-  codec: SnappyBlockCodec = pureSnappyBlockCodec,
-): Buffer {
+export function snappyDecompressXerial(src: Uint8Array, maxBytes: number): Buffer {
   if (!isXerialFramed(src)) throw corrupt('missing the xerial stream header')
-  const blocks: { start: number; end: number; length: number }[] = []
+  const blocks: { at: number; end: number; length: number }[] = []
   let total = 0
   let p = XERIAL_HEADER_BYTES
   while (p < src.length) {
@@ -333,17 +308,17 @@ export function snappyDecompressXerial(
     const size = ((src[p]! << 24) | (src[p + 1]! << 16) | (src[p + 2]! << 8) | src[p + 3]!) >>> 0
     p += 4
     if (size > src.length - p) throw corrupt('block past the end of the stream')
-    const { length } = snappyDecodedLength(src, p, p + size)
+    const { length, at } = snappyDecodedLength(src, p, p + size)
     total += length
     if (total > maxBytes)
       throw new CompressionError('too-large', `snappy: stream declares over ${maxBytes} bytes`)
-    blocks.push({ start: p, end: p + size, length })
+    blocks.push({ at, end: p + size, length })
     p += size
   }
   const out = Buffer.allocUnsafe(total)
   let d = 0
   for (const b of blocks) {
-    codec.decompressInto(src.subarray(b.start, b.end), out, d, b.length)
+    decodeElements(src, b.at, b.end, out, d, b.length)
     d += b.length
   }
   return out
