@@ -10,6 +10,7 @@ import {
   lz4BlockBound,
   lz4CompressBlock,
   lz4CompressFrame,
+  lz4DecompressBlock,
   lz4DecompressFrame,
 } from './lz4.ts'
 import { xxhash32 } from './xxhash32.ts'
@@ -54,13 +55,16 @@ describe('lz4 frame', () => {
   })
 
   it('writes the header Kafka writes: independent blocks, 64 KiB, correct checksum', () => {
-    const frame = lz4CompressFrame(jsonPayload(200_000))
+    const data = jsonPayload(200_000)
+    const frame = lz4CompressFrame(data)
     assert.equal(frame.readUInt32LE(0), 0x184d2204)
     assert.equal(frame[4], 0x60, 'FLG: version 01, block independence, no checksums, no size')
     assert.ok((frame[4]! & 0x20) !== 0, 'independent-blocks flag')
     assert.equal(frame[5], 0x40, 'BD: 64 KiB blocks')
     assert.equal(frame[6], (xxhash32(frame, 0, 4, 6) >>> 8) & 0xff)
-    // Walk the blocks: none over 64 KiB, and each decodes on its own (independence).
+    // Walk the blocks: none over 64 KiB, and each decodes alone into a fresh buffer, where no match
+    // can reach back into an earlier block (independence).
+    const parts: Buffer[] = []
     let p = 7
     for (;;) {
       const header = frame.readUInt32LE(p)
@@ -68,9 +72,16 @@ describe('lz4 frame', () => {
       if (header === 0) break
       const size = header & 0x7fffffff
       assert.ok(size <= LZ4_BLOCK_BYTES_MAX)
+      if (header >>> 31 === 1) parts.push(frame.subarray(p, p + size))
+      else {
+        const out = Buffer.alloc(LZ4_BLOCK_BYTES_MAX)
+        parts.push(out.subarray(0, lz4DecompressBlock(frame, p, p + size, out, 0, out.length)))
+      }
       p += size
     }
     assert.equal(p, frame.length)
+    assert.ok(parts.length > 1)
+    assert.deepEqual(Buffer.concat(parts), data)
   })
 
   it('stores an incompressible block raw (high bit)', () => {

@@ -259,8 +259,9 @@ function bytesFieldSize(b: Uint8Array | null | undefined): number {
 /**
  * Encode one complete v2 batch: header, records (compressed with `compression`), and its CRC.
  * Example: `encodeBatch({ records: [{ key: null, value: Buffer.from('hi'), timestamp: 1700000000000n }] })`.
- * Programmer errors (offset deltas not increasing, a control batch without one record) fail an
- * assertion.
+ * Programmer errors (offset deltas not increasing, lastOffsetDelta below a record's, LogAppendTime
+ * without its time) fail an assertion. A control batch may hold several records: KRaft snapshots put
+ * the header, kraft version and voters records in one.
  */
 export function encodeBatch(options: EncodeBatchOptions): Buffer {
   const { records } = options
