@@ -2,13 +2,23 @@
 // driven through it, and the chosen exchanges written as golden fixtures. run-all.ts loops over the
 // clients; clients.ts says how each one is prepared and driven.
 import { spawn, spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { freePort, type KafkaBroker, startKafka } from '../kafka/kafka.ts'
 import { formatFixture } from './fixtures.ts'
-import { type Exchange, type Proxy, startProxy } from './proxy.ts'
+import { type Exchange, type RecordingProxy, startProxy } from './proxy.ts'
 
 /** What a client's capture function gets. */
 export interface CaptureContext {
@@ -45,6 +55,8 @@ export interface CaptureClient {
   prepare(root: string): Promise<void>
   /** Drives the scenario through `ctx.bootstrap`. */
   capture(ctx: CaptureContext, root: string): Promise<void>
+  /** Overrides of `keepPerApi` for this client (apiKey -> exchanges kept per version). */
+  keep?: Record<number, number>
 }
 
 export interface CaptureResult {
@@ -59,7 +71,7 @@ export interface CaptureResult {
 /** How many exchanges to keep per (apiKey, apiVersion), each from a different step; 1 when absent. */
 const keepPerApi: Record<number, number> = {
   0: 5, // Produce: one per compression codec
-  1: 3, // Fetch
+  1: 2, // Fetch
   3: 2, // Metadata
   19: 2, // CreateTopics: success and TOPIC_ALREADY_EXISTS
 }
@@ -71,12 +83,16 @@ const setupLabel = '(setup)'
  * the exchange with a response and then the largest response (so a Fetch with records beats an empty
  * one), and at most keepPerApi[apiKey] steps, the ones with the largest responses.
  */
-export function selectExchanges(exchanges: readonly Exchange[]): Exchange[] {
+export function selectExchanges(
+  exchanges: readonly Exchange[],
+  keep: Record<number, number> = {},
+): Exchange[] {
+  const limits: Record<number, number> = { ...keepPerApi, ...keep }
   const score = (e: Exchange): number => (e.response === null ? -1 : e.response.length)
   const groups = new Map<string, Map<string, Exchange>>()
   for (const e of exchanges) {
     if (e.connectionLabel === setupLabel) continue
-    const key = `${e.apiKey}/${e.apiVersion}`
+    const key = `${e.apiKey}/${e.apiVersion}/${isBrokerInternal(e)}`
     const steps = groups.get(key) ?? new Map<string, Exchange>()
     groups.set(key, steps)
     const best = steps.get(e.requestLabel)
@@ -85,7 +101,7 @@ export function selectExchanges(exchanges: readonly Exchange[]): Exchange[] {
   const kept: Exchange[] = []
   for (const steps of groups.values()) {
     const ranked = [...steps.values()].sort((a, b) => score(b) - score(a) || a.sequence - b.sequence)
-    kept.push(...ranked.slice(0, keepPerApi[ranked[0]!.apiKey] ?? 1))
+    kept.push(...ranked.slice(0, limits[ranked[0]!.apiKey] ?? 1))
   }
   return kept.sort((a, b) => a.sequence - b.sequence)
 }
@@ -94,47 +110,76 @@ function slug(text: string): string {
   return text.replace(/[^a-zA-Z0-9]+/g, '-').replace(/^-|-$/g, '') || 'start'
 }
 
-/** Writes the kept exchanges of one client into `dir` (emptied first); returns the file names. */
+/**
+ * The broker's own clients (transaction markers, KIP-890 AddPartitionsToTxn verification, the share-group
+ * state persister) reach it through its advertised listener, so through the proxy: their frames are
+ * kept apart from the client's, recognised by their client ids.
+ */
+export function isBrokerInternal(e: Exchange): boolean {
+  return e.clientId !== null && /^(broker-\d+-|AddPartitionsManager-|Persister-)/.test(e.clientId)
+}
+
+/** The folder of the broker-internal fixtures, shared by every client's capture. */
+export const brokerInternalDir = 'kafka-broker'
+
+/**
+ * Writes the kept exchanges of one client's capture: the client's into `<outDir>/<client>/` (emptied
+ * first), the broker-internal ones into `<outDir>/kafka-broker/` as `...-via-<client>-...` (replacing
+ * those of an earlier capture of the same client). Returns the paths written, relative to `outDir`.
+ */
 export function writeFixtures(
-  dir: string,
+  outDir: string,
   kept: readonly Exchange[],
-  info: { client: string; broker: string; notes: ReadonlyMap<string, string>; apiNames: ReadonlyMap<number, string> },
+  info: {
+    clientName: string
+    client: string
+    kafkaVersion: string
+    notes: ReadonlyMap<string, string>
+    apiNames: ReadonlyMap<number, string>
+  },
 ): string[] {
-  rmSync(dir, { recursive: true, force: true })
-  mkdirSync(dir, { recursive: true })
+  const via = `-via-${info.clientName}-`
+  rmSync(join(outDir, info.clientName), { recursive: true, force: true })
+  mkdirSync(join(outDir, info.clientName), { recursive: true })
+  mkdirSync(join(outDir, brokerInternalDir), { recursive: true })
+  for (const old of readdirSync(join(outDir, brokerInternalDir)).filter((f) => f.includes(via))) {
+    rmSync(join(outDir, brokerInternalDir, old))
+  }
   const files: string[] = []
+  const write = (path: string, meta: Record<string, string>, bytes: Buffer): void => {
+    writeFileSync(join(outDir, path), formatFixture(meta, bytes))
+    files.push(path)
+  }
   for (const e of kept) {
+    const internal = isBrokerInternal(e)
     const apiName = info.apiNames.get(e.apiKey) ?? `Api${e.apiKey}`
     const step = slug(e.requestLabel)
-    const stem = `${apiName}-v${e.apiVersion}-${step}`
+    const stem = internal
+      ? join(brokerInternalDir, `${apiName}-v${e.apiVersion}${via}${step}`)
+      : join(info.clientName, `${apiName}-v${e.apiVersion}-${step}`)
     const common = {
-      client: info.client,
-      broker: info.broker,
+      client: internal ? `kafka-broker ${info.kafkaVersion}` : info.client,
+      broker: `Apache Kafka ${info.kafkaVersion}`,
       api: `${apiName} (${e.apiKey}) v${e.apiVersion}`,
       apiKey: String(e.apiKey),
       apiVersion: String(e.apiVersion),
     }
+    const note = info.notes.get(e.requestLabel) ?? 'connection start-up before the first step'
     const scenario = {
       clientId: e.clientId ?? '(null)',
+      scenario: info.clientName,
       step,
-      note: info.notes.get(e.requestLabel) ?? 'connection start-up before the first step',
+      note: internal ? `the broker's own request to its advertised listener during: ${note}` : note,
     }
     const request = `${stem}-request.hex`
-    writeFileSync(
-      join(dir, request),
-      formatFixture({ ...common, direction: 'request', correlationId: String(e.correlationId), ...scenario }, e.request),
+    write(
+      request,
+      { ...common, direction: 'request', correlationId: String(e.correlationId), ...scenario },
+      e.request,
     )
-    files.push(request)
     if (e.response !== null) {
-      const response = `${stem}-response.hex`
-      writeFileSync(
-        join(dir, response),
-        formatFixture(
-          { ...common, direction: 'response', correlationId: String(e.correlationId), ...scenario, request },
-          e.response,
-        ),
-      )
-      files.push(response)
+      const meta = { ...common, direction: 'response', correlationId: String(e.correlationId), ...scenario }
+      write(`${stem}-response.hex`, { ...meta, request: basename(request) }, e.response)
     }
   }
   return files
@@ -146,12 +191,17 @@ export async function captureClient(
   options: { root: string; outDir: string; kafkaVersion: string; apiNames: ReadonlyMap<number, string> },
 ): Promise<CaptureResult> {
   const brokerPort = await freePort()
-  const proxy: Proxy = await startProxy({ listenPort: 0, targetPort: brokerPort })
+  const proxy: RecordingProxy = await startProxy({ listenPort: 0, targetPort: brokerPort })
   const dataDir = mkdtempSync(join(tmpdir(), `weir-capture-${client.name}-`))
   let broker: KafkaBroker | undefined
   const notes = new Map<string, string>()
   let version = client.name
   const started = performance.now()
+  const logs = join(options.root, '.cache', 'capture', 'logs')
+  mkdirSync(logs, { recursive: true })
+  // What the client's commands printed, for a look after a failure.
+  const driverLog = join(logs, `${client.name}-driver.log`)
+  writeFileSync(driverLog, '')
   try {
     broker = await startKafka({ port: brokerPort, advertisedPort: proxy.port, dataDir })
     proxy.setLabel(client.name, '')
@@ -183,16 +233,18 @@ export async function captureClient(
             if (!inSetup) void ctx.step(s, note)
           },
           version: (text) => ctx.version(text),
+          log: (text) => appendFileSync(driverLog, text),
         }),
     }
     await client.capture(ctx, options.root)
     // Let the last responses arrive, then drop whatever the client left open.
     await new Promise((done) => setTimeout(done, 500))
     proxy.closeConnections()
-    const kept = selectExchanges(proxy.exchanges)
-    const files = writeFixtures(join(options.outDir, client.name), kept, {
+    const kept = selectExchanges(proxy.exchanges, client.keep)
+    const files = writeFixtures(options.outDir, kept, {
+      clientName: client.name,
       client: version,
-      broker: `Apache Kafka ${options.kafkaVersion}`,
+      kafkaVersion: options.kafkaVersion,
       notes,
       apiNames: options.apiNames,
     })
@@ -208,9 +260,8 @@ export async function captureClient(
     await proxy.stop()
     await broker?.stop()
     // Keep the broker's log for a look after a failure; the data goes.
-    const logs = join(options.root, '.cache', 'capture', 'logs')
-    mkdirSync(logs, { recursive: true })
-    if (broker !== undefined && existsSync(broker.logFile)) copyFileSync(broker.logFile, join(logs, `${client.name}-server.log`))
+    if (broker !== undefined && existsSync(broker.logFile))
+      copyFileSync(broker.logFile, join(logs, `${client.name}-server.log`))
     rmSync(dataDir, { recursive: true, force: true })
   }
 }
@@ -219,8 +270,9 @@ function runCommand(
   command: string,
   args: string[],
   options: RunOptions,
-  on: { step(slug: string, note: string): void; version(text: string): void },
+  on: { step(slug: string, note: string): void; version(text: string): void; log(text: string): void },
 ): Promise<{ code: number; stdout: string }> {
+  on.log(`$ ${command} ${args.join(' ')}\n`)
   return new Promise((done, fail) => {
     const child = spawn(command, args, {
       cwd: options.cwd,
@@ -236,9 +288,11 @@ function runCommand(
       if (step !== null) on.step(step[1]!, step[2]!)
       else if (version !== null) on.version(version[1]!)
       else stdout += `${line}\n`
+      on.log(`${line}\n`)
     })
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString()
+      on.log(chunk.toString())
     })
     child.stdin.end(options.input ?? '')
     child.once('error', fail)

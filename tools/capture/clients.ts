@@ -4,6 +4,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { kafkaVersion } from '../kafka/kafka.ts'
 import type { CaptureClient, CaptureContext } from './capture.ts'
 
 const node = process.execPath
@@ -11,6 +12,8 @@ const clientsDir = (root: string): string => join(root, 'test', 'compat', 'clien
 const cacheDir = (root: string): string => join(root, '.cache', 'capture')
 const codecs = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
 const perCodec = 3
+/** Compressible filler in record values, so that every codec's batch is smaller compressed and sent compressed. */
+const filler = 'weir-golden-'.repeat(6)
 
 function sh(command: string, args: string[], cwd?: string): string {
   return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
@@ -21,7 +24,10 @@ function driverEnv(ctx: CaptureContext): Record<string, string> {
 }
 
 function kafkaLibs(root: string): string {
-  return sh(join(root, 'tools', 'kafka', 'install.sh'), []).trim().split('\n').at(-1)!
+  return sh(join(root, 'tools', 'kafka', 'install.sh'), [])
+    .trim()
+    .split('\n')
+    .at(-1)!
 }
 
 /** A Python venv under .cache/capture with the pip packages the Python drivers use. */
@@ -42,7 +48,8 @@ function pythonVenv(root: string): string {
 const kafkajs: CaptureClient = {
   name: 'kafkajs',
   async prepare(root) {
-    if (!existsSync(join(root, 'node_modules', 'kafkajs'))) throw new Error('kafkajs is not installed: npm ci')
+    if (!existsSync(join(root, 'node_modules', 'kafkajs')))
+      throw new Error('kafkajs is not installed: npm ci')
   },
   async capture(ctx, root) {
     await ctx.run(node, [join(clientsDir(root), 'kafkajs', 'driver.ts')], { env: driverEnv(ctx) })
@@ -123,7 +130,11 @@ const kafkaPython: CaptureClient = {
 
 /** Kafka's own tools, started with tools/kafka/tool.sh. */
 function tool(ctx: CaptureContext, root: string, name: string, args: string[], input?: string) {
-  return ctx.run(join(root, 'tools', 'kafka', 'tool.sh'), [name, ...args], input === undefined ? {} : { input })
+  return ctx.run(
+    join(root, 'tools', 'kafka', 'tool.sh'),
+    [name, ...args],
+    input === undefined ? {} : { input },
+  )
 }
 
 const kcat: CaptureClient = {
@@ -153,35 +164,42 @@ const kcat: CaptureClient = {
     )
     await ctx.step('metadata', 'kcat -L: Metadata of all topics')
     await ctx.run('kcat', [...b, '-L'])
-    for (const codec of codecs) {
+    for (const [index, codec] of codecs.entries()) {
+      const partition = index % 3
       await ctx.step(
         `produce-${codec}`,
-        `kcat -P -z ${codec}: ${perCodec} records to ${ctx.topic}, keys k0.., values ${codec}-0.., header trace=<codec>-<i>, source=kcat`,
+        `kcat -P -z ${codec}: one batch of ${perCodec} records to ${ctx.topic}-${partition}, keys k0.., values ${codec}-<i>:weir-golden-x6, headers trace=${codec}, source=kcat`,
       )
-      for (let i = 0; i < perCodec; i++) {
-        await ctx.run('kcat', [
+      const lines = Array.from({ length: perCodec }, (_, i) => `k${i}:${codec}-${i}:${filler}\n`)
+      await ctx.run(
+        'kcat',
+        [
           ...b,
           '-P',
           '-t',
           ctx.topic,
+          '-p',
+          String(partition),
           '-z',
           codec,
           '-X',
-          'linger.ms=0',
+          'linger.ms=200',
           '-K',
           ':',
           '-H',
-          `trace=${codec}-${i}`,
+          `trace=${codec}`,
           '-H',
           'source=kcat',
-          '-p',
-          String(i),
-        ], { input: `k${i}:${codec}-${i}\n` })
-      }
+        ],
+        { input: lines.join('') },
+      )
     }
     await ctx.step('consume', `kcat -C: read ${ctx.topic} from the beginning to its end`)
     await ctx.run('kcat', [...b, '-C', '-t', ctx.topic, '-o', 'beginning', '-e', '-q', '-f', '%k=%s %h\\n'])
-    await ctx.step('consume-group', `kcat -G ${ctx.group}: balanced consumer, reads ${codecs.length * perCodec} records, commits`)
+    await ctx.step(
+      'consume-group',
+      `kcat -G ${ctx.group}: balanced consumer, reads ${codecs.length * perCodec} records, commits`,
+    )
     await ctx.run('kcat', [
       ...b,
       '-G',
@@ -198,19 +216,28 @@ const kcat: CaptureClient = {
       ctx.topic,
     ])
     await ctx.step('query-offsets', 'kcat -Q: ListOffsets by timestamp for each partition')
-    await ctx.run('kcat', [...b, '-Q', '-t', `${ctx.topic}:0:-1`, '-t', `${ctx.topic}:1:-2`, '-t', `${ctx.topic}:2:1000`])
+    await ctx.run('kcat', [
+      ...b,
+      '-Q',
+      '-t',
+      `${ctx.topic}:0:-1`,
+      '-t',
+      `${ctx.topic}:1:-2`,
+      '-t',
+      `${ctx.topic}:2:1000`,
+    ])
   },
 }
 
 const kafkaCli: CaptureClient = {
   name: 'kafka-cli',
+  // The console producer is the Java client's producer: its codecs are in java/ already.
+  keep: { 0: 1 },
   async prepare(root) {
     kafkaLibs(root)
   },
   async capture(ctx, root) {
-    const libs = kafkaLibs(root)
-    const version = /kafka-tools-(\d[^/]*)\.jar/.exec(sh('ls', [libs]))
-    ctx.version(`kafka-cli ${version?.[1] ?? ''}`.trim())
+    ctx.version(`kafka-cli ${kafkaVersion()}`)
     const bs = ['--bootstrap-server', ctx.bootstrap]
     await ctx.step('topics-create', `kafka-topics --create ${ctx.topic} --partitions 3`)
     await tool(ctx, root, 'kafka-topics', [...bs, '--create', '--topic', ctx.topic, '--partitions', '3'])
@@ -221,9 +248,12 @@ const kafkaCli: CaptureClient = {
     for (const codec of codecs) {
       await ctx.step(
         `produce-${codec}`,
-        `kafka-console-producer --compression-codec ${codec}: ${perCodec} records, keys k0.., header trace=<codec>-<i>`,
+        `kafka-console-producer --compression-codec ${codec}: ${perCodec} records, keys k0.., values ${codec}-<i>:weir-golden-x6, headers trace=<codec>-<i>, source=cli`,
       )
-      const lines = Array.from({ length: perCodec }, (_, i) => `trace:${codec}-${i},source:cli\tk${i}\t${codec}-${i}`)
+      const lines = Array.from(
+        { length: perCodec },
+        (_, i) => `trace:${codec}-${i},source:cli\tk${i}\t${codec}-${i}:${filler}`,
+      )
       await tool(
         ctx,
         root,
@@ -263,7 +293,14 @@ const kafkaCli: CaptureClient = {
     await ctx.step('get-offsets', `kafka-get-offsets --topic ${ctx.topic} (latest)`)
     await tool(ctx, root, 'kafka-get-offsets', [...bs, '--topic', ctx.topic])
     await ctx.step('configs-describe', `kafka-configs --describe topic ${ctx.topic}`)
-    await tool(ctx, root, 'kafka-configs', [...bs, '--describe', '--entity-type', 'topics', '--entity-name', ctx.topic])
+    await tool(ctx, root, 'kafka-configs', [
+      ...bs,
+      '--describe',
+      '--entity-type',
+      'topics',
+      '--entity-name',
+      ctx.topic,
+    ])
     await ctx.step('configs-alter', `kafka-configs --alter topic ${ctx.topic} retention.ms=86400000`)
     await tool(ctx, root, 'kafka-configs', [
       ...bs,

@@ -80,7 +80,8 @@ export function parseFixture(text: string, file: string): GoldenFixture {
     const m = hexLine.exec(line)
     if (m === null) throw new Error(`${where}: neither a '#' line nor a hex line`)
     const [, at, hex] = m as unknown as [string, string, string]
-    if (Number.parseInt(at, 16) !== offset) throw new Error(`${where}: offset ${at}, expected ${offset.toString(16)}`)
+    if (Number.parseInt(at, 16) !== offset)
+      throw new Error(`${where}: offset ${at}, expected ${offset.toString(16)}`)
     if (lastShort) throw new Error(`${where}: a hex line after a short one`)
     const chunk = Buffer.from(hex.replaceAll(' ', ''), 'hex')
     if (chunk.length > bytesPerLine) throw new Error(`${where}: more than ${bytesPerLine} bytes on a line`)
@@ -100,8 +101,10 @@ export function parseFixture(text: string, file: string): GoldenFixture {
     return Number(value)
   }
   const direction = need('direction')
-  if (direction !== 'request' && direction !== 'response') throw new Error(`${file}: bad direction ${direction}`)
-  if (int('bytes') !== bytes.length) throw new Error(`${file}: 'bytes' says ${meta.bytes}, hex has ${bytes.length}`)
+  if (direction !== 'request' && direction !== 'response')
+    throw new Error(`${file}: bad direction ${direction}`)
+  if (int('bytes') !== bytes.length)
+    throw new Error(`${file}: 'bytes' says ${meta.bytes}, hex has ${bytes.length}`)
   const fixture: GoldenFixture = {
     file,
     client: need('client').split(' ')[0]!,
@@ -126,7 +129,8 @@ function checkFrameHeader(f: GoldenFixture): void {
   } else {
     if (f.bytes.length < 4) throw new Error(`${f.file}: a response shorter than its header`)
     const seen = f.bytes.readInt32BE(0)
-    if (seen !== f.correlationId) throw new Error(`${f.file}: correlationId ${seen}, meta says ${f.correlationId}`)
+    if (seen !== f.correlationId)
+      throw new Error(`${f.file}: correlationId ${seen}, meta says ${f.correlationId}`)
   }
 }
 

@@ -18,7 +18,7 @@ export interface Exchange {
   connection: number
   /** Position among all requests seen by this proxy (0, 1, ...). */
   sequence: number
-  /** The label given to `Proxy.setLabel` when the connection was accepted (e.g. the client's name). */
+  /** The label given to `RecordingProxy.setLabel` when the connection was accepted (e.g. the client's name). */
   connectionLabel: string
   /** The label current when the request arrived (e.g. the scenario step). */
   requestLabel: string
@@ -39,7 +39,7 @@ export interface ProxyOptions {
   targetPort: number
 }
 
-export interface Proxy {
+export interface RecordingProxy {
   port: number
   /** Every request seen so far, in arrival order, responses filled in as they come. */
   exchanges: Exchange[]
@@ -107,7 +107,7 @@ function parseRequestHeader(frame: Buffer): {
 }
 
 /** Starts a recording proxy from 127.0.0.1:`listenPort` to 127.0.0.1:`targetPort`. */
-export function startProxy(options: ProxyOptions): Promise<Proxy> {
+export function startProxy(options: ProxyOptions): Promise<RecordingProxy> {
   const exchanges: Exchange[] = []
   const sockets = new Set<Socket>()
   let connectionLabel = ''

@@ -57,7 +57,10 @@ export function kafkaVersion(): string {
 
 /** Runs install.sh (a no-op once installed) and returns the libs directory. */
 export function installKafka(): string {
-  const out = execFileSync(join(toolsDir, 'install.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+  const out = execFileSync(join(toolsDir, 'install.sh'), {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   const libs = out.trim().split('\n').at(-1)
   if (libs === undefined || libs === '') throw new Error('install.sh printed no libs directory')
   return libs
@@ -190,7 +193,11 @@ export async function startKafka(options: KafkaOptions): Promise<KafkaBroker> {
   return broker
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<number | null>, graceMs: number): Promise<void> {
+async function stopChild(
+  child: ChildProcess,
+  exited: Promise<number | null>,
+  graceMs: number,
+): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   child.kill('SIGTERM')
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)

@@ -1,6 +1,9 @@
 // Type stubs for the untyped codec packages the kafkajs driver registers.
 declare module 'kafkajs-snappy' {
-  const SnappyCodec: () => { compress(encoder: { buffer: Buffer }): Promise<Buffer>; decompress(b: Buffer): Promise<Buffer> }
+  const SnappyCodec: () => {
+    compress(encoder: { buffer: Buffer }): Promise<Buffer>
+    decompress(b: Buffer): Promise<Buffer>
+  }
   export default SnappyCodec
 }
 declare module 'lz4js' {

@@ -12,6 +12,8 @@ const bootstrap = process.env.BOOTSTRAP ?? '127.0.0.1:9092'
 const topic = process.env.TOPIC ?? 'golden-kafkajs'
 const groupId = process.env.GROUP ?? 'golden-kafkajs-group'
 const perCodec = 3
+/** Compressible filler, so that every codec's batch is smaller compressed and sent compressed. */
+const filler = 'weir-golden-'.repeat(6)
 const { CompressionCodecs, CompressionTypes, Kafka, logLevel } = kafkajs
 
 async function step(slug: string, note: string): Promise<void> {
@@ -50,7 +52,10 @@ const kafka = new Kafka({ clientId: 'golden-kafkajs', brokers: [bootstrap], logL
 const admin = kafka.admin()
 await admin.connect()
 await step('admin-create-topic', `CreateTopics ${topic}, 3 partitions, replication 1`)
-await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }], waitForLeaders: true })
+await admin.createTopics({
+  topics: [{ topic, numPartitions: 3, replicationFactor: 1 }],
+  waitForLeaders: true,
+})
 await step('admin-create-topic-again', `CreateTopics ${topic} again: TOPIC_ALREADY_EXISTS`)
 await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }] })
 await step('admin-list-topics', 'listTopics')
@@ -75,25 +80,30 @@ const codecs = [
   ['lz4', CompressionTypes.LZ4],
   ['zstd', CompressionTypes.ZSTD],
 ] as const
-for (const [name, compression] of codecs) {
+for (const [index, [name, compression]] of codecs.entries()) {
+  const partition = index % 3
   await step(
     `produce-${name}`,
-    `Produce ${perCodec} records to ${topic}, compression ${name}, acks -1, keys k0..k${perCodec - 1}, values ${name}-0.., headers trace=<codec>-<i> and source=kafkajs`,
+    `Produce one batch of ${perCodec} records to ${topic}-${partition}, compression ${name}, acks -1, keys k0..k${perCodec - 1}, values ${name}-<i>:weir-golden-x6, headers trace=<codec>-<i> and source=kafkajs`,
   )
   await producer.send({
     topic,
     acks: -1,
     compression,
     messages: Array.from({ length: perCodec }, (_, i) => ({
+      partition,
       key: `k${i}`,
-      value: `${name}-${i}`,
+      value: `${name}-${i}:${filler}`,
       headers: { trace: `${name}-${i}`, source: 'kafkajs' },
     })),
   })
 }
 await producer.disconnect()
 
-await step('consume-join', `consumer group ${groupId} subscribes to ${topic} from the beginning (JoinGroup, SyncGroup)`)
+await step(
+  'consume-join',
+  `consumer group ${groupId} subscribes to ${topic} from the beginning (JoinGroup, SyncGroup)`,
+)
 const consumer = kafka.consumer({ groupId, heartbeatInterval: 500, sessionTimeout: 10_000 })
 await consumer.connect()
 await consumer.subscribe({ topic, fromBeginning: true })
