@@ -50,6 +50,7 @@ cat >"$dir/pom.xml" <<POM
   <dependencies>$deps
     <!-- Kafka's poms name slf4j-api only; its release tarball adds these (slf4j -> log4j2), at the
          log4j-api version the Kafka artifacts already pull in. -->
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-api</artifactId><version>$log4j</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$log4j</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>$log4j</version></dependency>
   </dependencies>
@@ -59,7 +60,7 @@ POM
 start=$(date +%s)
 rm -rf "$libs.tmp"
 mvn -q -B -Dstyle.color=never -f "$dir/pom.xml" dependency:copy-dependencies \
-  -DincludeScope=runtime -DoutputDirectory="$libs.tmp" >&2
+  -DincludeScope=runtime -DoutputDirectory="$libs.tmp" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >&2
 rm -rf "$libs"
 mv "$libs.tmp" "$libs"
 touch "$dir/.installed"

@@ -2,11 +2,12 @@
 // tools/kafka/install.sh fetched. Used by the golden-fixture capture and the differential tests; it
 // never binds anything but loopback.
 //
-//   node tools/kafka/kafka.ts [--port 9092] [--controller-port 9093] [--advertised-port N] [--data-dir D]
-//   (runs in the foreground until Ctrl-C, printing the bootstrap address)
+//   node_modules/.bin/node tools/kafka/kafka.ts [--port 9092] [--controller-port 9093]
+//       [--advertised-port N] [--data-dir .data/kafka] [--restart]
+//   (runs in the foreground until Ctrl-C, printing the bootstrap address; --restart keeps the data)
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -18,8 +19,14 @@ const host = '127.0.0.1'
 export interface KafkaOptions {
   /** The broker listener's real port (0: a free one). */
   port: number
-  /** The data directory; formatted anew by every start. */
+  /** The data directory (server.properties, the KRaft and partition logs, server-logs/server.log). */
   dataDir: string
+  /**
+   * true (default): wipe the logs and format a new cluster. false: restart on what `dataDir` holds,
+   * formatting only if it was never formatted (a restart needs the same ports: the controller's is in
+   * the quorum's state).
+   */
+  fresh?: boolean
   /** The controller listener's port (0 or absent: a free one). */
   controllerPort?: number
   /**
@@ -132,7 +139,7 @@ function java(libs: string, args: string[], heapMb: number, logsDir: string): st
   ]
 }
 
-/** Formats `dataDir` as a fresh single-node KRaft cluster and starts Kafka on it. */
+/** Formats `dataDir` as a single-node KRaft cluster (unless restarting on it) and starts Kafka there. */
 export async function startKafka(options: KafkaOptions): Promise<KafkaBroker> {
   const libs = installKafka()
   const dataDir = resolve(options.dataDir)
@@ -148,17 +155,24 @@ export async function startKafka(options: KafkaOptions): Promise<KafkaBroker> {
     propsFile,
     serverProperties({ port, controllerPort, advertisedPort, logDir, config: options.config ?? {} }),
   )
-  const clusterId = randomClusterId()
-  execFileSync(
-    'java',
-    java(
-      libs,
-      ['kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile, '--ignore-formatted'],
-      256,
-      logsDir,
-    ),
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  )
+  const metaProperties = join(logDir, 'meta.properties')
+  if (options.fresh ?? true) rmSync(logDir, { recursive: true, force: true })
+  const formatted = existsSync(metaProperties)
+    ? /^cluster\.id=(.+)$/m.exec(readFileSync(metaProperties, 'utf8'))?.[1]
+    : undefined
+  const clusterId = formatted ?? randomClusterId()
+  if (formatted === undefined) {
+    execFileSync(
+      'java',
+      java(
+        libs,
+        ['kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile, '--ignore-formatted'],
+        256,
+        logsDir,
+      ),
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    )
+  }
 
   const started = performance.now()
   const child = spawn('java', java(libs, ['kafka.Kafka', propsFile], heapMb, logsDir), {
@@ -247,11 +261,13 @@ async function main(): Promise<void> {
       'controller-port': { type: 'string' },
       'advertised-port': { type: 'string' },
       'data-dir': { type: 'string', default: '.data/kafka' },
+      restart: { type: 'boolean', default: false },
     },
   })
   const broker = await startKafka({
     port: Number(values.port),
     dataDir: values['data-dir'],
+    fresh: !values.restart,
     ...(values['controller-port'] ? { controllerPort: Number(values['controller-port']) } : {}),
     ...(values['advertised-port'] ? { advertisedPort: Number(values['advertised-port']) } : {}),
   })
