@@ -115,7 +115,11 @@ export type ReadResult =
       readonly logStartOffset: bigint
       readonly logEndOffset: bigint
     }
-  | { readonly errorCode: Exclude<ErrorCode, 0>; readonly logStartOffset: bigint; readonly logEndOffset: bigint }
+  | {
+      readonly errorCode: Exclude<ErrorCode, 0>
+      readonly logStartOffset: bigint
+      readonly logEndOffset: bigint
+    }
 
 /** A segment tail cut during recovery. */
 export interface RecoveryReport {

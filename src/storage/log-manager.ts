@@ -1,0 +1,486 @@
+/**
+ * One log directory: its `meta.properties`, the partition logs in it, the per-directory checkpoint
+ * files, the clean-shutdown marker, and the schedule for flushes, retention and the cleaner.
+ */
+import type { Clock, TimerHandle } from '../io/clock.ts'
+import { type Disk, isNotFound, joinPath } from '../io/disk.ts'
+import { assert } from '../model/index.ts'
+import { type CleanerStats, LogCleaner } from './log-cleaner.ts'
+import {
+  DEFAULT_LOG_CONFIG,
+  DEFAULT_LOG_MANAGER_CONFIG,
+  type LogConfig,
+  type LogManagerConfig,
+  NEVER_MS,
+} from './log-config.ts'
+import {
+  formatMetaProperties,
+  type MetaProperties,
+  MetaPropertiesError,
+  parseMetaProperties,
+} from './meta-properties.ts'
+import {
+  CheckpointFormatError,
+  type OffsetCheckpoint,
+  partitionKey,
+  readOffsetCheckpoint,
+  writeFileDurably,
+  writeOffsetCheckpoint,
+} from './offset-checkpoint-file.ts'
+import { type LogHooks, PartitionLog } from './partition-log.ts'
+
+/** Kafka's per-directory file names. */
+export const LogDirFile = {
+  metaProperties: 'meta.properties',
+  recoveryPointCheckpoint: 'recovery-point-offset-checkpoint',
+  logStartOffsetCheckpoint: 'log-start-offset-checkpoint',
+  cleanerOffsetCheckpoint: 'cleaner-offset-checkpoint',
+  cleanShutdown: '.kafka_cleanshutdown',
+} as const
+
+export interface LogManagerOptions {
+  readonly disk: Disk
+  readonly clock: Clock
+  /** The cluster this directory belongs to; checked against meta.properties. */
+  readonly clusterId: string
+  /** This node's id; checked against meta.properties. */
+  readonly nodeId: number
+  /** directory.id written into a new meta.properties. */
+  readonly directoryId?: string
+  /** Write meta.properties when missing (default true; Kafka wants `kafka-storage format`). */
+  readonly formatIfMissing?: boolean
+  readonly config?: LogManagerConfig
+  /** The broker's log defaults (`log.*` keys). */
+  readonly defaultLogConfig?: LogConfig
+  /** The config of a topic's logs (topic overrides over the defaults). */
+  readonly topicConfig?: (topic: string) => LogConfig
+  /** Leader-epoch and producer-state hooks for a partition (a later issue). */
+  readonly hooksFor?: (topic: string, partition: number) => LogHooks
+  /** Non-fatal events. */
+  readonly onWarning?: (message: string) => void
+}
+
+interface HostedLog {
+  readonly topic: string
+  readonly partition: number
+  readonly log: PartitionLog
+}
+
+/** `topic-partition` directory name -> its parts; null for other entries (`-delete` dirs, files). */
+export function parsePartitionDir(name: string): { topic: string; partition: number } | null {
+  if (/\.[0-9a-zA-Z_-]+-(delete|future|stray)$/.test(name)) return null
+  const dash = name.lastIndexOf('-')
+  if (dash <= 0) return null
+  const partition = name.slice(dash + 1)
+  if (!/^\d+$/.test(partition)) return null
+  return { topic: name.slice(0, dash), partition: Number(partition) }
+}
+
+/** A serial lock per checkpoint file, so writes never interleave. */
+class Serial {
+  #tail: Promise<unknown> = Promise.resolve()
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.#tail.then(fn)
+    this.#tail = p.catch(() => undefined)
+    return p
+  }
+}
+
+export class LogManager {
+  readonly dir: string
+  readonly #disk: Disk
+  readonly #clock: Clock
+  readonly #options: LogManagerOptions
+  readonly config: LogManagerConfig
+  readonly defaultLogConfig: LogConfig
+  #meta!: MetaProperties
+  #hadCleanShutdown = false
+  readonly #logs = new Map<string, HostedLog>()
+  readonly #opening = new Map<string, Promise<PartitionLog>>()
+  #cleanerOffsets: OffsetCheckpoint = new Map()
+  readonly #checkpointSerial = new Serial()
+  readonly #cleaner: LogCleaner
+  #timers: TimerHandle[] = []
+  #running = new Set<string>()
+  #closed = false
+  #deleteSeq = 0
+
+  private constructor(dir: string, options: LogManagerOptions) {
+    this.dir = dir
+    this.#disk = options.disk
+    this.#clock = options.clock
+    this.#options = options
+    this.config = options.config ?? DEFAULT_LOG_MANAGER_CONFIG
+    this.defaultLogConfig = options.defaultLogConfig ?? DEFAULT_LOG_CONFIG
+    this.#cleaner = new LogCleaner({
+      dedupeBufferBytes: this.config.cleanerDedupeBufferBytes,
+      ioBufferBytes: this.config.cleanerIoBufferBytes,
+      loadFactor: this.config.cleanerIoBufferLoadFactor,
+      clock: options.clock,
+    })
+  }
+
+  /**
+   * Open a log directory: check or write meta.properties, read the checkpoints and the clean-shutdown
+   * marker, open (and if needed recover) every partition log in it, then remove the marker durably
+   * before anything is written.
+   */
+  static async open(dir: string, options: LogManagerOptions): Promise<LogManager> {
+    const m = new LogManager(dir, options)
+    await m.#load()
+    return m
+  }
+
+  get metaProperties(): MetaProperties {
+    return this.#meta
+  }
+
+  /** Whether the directory was shut down cleanly last time (recovery was skipped). */
+  get hadCleanShutdown(): boolean {
+    return this.#hadCleanShutdown
+  }
+
+  /** The cleaner's counters. */
+  get cleanerStats(): CleanerStats {
+    return this.#cleaner.stats
+  }
+
+  #warn(message: string): void {
+    this.#options.onWarning?.(message)
+  }
+
+  #path(name: string): string {
+    return joinPath(this.dir, name)
+  }
+
+  async #readCheckpoint(name: string): Promise<OffsetCheckpoint> {
+    try {
+      return await readOffsetCheckpoint(this.#disk, this.#path(name))
+    } catch (e) {
+      if (!(e instanceof CheckpointFormatError)) throw e
+      // A damaged checkpoint costs a full recovery, never a wrong one.
+      this.#warn(`${this.dir}: ignoring damaged ${name}: ${e.message}`)
+      return new Map()
+    }
+  }
+
+  async #load(): Promise<void> {
+    const disk = this.#disk
+    await disk.mkdir(this.dir)
+    await this.#loadMeta()
+    this.#hadCleanShutdown = await disk.exists(this.#path(LogDirFile.cleanShutdown))
+    const recoveryPoints = await this.#readCheckpoint(LogDirFile.recoveryPointCheckpoint)
+    const logStartOffsets = await this.#readCheckpoint(LogDirFile.logStartOffsetCheckpoint)
+    this.#cleanerOffsets = await this.#readCheckpoint(LogDirFile.cleanerOffsetCheckpoint)
+    for (const name of await disk.list(this.dir)) {
+      if (/-delete$/.test(name)) {
+        await disk.removeTree(this.#path(name)) // a deleted partition whose removal was cut short
+        continue
+      }
+      const tp = parsePartitionDir(name)
+      if (tp === null || !(await disk.stat(this.#path(name))).isDirectory) continue
+      const key = partitionKey(tp.topic, tp.partition)
+      const rp = recoveryPoints.get(key)?.offset
+      const lso = logStartOffsets.get(key)?.offset
+      const log = await PartitionLog.open(this.#path(name), this.#configFor(tp.topic), {
+        ...this.#logOptions(tp.topic, tp.partition),
+        // Without a checkpointed recovery point, scan everything.
+        recoveryPoint: rp ?? 0n,
+        ...(lso !== undefined ? { logStartOffset: lso } : {}),
+        hadCleanShutdown: this.#hadCleanShutdown && rp !== undefined,
+      })
+      this.#logs.set(key, { topic: tp.topic, partition: tp.partition, log })
+    }
+    if (this.#hadCleanShutdown) {
+      // From here on a crash must recover: the marker goes before any write.
+      await disk.remove(this.#path(LogDirFile.cleanShutdown))
+      await disk.syncDir(this.dir)
+    }
+    await this.checkpointRecoveryPoints()
+  }
+
+  async #loadMeta(): Promise<void> {
+    const path = this.#path(LogDirFile.metaProperties)
+    let text: string | null = null
+    try {
+      text = (await this.#disk.readFile(path)).toString('utf8')
+    } catch (e) {
+      if (!isNotFound(e)) throw e
+    }
+    if (text === null) {
+      if (this.#options.formatIfMissing === false) {
+        throw new MetaPropertiesError(`${path} is missing: format the directory first`)
+      }
+      const meta: MetaProperties = {
+        version: 1,
+        clusterId: this.#options.clusterId,
+        nodeId: this.#options.nodeId,
+        ...(this.#options.directoryId !== undefined ? { directoryId: this.#options.directoryId } : {}),
+      }
+      await writeFileDurably(this.#disk, path, Buffer.from(formatMetaProperties(meta), 'utf8'))
+      this.#meta = meta
+      return
+    }
+    const meta = parseMetaProperties(text)
+    if (meta.clusterId !== this.#options.clusterId) {
+      throw new MetaPropertiesError(
+        `${path}: cluster.id ${meta.clusterId} does not match this cluster's ${this.#options.clusterId}`,
+      )
+    }
+    if (meta.nodeId !== this.#options.nodeId) {
+      throw new MetaPropertiesError(
+        `${path}: node.id ${meta.nodeId} does not match this node's ${this.#options.nodeId}`,
+      )
+    }
+    this.#meta = meta
+  }
+
+  #configFor(topic: string): LogConfig {
+    return this.#options.topicConfig?.(topic) ?? this.defaultLogConfig
+  }
+
+  #logOptions(topic: string, partition: number) {
+    const hooks = this.#options.hooksFor?.(topic, partition)
+    return {
+      disk: this.#disk,
+      clock: this.#clock,
+      ...(hooks !== undefined ? { hooks } : {}),
+      onRecoveryPointLowered: () => this.checkpointRecoveryPoints(),
+      onWarning: (m: string) => this.#warn(m),
+    }
+  }
+
+  // ---------------------------------------------------------------- logs
+
+  /** The log of a hosted partition, or undefined. */
+  getLog(topic: string, partition: number): PartitionLog | undefined {
+    return this.#logs.get(partitionKey(topic, partition))?.log
+  }
+
+  /** Every hosted log. */
+  logs(): { topic: string; partition: number; log: PartitionLog }[] {
+    return [...this.#logs.values()]
+  }
+
+  /** The partition's log, created (directory synced) when it does not exist yet. */
+  getOrCreateLog(topic: string, partition: number, config?: LogConfig): Promise<PartitionLog> {
+    assert(!this.#closed, 'log manager is closed')
+    const key = partitionKey(topic, partition)
+    const hosted = this.#logs.get(key)
+    if (hosted !== undefined) return Promise.resolve(hosted.log)
+    let opening = this.#opening.get(key)
+    if (opening === undefined) {
+      opening = (async () => {
+        const log = await PartitionLog.open(this.#path(key), config ?? this.#configFor(topic), {
+          ...this.#logOptions(topic, partition),
+          recoveryPoint: 0n,
+        })
+        this.#logs.set(key, { topic, partition, log })
+        return log
+      })().finally(() => this.#opening.delete(key))
+      this.#opening.set(key, opening)
+    }
+    return opening
+  }
+
+  /**
+   * Delete a partition's log (topic deletion, reassignment): close it, rename its directory to
+   * `<topic>-<partition>.<id>-delete` durably, then remove it after `file.delete.delay.ms`.
+   */
+  async deleteLog(topic: string, partition: number): Promise<void> {
+    const key = partitionKey(topic, partition)
+    const hosted = this.#logs.get(key)
+    if (hosted === undefined) return
+    this.#logs.delete(key)
+    this.#cleanerOffsets.delete(key)
+    await hosted.log.close()
+    const unique = `${this.#clock.nowMs().toString(16)}${(this.#deleteSeq++).toString(16)}`.padStart(32, '0')
+    const doomed = this.#path(`${key}.${unique}-delete`)
+    await this.#disk.rename(this.#path(key), doomed)
+    await this.#disk.syncDir(this.dir)
+    await this.checkpointRecoveryPoints()
+    await this.checkpointLogStartOffsets()
+    const timer = this.#clock.setTimer(hosted.log.config.fileDeleteDelayMs, () => {
+      this.#disk
+        .removeTree(doomed)
+        .catch((e: unknown) => this.#warn(`${doomed}: removal failed: ${String(e)}`))
+    })
+    this.#timers.push(timer)
+  }
+
+  // ---------------------------------------------------------------- checkpoints
+
+  /** Write recovery-point-offset-checkpoint from every online log (durably). */
+  checkpointRecoveryPoints(): Promise<void> {
+    return this.#checkpointSerial.run(() =>
+      writeOffsetCheckpoint(
+        this.#disk,
+        this.#path(LogDirFile.recoveryPointCheckpoint),
+        this.logs()
+          .filter((h) => h.log.offlineCause === null)
+          .map((h) => ({ topic: h.topic, partition: h.partition, offset: h.log.recoveryPoint })),
+      ),
+    )
+  }
+
+  /** Write log-start-offset-checkpoint (durably). */
+  checkpointLogStartOffsets(): Promise<void> {
+    return this.#checkpointSerial.run(() =>
+      writeOffsetCheckpoint(
+        this.#disk,
+        this.#path(LogDirFile.logStartOffsetCheckpoint),
+        this.logs()
+          .filter((h) => h.log.offlineCause === null && h.log.logStartOffset > h.log.segments[0]!.baseOffset)
+          .map((h) => ({ topic: h.topic, partition: h.partition, offset: h.log.logStartOffset })),
+      ),
+    )
+  }
+
+  /** Write cleaner-offset-checkpoint (durably). */
+  checkpointCleanerOffsets(): Promise<void> {
+    return this.#checkpointSerial.run(() =>
+      writeOffsetCheckpoint(
+        this.#disk,
+        this.#path(LogDirFile.cleanerOffsetCheckpoint),
+        this.#cleanerOffsets.values(),
+      ),
+    )
+  }
+
+  // ---------------------------------------------------------------- maintenance
+
+  /** Flush the logs whose `flush.ms` has passed (the flush scheduler's task). */
+  async flushDirtyLogs(): Promise<number> {
+    let n = 0
+    const now = this.#clock.nowMs()
+    for (const h of this.logs()) {
+      try {
+        if (await h.log.flushIfDue(now)) n++
+      } catch (e) {
+        this.#warn(`${h.topic}-${h.partition}: flush failed: ${String(e)}`)
+      }
+    }
+    return n
+  }
+
+  /** Retention over every log; returns the segments deleted. Checkpoints log start offsets after. */
+  async runRetention(): Promise<number> {
+    let n = 0
+    for (const h of this.logs()) {
+      if (h.log.offlineCause !== null || h.log.isClosed) continue
+      try {
+        n += await h.log.deleteOldSegments()
+      } catch (e) {
+        this.#warn(`${h.topic}-${h.partition}: retention failed: ${String(e)}`)
+      }
+    }
+    if (n > 0) await this.checkpointLogStartOffsets()
+    return n
+  }
+
+  /**
+   * One pass of the cleaner: clean the compacted log with the highest dirty ratio at or above its
+   * `min.cleanable.dirty.ratio` (or past `max.compaction.lag.ms`). Returns what it did, or null.
+   * `upperBound` caps what may be cleaned (the high watermark), per partition.
+   */
+  async runCleanerOnce(
+    upperBound?: (topic: string, partition: number) => bigint,
+  ): Promise<CleanerStats | null> {
+    const candidates = this.logs()
+      .filter((h) => h.log.config.cleanupPolicy.compact && h.log.offlineCause === null && !h.log.isClosed)
+      .map((h) => {
+        const key = partitionKey(h.topic, h.partition)
+        return {
+          key,
+          hosted: h,
+          firstDirty: this.#cleanerOffsets.get(key)?.offset ?? h.log.logStartOffset,
+          bound: upperBound?.(h.topic, h.partition),
+        }
+      })
+    const chosen = this.#cleaner.choose(
+      candidates.map((c) => ({
+        log: c.hosted.log,
+        firstDirty: c.firstDirty,
+        ...(c.bound !== undefined ? { upperBound: c.bound } : {}),
+      })),
+    )
+    if (chosen === null) return null
+    const c = candidates.find((x) => x.hosted.log === chosen.log)!
+    const result = await this.#cleaner.clean(chosen)
+    if (result === null) return null
+    this.#cleanerOffsets.set(c.key, {
+      topic: c.hosted.topic,
+      partition: c.hosted.partition,
+      offset: result.endOffset,
+    })
+    await this.checkpointCleanerOffsets()
+    return result.stats
+  }
+
+  /**
+   * Start the background tasks on the clock: retention every `log.retention.check.interval.ms`,
+   * flushes every `log.flush.scheduler.interval.ms`, the two checkpoints, and the cleaner.
+   */
+  start(): void {
+    const c = this.config
+    this.#every('retention', c.retentionCheckIntervalMs, () => this.runRetention())
+    this.#every('flush', c.flushSchedulerIntervalMs, () => this.flushDirtyLogs())
+    this.#every('recovery-point-checkpoint', c.recoveryPointCheckpointIntervalMs, () =>
+      this.checkpointRecoveryPoints(),
+    )
+    this.#every('log-start-offset-checkpoint', c.logStartOffsetCheckpointIntervalMs, () =>
+      this.checkpointLogStartOffsets(),
+    )
+    if (c.cleanerEnable) this.#every('cleaner', c.cleanerBackoffMs, () => this.#cleanUntilIdle())
+  }
+
+  async #cleanUntilIdle(): Promise<void> {
+    // Keep cleaning while there is work, then back off (log.cleaner.backoff.ms).
+    for (let i = 0; i < 100 && !this.#closed; i++) if ((await this.runCleanerOnce()) === null) return
+  }
+
+  #every(name: string, intervalMs: number, task: () => Promise<unknown>): void {
+    if (intervalMs >= NEVER_MS) return
+    const arm = () => {
+      if (this.#closed) return
+      const timer = this.#clock.setTimer(Math.max(1, intervalMs), () => {
+        this.#timers = this.#timers.filter((t) => t !== timer)
+        if (this.#running.has(name)) return arm()
+        this.#running.add(name)
+        task()
+          .catch((e: unknown) => this.#warn(`${this.dir}: ${name} failed: ${String(e)}`))
+          .finally(() => {
+            this.#running.delete(name)
+            arm()
+          })
+      })
+      this.#timers.push(timer)
+    }
+    arm()
+  }
+
+  /**
+   * Stop the tasks, close every log (each flushes and writes its indexes), write the checkpoints,
+   * and, when every log closed cleanly, the clean-shutdown marker (so the next start skips recovery).
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    for (const t of this.#timers) this.#clock.clearTimer(t)
+    this.#timers = []
+    this.#cleaner.stop()
+    await this.#cleaner.idle()
+    let clean = true
+    for (const h of this.logs()) if (!(await h.log.close())) clean = false
+    await this.checkpointRecoveryPoints()
+    await this.checkpointLogStartOffsets()
+    await this.checkpointCleanerOffsets()
+    if (clean) {
+      await writeFileDurably(
+        this.#disk,
+        this.#path(LogDirFile.cleanShutdown),
+        Buffer.from('{"version":0,"brokerEpoch":-1}\n'),
+      )
+    }
+  }
+}
