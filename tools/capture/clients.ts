@@ -143,6 +143,8 @@ const kcat: CaptureClient = {
     try {
       sh('kcat', ['-V'])
     } catch {
+      // Debian's kcat; a fresh machine has no package lists until `apt-get update`.
+      sh('apt-get', ['update', '-q'])
       sh('apt-get', ['install', '-y', '-q', 'kcat'])
     }
   },
