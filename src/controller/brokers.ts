@@ -1,0 +1,144 @@
+/**
+ * Broker lifecycle decisions: registration (a new broker epoch), heartbeats (unfence once caught
+ * up, controlled shutdown) and fencing when heartbeats lapse. Pure; the session clock is the
+ * caller's.
+ */
+import type { MetadataImage } from '../metadata/index.ts'
+import type { BrokerId } from '../model/index.ts'
+import {
+  type BrokerHeartbeatRequestData,
+  type BrokerHeartbeatResponseData,
+  type BrokerRegistrationRequestData,
+  type BrokerRegistrationResponseData,
+  ErrorCode,
+  metadataRecordTypes as T,
+} from '../protocol/index.ts'
+import { type Decision, type PendingRecord, pendingRecord } from './decision.ts'
+
+/** BrokerRegistrationChangeRecord.fenced values. */
+const FENCE = 1
+const UNFENCE = -1
+
+export interface RegistrationContext {
+  readonly image: MetadataImage
+  readonly clusterId: string
+  /** The offset the registration record will have: it becomes the broker epoch, as in Kafka. */
+  readonly nextOffset: bigint
+  /** Whether the broker's current registration still has a live session. */
+  readonly hasLiveSession: (id: BrokerId) => boolean
+  /** Finalized features the broker must support (name -> level). */
+  readonly finalizedFeatures: ReadonlyMap<string, number>
+}
+
+export function registerBroker(
+  ctx: RegistrationContext,
+  req: BrokerRegistrationRequestData.BrokerRegistrationRequest,
+): Decision<BrokerRegistrationResponseData.BrokerRegistrationResponseIn> {
+  const refuse = (errorCode: number) => ({ records: [], response: { errorCode, brokerEpoch: -1n } })
+  if (req.clusterId !== ctx.clusterId) return refuse(ErrorCode.InconsistentClusterId)
+  const existing = ctx.image.brokers.get(req.brokerId)
+  if (
+    existing !== undefined &&
+    existing.incarnationId !== req.incarnationId &&
+    ctx.hasLiveSession(req.brokerId)
+  ) {
+    return refuse(ErrorCode.DuplicateBrokerRegistration)
+  }
+  for (const [name, level] of ctx.finalizedFeatures) {
+    const f = req.features.find((x) => x.name === name)
+    if (level > 0 && (f === undefined || level < f.minSupportedVersion || level > f.maxSupportedVersion)) {
+      return refuse(ErrorCode.UnsupportedVersion)
+    }
+  }
+  const record = pendingRecord(T.RegisterBroker, 0, {
+    brokerId: req.brokerId,
+    incarnationId: req.incarnationId,
+    brokerEpoch: ctx.nextOffset,
+    endPoints: req.listeners.map((l) => ({
+      name: l.name,
+      host: l.host,
+      port: l.port,
+      securityProtocol: l.securityProtocol,
+    })),
+    features: req.features.map((f) => ({
+      name: f.name,
+      minSupportedVersion: f.minSupportedVersion,
+      maxSupportedVersion: f.maxSupportedVersion,
+    })),
+    rack: req.rack,
+    fenced: true,
+    inControlledShutdown: false,
+  })
+  return { records: [record], response: { errorCode: ErrorCode.None, brokerEpoch: ctx.nextOffset } }
+}
+
+export interface HeartbeatContext {
+  readonly image: MetadataImage
+  /** The offset up to which the metadata log is committed (the controller's high watermark). */
+  readonly committedOffset: bigint
+  /** Partitions the broker still leads (controlled shutdown completes at zero). */
+  readonly leadershipsOf: (id: BrokerId) => number
+}
+
+/**
+ * A heartbeat: stale epochs are refused; a fenced broker that has caught up with the metadata log
+ * (its offset reached its own registration) and does not want to be fenced is unfenced; a broker
+ * asking to shut down enters controlled shutdown and is told to stop once it leads nothing.
+ */
+export function brokerHeartbeat(
+  ctx: HeartbeatContext,
+  req: BrokerHeartbeatRequestData.BrokerHeartbeatRequest,
+): Decision<BrokerHeartbeatResponseData.BrokerHeartbeatResponseIn> {
+  const b = ctx.image.brokers.get(req.brokerId)
+  if (b === undefined || b.epoch !== req.brokerEpoch) {
+    return {
+      records: [],
+      response: {
+        errorCode: ErrorCode.StaleBrokerEpoch,
+        isCaughtUp: false,
+        isFenced: true,
+        shouldShutDown: false,
+      },
+    }
+  }
+  const caughtUp = req.currentMetadataOffset >= b.epoch
+  const records: PendingRecord[] = []
+  let fenced = b.fenced
+  let shuttingDown = b.inControlledShutdown
+  if (req.wantShutDown && !b.inControlledShutdown) {
+    records.push(
+      pendingRecord(T.BrokerRegistrationChange, 1, {
+        brokerId: b.id,
+        brokerEpoch: b.epoch,
+        inControlledShutdown: 1,
+      }),
+    )
+    shuttingDown = true
+  } else if (req.wantFence && !b.fenced) {
+    records.push(
+      pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: b.id, brokerEpoch: b.epoch, fenced: FENCE }),
+    )
+    fenced = true
+  } else if (!req.wantFence && !req.wantShutDown && b.fenced && caughtUp) {
+    records.push(
+      pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: b.id, brokerEpoch: b.epoch, fenced: UNFENCE }),
+    )
+    fenced = false
+  }
+  return {
+    records,
+    response: {
+      errorCode: ErrorCode.None,
+      isCaughtUp: caughtUp,
+      isFenced: fenced,
+      shouldShutDown: shuttingDown && ctx.leadershipsOf(b.id) === 0,
+    },
+  }
+}
+
+/** Fences a broker whose session lapsed (`broker.session.timeout.ms`). */
+export function fenceBroker(image: MetadataImage, id: BrokerId): PendingRecord[] {
+  const b = image.brokers.get(id)
+  if (b === undefined || b.fenced) return []
+  return [pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: id, brokerEpoch: b.epoch, fenced: FENCE })]
+}

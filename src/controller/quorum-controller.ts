@@ -1,0 +1,301 @@
+/**
+ * The controller shell: serializes requests, decides each against the latest image (committed plus
+ * what it proposed and has not seen committed), proposes the records through the quorum, and
+ * answers once they commit. Active only on the quorum leader after it has replayed its own epoch's
+ * start; on losing leadership every waiting request is answered NOT_CONTROLLER.
+ */
+import type { Clock, Random, TimerHandle } from '../io/index.ts'
+import { type ImagePublication, MetadataDelta, type MetadataImage } from '../metadata/index.ts'
+import type { BrokerId } from '../model/index.ts'
+import {
+  type BrokerHeartbeatRequestData,
+  type BrokerHeartbeatResponseData,
+  type BrokerRegistrationRequestData,
+  type BrokerRegistrationResponseData,
+  type CreatePartitionsRequestData,
+  type CreatePartitionsResponseData,
+  type CreateTopicsRequestData,
+  type CreateTopicsResponseData,
+  type DeleteTopicsRequestData,
+  type DeleteTopicsResponseData,
+  decodeMetadataRecord,
+  ErrorCode,
+  encodeMetadataRecord,
+  metadataRecordTypes as T,
+} from '../protocol/index.ts'
+import type { ProposeResult, RaftStatus } from '../raft/index.ts'
+import { brokerHeartbeat, fenceBroker, registerBroker } from './brokers.ts'
+import { type ControllerSettings, type Decision, type DecisionContext, pendingRecord } from './decision.ts'
+import { type CreateTopicsOptions, createPartitions, createTopics, deleteTopics } from './topics.ts'
+
+/** What the controller needs of the quorum. */
+export interface ControllerQuorum {
+  propose(data: readonly Uint8Array[]): ProposeResult
+  status(): RaftStatus
+}
+
+/** Thrown to a request when this node is not (or stopped being) the active controller. */
+export class NotControllerError extends Error {
+  override name = 'NotControllerError'
+}
+
+export interface QuorumControllerOptions {
+  readonly quorum: ControllerQuorum
+  readonly clock: Clock
+  readonly random: Random
+  readonly clusterId: string
+  readonly settings: ControllerSettings
+  /** `broker.session.timeout.ms` */
+  readonly brokerSessionTimeoutMs: number
+  readonly validateTopicConfigs: DecisionContext['validateTopicConfigs']
+  readonly describeTopicConfigs?: CreateTopicsOptions['describeConfigs']
+  /** Finalized features written when the cluster is new (metadata.version, ...). */
+  readonly bootstrapFeatures: ReadonlyMap<string, number>
+  readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void
+}
+
+interface Waiter {
+  readonly lastOffset: bigint
+  readonly epoch: number
+  readonly resolve: () => void
+  readonly reject: (e: Error) => void
+}
+
+/** How often lapsed broker sessions are looked for. */
+const SESSION_CHECK_INTERVAL_MS = 1000
+/** How long to wait before retrying a proposal refused for backpressure. */
+const BACKPRESSURE_RETRY_MS = 10
+
+export class QuorumController {
+  readonly #o: QuorumControllerOptions
+  #committed: MetadataImage | null = null
+  /** The committed image plus this controller's proposed records; null when not active. */
+  #pending: MetadataImage | null = null
+  #activeEpoch = -1
+  #queue: Promise<void> = Promise.resolve()
+  readonly #waiters: Waiter[] = []
+  /** Monotonic time of each broker's last heartbeat, for session expiry (leader-local, as in Kafka). */
+  readonly #lastHeartbeatMs = new Map<BrokerId, number>()
+  #sessionTimer: TimerHandle | null = null
+  #closed = false
+
+  constructor(options: QuorumControllerOptions) {
+    this.#o = options
+  }
+
+  get isActive(): boolean {
+    return this.#pending !== null
+  }
+
+  /** The latest committed image this controller has seen. */
+  get image(): MetadataImage | null {
+    return this.#committed
+  }
+
+  /** Called by the metadata loader for every committed batch, in order. */
+  onPublish(p: ImagePublication): void {
+    this.#committed = p.image
+    const status = this.#o.quorum.status()
+    // Our own epoch's leader change is committed: every earlier record is applied; become active.
+    for (const lc of p.leaderChanges) {
+      if (status.role === 'leader' && lc.epoch === status.epoch && lc.leaderId === status.nodeId)
+        this.#activate(lc.epoch)
+    }
+    const hw = p.image.provenance.offset + 1n
+    for (let i = 0; i < this.#waiters.length; ) {
+      const w = this.#waiters[i]!
+      if (w.lastOffset < hw) {
+        this.#waiters.splice(i, 1)
+        w.resolve()
+      } else i++
+    }
+  }
+
+  /** Called when the quorum's leadership or epoch changes. */
+  onStatus(status: RaftStatus): void {
+    if (status.role !== 'leader' || status.epoch !== this.#activeEpoch) this.#deactivate()
+  }
+
+  #activate(epoch: number): void {
+    if (this.#activeEpoch === epoch && this.#pending !== null) return
+    this.#activeEpoch = epoch
+    this.#pending = this.#committed
+    const now = this.#o.clock.monotonicMs()
+    // A new controller gives every registered broker a full session before fencing it.
+    for (const id of this.#committed?.brokers.keys() ?? []) this.#lastHeartbeatMs.set(id, now)
+    this.#o.log?.('info', `controller active in epoch ${epoch}`)
+    this.#scheduleSessionCheck()
+    if (
+      this.#committed !== null &&
+      this.#committed.features.size === 0 &&
+      this.#o.bootstrapFeatures.size > 0
+    ) {
+      void this.#bootstrap()
+    }
+  }
+
+  #deactivate(): void {
+    if (this.#pending === null && this.#activeEpoch < 0) return
+    this.#pending = null
+    this.#activeEpoch = -1
+    if (this.#sessionTimer !== null) this.#o.clock.clearTimer(this.#sessionTimer)
+    this.#sessionTimer = null
+    const error = new NotControllerError('this node is no longer the active controller')
+    for (const w of this.#waiters.splice(0)) w.reject(error)
+  }
+
+  /** A new cluster's first records: the finalized features (metadata.version and the like). */
+  async #bootstrap(): Promise<void> {
+    await this.#write(() => ({
+      records: [...this.#o.bootstrapFeatures].map(([name, featureLevel]) =>
+        pendingRecord(T.FeatureLevel, 0, { name, featureLevel }),
+      ),
+      response: undefined,
+    })).catch((e: unknown) => this.#o.log?.('warn', `feature bootstrap failed: ${(e as Error).message}`))
+  }
+
+  /**
+   * Runs one decision: serialized behind earlier ones, decided against the pending image, proposed,
+   * and resolved once committed. Throws NotControllerError when not active.
+   */
+  #write<R>(decide: (image: MetadataImage) => Decision<R>): Promise<R> {
+    const run = async (): Promise<R> => {
+      const image = this.#pending
+      if (image === null || this.#closed)
+        throw new NotControllerError('this node is not the active controller')
+      const decision = decide(image)
+      if (decision.records.length === 0) return decision.response
+      const values = decision.records.map((r) => encodeMetadataRecord(r.type, r.version, r.data as never))
+      let result = this.#o.quorum.propose(values)
+      while (result.kind === 'backpressure') {
+        await new Promise<void>((resolve) => this.#o.clock.setTimer(BACKPRESSURE_RETRY_MS, resolve))
+        if (this.#pending === null) throw new NotControllerError('lost leadership while waiting')
+        result = this.#o.quorum.propose(values)
+      }
+      if (result.kind === 'notLeader') {
+        this.#deactivate()
+        throw new NotControllerError('this node is not the quorum leader')
+      }
+      // The records are in the log at known offsets: later decisions see them at once.
+      const delta = new MetadataDelta(image)
+      for (const [i, v] of values.entries()) {
+        delta.replay(decodeMetadataRecord(v), { offset: result.baseOffset + BigInt(i), epoch: result.epoch })
+      }
+      this.#pending = delta.apply().image
+      const committed = new Promise<void>((resolve, reject) => {
+        this.#waiters.push({ lastOffset: result.lastOffset, epoch: result.epoch, resolve, reject })
+      })
+      return committed.then(() => decision.response)
+    }
+    // Decisions run one at a time; waiting for commit does not hold the next decision back.
+    const decided = this.#queue.then(run, run)
+    this.#queue = decided.then(
+      () => undefined,
+      () => undefined,
+    )
+    return decided
+  }
+
+  #context(image: MetadataImage): DecisionContext {
+    return {
+      image,
+      random: this.#o.random,
+      settings: this.#o.settings,
+      validateTopicConfigs: this.#o.validateTopicConfigs,
+    }
+  }
+
+  createTopics(
+    req: CreateTopicsRequestData.CreateTopicsRequest,
+  ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn> {
+    const options =
+      this.#o.describeTopicConfigs === undefined ? {} : { describeConfigs: this.#o.describeTopicConfigs }
+    return this.#write((image) => createTopics(this.#context(image), req, options))
+  }
+
+  deleteTopics(
+    req: DeleteTopicsRequestData.DeleteTopicsRequest,
+  ): Promise<DeleteTopicsResponseData.DeleteTopicsResponseIn> {
+    return this.#write((image) => deleteTopics(this.#context(image), req))
+  }
+
+  createPartitions(
+    req: CreatePartitionsRequestData.CreatePartitionsRequest,
+  ): Promise<CreatePartitionsResponseData.CreatePartitionsResponseIn> {
+    return this.#write((image) => createPartitions(this.#context(image), req))
+  }
+
+  registerBroker(
+    req: BrokerRegistrationRequestData.BrokerRegistrationRequest,
+  ): Promise<BrokerRegistrationResponseData.BrokerRegistrationResponseIn> {
+    return this.#write((image) => {
+      const d = registerBroker(
+        {
+          image,
+          clusterId: this.#o.clusterId,
+          nextOffset: this.#o.quorum.status().logEndOffset,
+          hasLiveSession: (id) => this.#hasLiveSession(id),
+          finalizedFeatures: image.features,
+        },
+        req,
+      )
+      if (d.records.length > 0) this.#lastHeartbeatMs.set(req.brokerId, this.#o.clock.monotonicMs())
+      return d
+    })
+  }
+
+  brokerHeartbeat(
+    req: BrokerHeartbeatRequestData.BrokerHeartbeatRequest,
+  ): Promise<BrokerHeartbeatResponseData.BrokerHeartbeatResponseIn> {
+    return this.#write((image) => {
+      const d = brokerHeartbeat(
+        {
+          image,
+          committedOffset: this.#committed?.provenance.offset ?? -1n,
+          leadershipsOf: (id) => countLeaderships(image, id),
+        },
+        req,
+      )
+      if (d.response.errorCode === ErrorCode.None)
+        this.#lastHeartbeatMs.set(req.brokerId, this.#o.clock.monotonicMs())
+      return d
+    })
+  }
+
+  #hasLiveSession(id: BrokerId): boolean {
+    const last = this.#lastHeartbeatMs.get(id)
+    return last !== undefined && this.#o.clock.monotonicMs() - last < this.#o.brokerSessionTimeoutMs
+  }
+
+  #scheduleSessionCheck(): void {
+    if (this.#closed || this.#pending === null) return
+    this.#sessionTimer = this.#o.clock.setTimer(SESSION_CHECK_INTERVAL_MS, () => {
+      this.#sessionTimer = null
+      const image = this.#pending
+      if (image === null) return
+      for (const b of image.brokers.values()) {
+        if (!b.fenced && !this.#hasLiveSession(b.id)) {
+          this.#o.log?.(
+            'warn',
+            `broker ${b.id} missed its heartbeats for ${this.#o.brokerSessionTimeoutMs} ms: fencing it`,
+          )
+          void this.#write((img) => ({ records: fenceBroker(img, b.id), response: undefined })).catch(
+            () => {},
+          )
+        }
+      }
+      this.#scheduleSessionCheck()
+    })
+  }
+
+  close(): void {
+    this.#closed = true
+    this.#deactivate()
+  }
+}
+
+function countLeaderships(image: MetadataImage, id: BrokerId): number {
+  let n = 0
+  for (const t of image.topicsById.values()) for (const p of t.partitions.values()) if (p.leader === id) n++
+  return n
+}
