@@ -24,15 +24,16 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   protocol: '', // the codec: pure
   raft: '', // the KRaft core: pure
   metadata: 'protocol',
-  storage: 'protocol io', // DESIGN.md says protocol/records; all of protocol is allowed
+  config: '', // the catalog of Kafka config keys: pure, imports only model
+  storage: 'protocol io config', // DESIGN.md says protocol/records; all of protocol is allowed
   client: 'protocol io', // Kafka-protocol requests to other nodes over the Transport port
   quorum: 'raft storage protocol io client',
-  controller: 'quorum metadata protocol io', // not drawn in DESIGN.md: appends records via the quorum
-  replication: 'storage metadata protocol io client',
-  coordinator: 'replication storage metadata protocol io',
-  server: 'io protocol storage raft quorum metadata controller replication coordinator client',
-  broker: 'io protocol storage raft quorum metadata controller replication coordinator server client',
-  cli: 'protocol io client', // talks to a node over the wire, never to its internals
+  controller: 'quorum metadata protocol io config', // not drawn in DESIGN.md: appends records via the quorum
+  replication: 'storage metadata protocol io client config',
+  coordinator: 'replication storage metadata protocol io config',
+  server: 'io protocol storage raft quorum metadata controller replication coordinator client config',
+  broker: 'io protocol storage raft quorum metadata controller replication coordinator server client config',
+  cli: 'protocol io client config', // talks to a node over the wire, never to its internals
   console: 'protocol io client',
 })
 
