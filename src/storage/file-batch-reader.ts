@@ -15,7 +15,7 @@ import {
   LOG_OVERHEAD,
   MAGIC_V2,
   readBatchHeader,
-} from '../protocol/records/index.ts'
+} from '../protocol/index.ts'
 
 /** One batch found in a file. */
 export interface FileBatch {

@@ -10,7 +10,7 @@ import {
   hasDeleteHorizon,
   LOG_OVERHEAD,
   readBatchHeader,
-} from '../protocol/records/index.ts'
+} from '../protocol/index.ts'
 import type { LogConfig } from './log-config.ts'
 import { LogManager, type LogManagerOptions } from './log-manager.ts'
 import { offsetFileName } from './log-segment.ts'

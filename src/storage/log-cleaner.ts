@@ -19,7 +19,7 @@ import {
   NO_PRODUCER_ID,
   TimestampType,
   timestampTypeOf,
-} from '../protocol/records/index.ts'
+} from '../protocol/index.ts'
 import { FileBatchReader, isProblem } from './file-batch-reader.ts'
 import { NEVER_MS } from './log-config.ts'
 import type { LogSegment } from './log-segment.ts'

@@ -4,7 +4,7 @@
  */
 import { type Disk, type DiskFile, isNotFound, joinPath } from '../io/disk.ts'
 import { assert } from '../model/index.ts'
-import { BatchOffsets, decodeBatch, LOG_OVERHEAD } from '../protocol/records/index.ts'
+import { BatchOffsets, decodeBatch, LOG_OVERHEAD } from '../protocol/index.ts'
 import { type FileBatch, FileBatchReader, isProblem, type ReadMode } from './file-batch-reader.ts'
 import { OffsetIndex } from './offset-index.ts'
 import { TimeIndex } from './time-index.ts'

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { batch, DIR, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
-import { ErrorCode } from '../protocol/index.ts'
-import { Compression, readBatchHeader } from '../protocol/records/index.ts'
+import { Compression, ErrorCode, readBatchHeader } from '../protocol/index.ts'
 import { offsetFileName } from './log-segment.ts'
 import { PartitionLog } from './partition-log.ts'
 

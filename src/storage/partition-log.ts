@@ -5,18 +5,19 @@
 import type { Clock, TimerHandle } from '../io/clock.ts'
 import { type Disk, isNotFound, joinPath, parentDir } from '../io/disk.ts'
 import { assert } from '../model/index.ts'
-import { ERRORS, ErrorCode } from '../protocol/index.ts'
 import {
   type BatchHeader,
   type BatchScanError,
   decodeBatch,
+  ERRORS,
+  ErrorCode,
   readBatchHeader,
   type ScannedBatch,
   scanBatches,
   setBaseOffset,
   setMaxTimestampAndLogAppendTime,
   setPartitionLeaderEpoch,
-} from '../protocol/records/index.ts'
+} from '../protocol/index.ts'
 import { FileBatchReader, isProblem } from './file-batch-reader.ts'
 import type { LogConfig } from './log-config.ts'
 import {
@@ -155,7 +156,7 @@ const ERROR_CODE_BY_NAME = new Map<string, Exclude<ErrorCode, 0>>(
 const READ_BUFFER_BYTES_DEFAULT = 1024 * 1024
 const APPEND_QUEUE_BYTES_MAX_DEFAULT = 64 * 1024 * 1024
 /** One write round takes at most this many queued bytes (one writev). */
-const WRITE_ROUND_BYTES_MAX = 16 * 1024 * 1024
+const WRITE_ROUND_BYTES_MAX = 1024 * 1024
 const EMPTY = Buffer.alloc(0)
 
 interface PendingAppend {
@@ -614,20 +615,23 @@ export class PartitionLog {
             p.reject(new LogOfflineError(`log ${this.dir} is offline: ${err.message}`, { cause: err }))
           return
         }
+        const settle = () => {
+          for (const p of round) {
+            if (p.error !== null) p.reject(p.error)
+            else p.resolve(p.result!)
+          }
+        }
         const needFlush =
           round.some((p) => p.flush) ||
           this.#messagesWritten - this.#messagesFlushed >= this.#config.flushMessages
         if (needFlush) {
-          try {
-            await this.flush()
-          } catch (e) {
+          // The round resolves when a flush covering it completes; meanwhile the next round is
+          // written, so the following fsync covers it too (group commit with pipelining).
+          this.flush().then(settle, (e: unknown) => {
             for (const p of round) p.reject(e)
-            continue
-          }
-        }
-        for (const p of round) {
-          if (p.error !== null) p.reject(p.error)
-          else p.resolve(p.result!)
+          })
+        } else {
+          settle()
         }
       }
     } finally {

@@ -1,7 +1,7 @@
 /** Test helpers for storage: batches from plain records, sim-disk logs, reading a log back. */
 import { ManualClock } from '../../src/io/clock.ts'
 import { SimDisk } from '../../src/io/sim-disk.ts'
-import { type Compression, decodeBatch, encodeBatch, LOG_OVERHEAD } from '../../src/protocol/records/index.ts'
+import { type Compression, decodeBatch, encodeBatch, LOG_OVERHEAD } from '../../src/protocol/index.ts'
 import { DEFAULT_LOG_CONFIG, type LogConfig } from '../../src/storage/log-config.ts'
 import { PartitionLog, type PartitionLogOptions } from '../../src/storage/partition-log.ts'
 

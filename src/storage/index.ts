@@ -1,0 +1,47 @@
+/** Partition logs on disk, as Kafka lays them out: the storage module's public entry. See README.md. */
+
+export type { CleanerStats } from './log-cleaner.ts'
+export {
+  brokerLogDefaults,
+  type CleanupPolicy,
+  DEFAULT_LOG_CONFIG,
+  DEFAULT_LOG_MANAGER_CONFIG,
+  type LogConfig,
+  LogConfigError,
+  type LogManagerConfig,
+  logManagerConfig,
+  NEVER_MS,
+  parseCleanupPolicy,
+  topicLogConfig,
+} from './log-config.ts'
+export { LogDirFile, LogManager, type LogManagerOptions, parsePartitionDir } from './log-manager.ts'
+export {
+  type FoundTimestamp,
+  type LogSegment,
+  offsetFileName,
+  parseSegmentFileName,
+  SegmentFile,
+} from './log-segment.ts'
+export { type MetaProperties, MetaPropertiesError, parseMetaProperties } from './meta-properties.ts'
+export {
+  CheckpointFormatError,
+  type OffsetCheckpoint,
+  parseOffsetCheckpoint,
+  partitionKey,
+  readOffsetCheckpoint,
+  writeFileDurably,
+  writeOffsetCheckpoint,
+} from './offset-checkpoint-file.ts'
+export {
+  type AppendOptions,
+  type AppendResult,
+  ListOffsetsTimestamp,
+  type LogHooks,
+  LogOfflineError,
+  PartitionLog,
+  type PartitionLogOptions,
+  type ReadOptions,
+  type ReadResult,
+  type RecoveryReport,
+  UnexpectedAppendOffsetError,
+} from './partition-log.ts'
