@@ -2,14 +2,14 @@
 
 export type { CleanerStats } from './log-cleaner.ts'
 export {
-  brokerLogDefaults,
   type CleanupPolicy,
   DEFAULT_LOG_CONFIG,
   DEFAULT_LOG_MANAGER_CONFIG,
   type LogConfig,
-  LogConfigError,
   type LogManagerConfig,
+  logConfigFrom,
   logManagerConfig,
+  logManagerConfigFrom,
   NEVER_MS,
   parseCleanupPolicy,
   topicLogConfig,

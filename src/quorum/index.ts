@@ -1,0 +1,6 @@
+/** The I/O shell of the KRaft quorum: persistence, timers, KRaft RPCs over the client connections. */
+export * from './entry-codec.ts'
+export * from './quorum.ts'
+export * from './quorum-state-file.ts'
+export * from './raft-wire.ts'
+export * from './snapshot-file.ts'

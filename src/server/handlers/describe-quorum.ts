@@ -1,0 +1,81 @@
+/**
+ * DescribeQuorum v0-2 (KIP-595, KIP-836): the leader's view of the metadata quorum, for
+ * `kafka-metadata-quorum describe --status/--replication`. A non-leader answers
+ * NOT_LEADER_OR_FOLLOWER for the partition, as Kafka does. Not implemented: directory ids (zero).
+ */
+import type { BrokerId } from '../../model/index.ts'
+import { apis, ErrorCode } from '../../protocol/index.ts'
+import { METADATA_TOPIC, type Quorum } from '../../quorum/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+
+const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA'
+
+export interface QuorumEndpoints {
+  /** Controller listeners by node id, for v2's `nodes`. */
+  readonly nodes: () => ReadonlyArray<{
+    id: BrokerId
+    listeners: ReadonlyArray<{ name: string; host: string; port: number }>
+  }>
+  /** Converts the raft core's monotonic time to wall-clock milliseconds. */
+  readonly wallClockMs: (monotonicMs: number) => number
+}
+
+export function makeDescribeQuorumHandler(quorum: Quorum, endpoints: QuorumEndpoints): Handler {
+  return defineHandler(apis.DescribeQuorum, {}, (req) => {
+    const asked = req.topics.some(
+      (t) => t.topicName === METADATA_TOPIC && t.partitions.some((p) => p.partitionIndex === 0),
+    )
+    if (!asked) {
+      return {
+        errorCode: ErrorCode.UnknownTopicOrPartition,
+        errorMessage: 'Only __cluster_metadata-0 is a quorum partition.',
+      }
+    }
+    const d = quorum.describeQuorum()
+    if (d === null) {
+      return {
+        errorCode: ErrorCode.None,
+        topics: [
+          {
+            topicName: METADATA_TOPIC,
+            partitions: [
+              {
+                partitionIndex: 0,
+                errorCode: ErrorCode.NotLeaderOrFollower,
+                errorMessage: 'This node is not the quorum leader.',
+              },
+            ],
+          },
+        ],
+      }
+    }
+    const ts = (ms: number): bigint => (ms < 0 ? -1n : BigInt(Math.trunc(endpoints.wallClockMs(ms))))
+    const replica = (r: (typeof d.currentVoters)[number]) => ({
+      replicaId: r.replicaId,
+      replicaDirectoryId: ZERO_UUID as never,
+      logEndOffset: r.logEndOffset,
+      lastFetchTimestamp: ts(r.lastFetchTimestamp),
+      lastCaughtUpTimestamp: ts(r.lastCaughtUpTimestamp),
+    })
+    return {
+      errorCode: ErrorCode.None,
+      topics: [
+        {
+          topicName: METADATA_TOPIC,
+          partitions: [
+            {
+              partitionIndex: 0,
+              errorCode: ErrorCode.None,
+              leaderId: d.leaderId,
+              leaderEpoch: d.leaderEpoch,
+              highWatermark: d.highWatermark,
+              currentVoters: d.currentVoters.map(replica),
+              observers: d.observers.map(replica),
+            },
+          ],
+        },
+      ],
+      nodes: endpoints.nodes().map((n) => ({ nodeId: n.id, listeners: n.listeners.map((l) => ({ ...l })) })),
+    }
+  })
+}
