@@ -23,7 +23,7 @@ import {
   encodeMetadataRecord,
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
-import type { ProposeResult, RaftStatus } from '../raft/index.ts'
+import type { ProposeResult, RaftStatus } from '../quorum/index.ts'
 import { brokerHeartbeat, fenceBroker, registerBroker } from './brokers.ts'
 import { type ControllerSettings, type Decision, type DecisionContext, pendingRecord } from './decision.ts'
 import { type CreateTopicsOptions, createPartitions, createTopics, deleteTopics } from './topics.ts'
