@@ -3,7 +3,7 @@
  * group-commit fsync, beside the raw sequential write bandwidth of the same disk measured in the
  * same run (interleaved, median of three); then sequential read throughput. Prints figures only.
  *
- *   npm run bench:storage        (BENCH_MIB=256 to change the volume per case)
+ *   npm run bench:storage        (BENCH_MIB=128 by default: the volume per case)
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtemp, open, rm } from 'node:fs/promises'
@@ -16,7 +16,7 @@ import { DEFAULT_LOG_CONFIG } from '../src/storage/log-config.ts'
 import { PartitionLog } from '../src/storage/partition-log.ts'
 
 const MIB = 1024 * 1024
-const totalMiB = Number(process.env.BENCH_MIB ?? 256)
+const totalMiB = Number(process.env.BENCH_MIB ?? 128)
 const disk = new NodeDisk()
 
 function mbps(bytes: number, ms: number): number {

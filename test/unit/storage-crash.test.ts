@@ -12,7 +12,11 @@ import { SimDisk } from '../../src/io/sim-disk.ts'
 import { PartitionLog } from '../../src/storage/partition-log.ts'
 import { batch, config, DIR, readAll } from '../storage/fixtures.ts'
 
-type Op = { kind: 'append'; records: number; concurrent: number } | { kind: 'flush' } | { kind: 'tick' }
+type Op =
+  | { kind: 'append'; records: number; concurrent: number }
+  | { kind: 'flush' }
+  | { kind: 'tick' }
+  | { kind: 'truncate'; back: number }
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   {
@@ -25,6 +29,10 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('flush' as const) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('truncate' as const), back: fc.integer({ min: 0, max: 12 }) }),
+  },
 )
 
 interface Scenario {
@@ -70,6 +78,8 @@ async function runScenario(s: Scenario): Promise<void> {
   let durable = 0
   let checkpointedRecoveryPoint = 0n
   let next = 0
+  /** Bumped by each truncation, so rewritten offsets carry different values. */
+  let generation = 0
   try {
     const log = await PartitionLog.open(DIR, cfg, { disk, clock })
     for (const op of s.ops) {
@@ -77,7 +87,7 @@ async function runScenario(s: Scenario): Promise<void> {
       if (op.kind === 'append') {
         const appends: Promise<unknown>[] = []
         for (let c = 0; c < op.concurrent; c++) {
-          const values = Array.from({ length: op.records }, () => `v${next++}`)
+          const values = Array.from({ length: op.records }, () => `v${next++}g${generation}`)
           written.push(...values)
           appends.push(log.append(batch(values.map((value) => ({ value, key: null })))))
         }
@@ -86,6 +96,15 @@ async function runScenario(s: Scenario): Promise<void> {
         const end = written.length
         await log.flush()
         durable = end
+        checkpointedRecoveryPoint = log.recoveryPoint
+      } else if (op.kind === 'truncate') {
+        // A follower's truncation; the manager rewrites the checkpoint through onRecoveryPointLowered.
+        await log.truncateTo(log.logEndOffset - BigInt(Math.min(op.back, Number(log.logEndOffset))))
+        const end = Number(log.logEndOffset)
+        written.length = end
+        next = end
+        generation++
+        if (durable > end) durable = end
         checkpointedRecoveryPoint = log.recoveryPoint
       } else {
         // What the manager's checkpoint task would write now.
