@@ -185,6 +185,22 @@ describe('log cleaner', () => {
     await m.close()
   })
 
+  it('never cleans at or above the upper bound (the high watermark)', async () => {
+    const { m, log } = await setup(compactConfig())
+    await writeUpdates(log, 40, 2, 1000)
+    assert.equal(await m.runCleanerOnce(() => 0n), null)
+    const bound = log.segments[2]!.baseOffset
+    assert.ok((await m.runCleanerOnce(() => bound)) !== null)
+    const records = await readAll(log)
+    // Below the bound: at most one record per key; from it on: untouched, every offset present.
+    const above = records.filter((r) => r.offset >= bound).map((r) => r.offset)
+    assert.deepEqual(
+      above,
+      Array.from({ length: Number(log.logEndOffset - bound) }, (_, i) => bound + BigInt(i)),
+    )
+    await m.close()
+  })
+
   it('honours min.compaction.lag.ms', async () => {
     const { m, log, clock } = await setup(compactConfig({ minCompactionLagMs: 5000 }))
     await writeUpdates(log, 40, 2, clock.nowMs())

@@ -56,6 +56,11 @@ export interface LogManagerOptions {
   readonly topicConfig?: (topic: string) => LogConfig
   /** Leader-epoch and producer-state hooks for a partition (a later issue). */
   readonly hooksFor?: (topic: string, partition: number) => LogHooks
+  /**
+   * How far the cleaner may go in a partition (exclusive): its high watermark, so records not yet
+   * committed are never compacted. Default: up to the active segment.
+   */
+  readonly cleanerUpperBound?: (topic: string, partition: number) => bigint | undefined
   /** Non-fatal events. */
   readonly onWarning?: (message: string) => void
 }
@@ -384,7 +389,8 @@ export class LogManager {
    * `upperBound` caps what may be cleaned (the high watermark), per partition.
    */
   async runCleanerOnce(
-    upperBound?: (topic: string, partition: number) => bigint,
+    upperBound: ((topic: string, partition: number) => bigint | undefined) | undefined = this.#options
+      .cleanerUpperBound,
   ): Promise<CleanerStats | null> {
     const candidates = this.logs()
       .filter((h) => h.log.config.cleanupPolicy.compact && h.log.offlineCause === null && !h.log.isClosed)
