@@ -2,7 +2,7 @@
  * Walks the record batches of a segment file through one bounded read buffer: headers only (index
  * rebuilds, offset lookups), whole batches (cleaner, timestamp search) or validated (recovery).
  */
-import type { DiskFile } from '../io/disk.ts'
+import type { DiskFile } from '../io/index.ts'
 import { assert } from '../model/index.ts'
 import {
   BATCH_HEADER_BYTES,

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { batch, config, decodeAll, type ReadRecord, readAll } from '../../test/storage/fixtures.ts'
-import { ManualClock } from '../io/clock.ts'
-import { SeededRandom } from '../io/random.ts'
-import { SimDisk } from '../io/sim-disk.ts'
+import { ManualClock, SeededRandom, SimDisk } from '../io/index.ts'
 import {
   Compression,
   decodeBatch,

@@ -3,7 +3,7 @@
  * its latest offset in bounded memory, and rewrite its closed segments keeping the latest record per
  * key at its original offset. Tombstones stay for delete.retention.ms after their first cleaning.
  */
-import type { Clock } from '../io/clock.ts'
+import type { Clock } from '../io/index.ts'
 import { assert } from '../model/index.ts'
 import {
   type BatchHeader,

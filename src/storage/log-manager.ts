@@ -2,8 +2,7 @@
  * One log directory: its `meta.properties`, the partition logs in it, the per-directory checkpoint
  * files, the clean-shutdown marker, and the schedule for flushes, retention and the cleaner.
  */
-import type { Clock, TimerHandle } from '../io/clock.ts'
-import { type Disk, isNotFound, joinPath } from '../io/disk.ts'
+import { type Clock, type Disk, isNotFound, joinPath, type TimerHandle } from '../io/index.ts'
 import { assert } from '../model/index.ts'
 import { type CleanerStats, LogCleaner } from './log-cleaner.ts'
 import {

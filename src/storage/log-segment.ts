@@ -2,7 +2,7 @@
  * One segment of a partition log: `<base>.log` with its `.index` and `.timeindex`, Kafka's files.
  * Only the log's active segment takes appends; a closed segment is immutable. The log serializes calls.
  */
-import { type Disk, type DiskFile, isNotFound, joinPath } from '../io/disk.ts'
+import { type Disk, type DiskFile, isNotFound, joinPath } from '../io/index.ts'
 import { assert } from '../model/index.ts'
 import { BatchOffsets, decodeBatch, LOG_OVERHEAD } from '../protocol/index.ts'
 import { type FileBatch, FileBatchReader, isProblem, type ReadMode } from './file-batch-reader.ts'

@@ -2,7 +2,7 @@
  * Kafka's offset checkpoint files (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
  * `cleaner-offset-checkpoint`): text, version 0, a count, then `topic partition offset` lines.
  */
-import { type Disk, isNotFound, parentDir } from '../io/disk.ts'
+import { type Disk, isNotFound, parentDir } from '../io/index.ts'
 
 /** `topic-partition` -> offset. Keys as the partition directory names them. */
 export type OffsetCheckpoint = Map<string, { topic: string; partition: number; offset: bigint }>

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { config, DIR, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
-import { SeededRandom } from '../io/random.ts'
+import { SeededRandom } from '../io/index.ts'
 import { offsetFileName } from './log-segment.ts'
 import { PartitionLog } from './partition-log.ts'
 

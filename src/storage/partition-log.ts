@@ -2,8 +2,7 @@
  * A partition's log: the segments in `<log.dirs>/<topic>-<partition>/`. Assigns offsets to batches
  * kept as bytes, reads by offset and time, group-commits flushes, recovers, truncates, retains.
  */
-import type { Clock, TimerHandle } from '../io/clock.ts'
-import { type Disk, isNotFound, joinPath, parentDir } from '../io/disk.ts'
+import { type Clock, type Disk, isNotFound, joinPath, parentDir, type TimerHandle } from '../io/index.ts'
 import { assert } from '../model/index.ts'
 import {
   type BatchHeader,

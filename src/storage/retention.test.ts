@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { config, DIR, decodeAll, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
+import type { SimDisk } from '../io/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import { offsetFileName } from './log-segment.ts'
 import { PartitionLog } from './partition-log.ts'
 
 /** The records in one segment file, decoded from its bytes. */
-async function fileValues(disk: import('../io/sim-disk.ts').SimDisk, name: string): Promise<string[]> {
+async function fileValues(disk: SimDisk, name: string): Promise<string[]> {
   return decodeAll(await disk.readFile(`${DIR}/${name}`)).map((r) => r.value ?? '')
 }
 
