@@ -33,7 +33,7 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   coordinator: 'replication storage metadata protocol io config',
   server: 'io protocol storage raft quorum metadata controller replication coordinator client config',
   broker: 'io protocol storage raft quorum metadata controller replication coordinator server client config',
-  cli: 'protocol io client config', // talks to a node over the wire, never to its internals
+  cli: 'protocol io client config broker', // over the wire to clusters; `weir start` hosts a node (broker)
   console: 'protocol io client',
 })
 

@@ -22,7 +22,7 @@ export {
   parseSegmentFileName,
   SegmentFile,
 } from './log-segment.ts'
-export { type MetaProperties, MetaPropertiesError, parseMetaProperties } from './meta-properties.ts'
+export { formatMetaProperties, type MetaProperties, MetaPropertiesError, parseMetaProperties } from './meta-properties.ts'
 export {
   CheckpointFormatError,
   type OffsetCheckpoint,

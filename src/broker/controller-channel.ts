@@ -1,0 +1,219 @@
+/**
+ * How a broker reaches the active controller: in-process when this node hosts it and it is active,
+ * otherwise over the wire to the quorum leader's controller listener. Retries NOT_CONTROLLER and
+ * lost connections with backoff until the caller's deadline.
+ */
+import { ConnectionError, KafkaConnection } from '../client/index.ts'
+import { NotControllerError, type QuorumController } from '../controller/index.ts'
+import type { Clock, Transport } from '../io/index.ts'
+import type { BrokerId } from '../model/index.ts'
+import {
+  type Api,
+  apis,
+  type BrokerHeartbeatRequestData,
+  type BrokerHeartbeatResponseData,
+  type BrokerRegistrationRequestData,
+  type BrokerRegistrationResponseData,
+  type CreatePartitionsRequestData,
+  type CreatePartitionsResponseData,
+  type CreateTopicsRequestData,
+  type CreateTopicsResponseData,
+  type DeleteTopicsRequestData,
+  type DeleteTopicsResponseData,
+  type DescribeQuorumRequestData,
+  type DescribeQuorumResponseData,
+  ErrorCode,
+} from '../protocol/index.ts'
+import type { RaftStatus } from '../quorum/index.ts'
+import type { ControllerApi, ControllerFailure, ControllerRegistrationApi } from '../server/index.ts'
+import type { VoterSpec } from './node-config.ts'
+
+/** The controller could not be reached before the deadline. */
+export class ControllerUnavailableError extends Error {
+  override name = 'ControllerUnavailableError'
+}
+
+export interface ControllerChannelOptions {
+  readonly nodeId: BrokerId
+  readonly local: QuorumController | null
+  readonly status: () => RaftStatus
+  readonly voters: readonly VoterSpec[]
+  readonly clock: Clock
+  readonly transport: Transport
+  /** How long a call may keep retrying (`request.timeout.ms` of the forwarding). */
+  readonly timeoutMs: number
+}
+
+const RETRY_BACKOFF_MS = 50
+
+/** Every per-item result says NOT_CONTROLLER: the request reached a node that is not active. */
+function allNotController(
+  items: ReadonlyArray<{ readonly errorCode?: number | undefined }> | undefined,
+): boolean {
+  return (
+    items !== undefined && items.length > 0 && items.every((t) => t.errorCode === ErrorCode.NotController)
+  )
+}
+
+/** Maps a controller call's failure to the error a client sees. */
+export function controllerFailure(e: unknown): ControllerFailure {
+  if (e instanceof NotControllerError) return { errorCode: ErrorCode.NotController, message: e.message }
+  if (e instanceof ControllerUnavailableError)
+    return { errorCode: ErrorCode.RequestTimedOut, message: e.message }
+  return { errorCode: ErrorCode.UnknownServerError, message: e instanceof Error ? e.message : String(e) }
+}
+
+export class ControllerChannel implements ControllerApi, ControllerRegistrationApi {
+  readonly #o: ControllerChannelOptions
+  #conn: { id: BrokerId; c: Promise<KafkaConnection> } | null = null
+  #closed = false
+
+  constructor(options: ControllerChannelOptions) {
+    this.#o = options
+  }
+
+  async #connection(): Promise<KafkaConnection | null> {
+    const leader = this.#o.status().leaderId
+    if (leader === null) return null
+    if (this.#conn !== null && this.#conn.id === leader) {
+      const c = await this.#conn.c.catch(() => null)
+      if (c !== null && !c.closed) return c
+    }
+    this.#dropConnection()
+    const v = this.#o.voters.find((x) => x.id === leader)
+    if (v === undefined) return null
+    const c = KafkaConnection.open(
+      { host: v.host, port: v.port },
+      {
+        clientId: `broker-${this.#o.nodeId}`,
+        clock: this.#o.clock,
+        transport: this.#o.transport,
+        requestTimeoutMs: this.#o.timeoutMs,
+        inFlightRequestsMax: 16,
+        responseBytesMax: 64 * 1024 * 1024,
+        connectTimeoutMs: Math.min(this.#o.timeoutMs, 5000),
+      },
+    )
+    this.#conn = { id: leader, c }
+    return c.catch(() => null)
+  }
+
+  #dropConnection(): void {
+    if (this.#conn !== null) void this.#conn.c.then((c) => c.close()).catch(() => {})
+    this.#conn = null
+  }
+
+  /**
+   * Calls the local controller when it is active, else the remote one; retries until the deadline
+   * while the answer says NOT_CONTROLLER or the connection fails.
+   */
+  async #call<Res, ReqIn>(
+    local: ((c: QuorumController) => Promise<Res>) | null,
+    api: Api<unknown, ReqIn, Res, never>,
+    body: ReqIn,
+    notController: (res: Res) => boolean,
+  ): Promise<Res> {
+    const deadline = this.#o.clock.monotonicMs() + this.#o.timeoutMs
+    for (;;) {
+      if (this.#closed) throw new ControllerUnavailableError('the node is shutting down')
+      const l = this.#o.local
+      if (l?.isActive && local !== null) {
+        try {
+          return await local(l)
+        } catch (e) {
+          if (!(e instanceof NotControllerError)) throw e
+        }
+      } else if (this.#o.status().leaderId !== null && this.#o.status().leaderId !== this.#o.nodeId) {
+        const c = await this.#connection()
+        if (c !== null) {
+          const version = c.versionFor(api as never)
+          if (version === undefined)
+            throw new ControllerUnavailableError(`the controller does not serve ${api.name}`)
+          try {
+            const res = await c.request(api, version, body)
+            if (!notController(res)) return res
+          } catch (e) {
+            if (!(e instanceof ConnectionError)) throw e
+            this.#dropConnection()
+          }
+        }
+      }
+      if (this.#o.clock.monotonicMs() >= deadline) {
+        throw new ControllerUnavailableError(`no active controller answered within ${this.#o.timeoutMs} ms`)
+      }
+      await new Promise<void>((resolve) => this.#o.clock.setTimer(RETRY_BACKOFF_MS, resolve))
+    }
+  }
+
+  createTopics(
+    req: CreateTopicsRequestData.CreateTopicsRequest,
+  ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn> {
+    return this.#call(
+      (c) => c.createTopics(req),
+      apis.CreateTopics,
+      req,
+      (res) => allNotController(res.topics),
+    )
+  }
+
+  deleteTopics(
+    req: DeleteTopicsRequestData.DeleteTopicsRequest,
+  ): Promise<DeleteTopicsResponseData.DeleteTopicsResponseIn> {
+    return this.#call(
+      (c) => c.deleteTopics(req),
+      apis.DeleteTopics,
+      req,
+      (res) => allNotController(res.responses),
+    )
+  }
+
+  createPartitions(
+    req: CreatePartitionsRequestData.CreatePartitionsRequest,
+  ): Promise<CreatePartitionsResponseData.CreatePartitionsResponseIn> {
+    return this.#call(
+      (c) => c.createPartitions(req),
+      apis.CreatePartitions,
+      req,
+      (res) => allNotController(res.results),
+    )
+  }
+
+  registerBroker(
+    req: BrokerRegistrationRequestData.BrokerRegistrationRequest,
+  ): Promise<BrokerRegistrationResponseData.BrokerRegistrationResponseIn> {
+    return this.#call(
+      (c) => c.registerBroker(req),
+      apis.BrokerRegistration,
+      req,
+      (res) => res.errorCode === ErrorCode.NotController,
+    )
+  }
+
+  brokerHeartbeat(
+    req: BrokerHeartbeatRequestData.BrokerHeartbeatRequest,
+  ): Promise<BrokerHeartbeatResponseData.BrokerHeartbeatResponseIn> {
+    return this.#call(
+      (c) => c.brokerHeartbeat(req),
+      apis.BrokerHeartbeat,
+      req,
+      (res) => res.errorCode === ErrorCode.NotController,
+    )
+  }
+
+  /** DescribeQuorum is answered by the quorum leader; a node that is not the leader forwards it. */
+  describeQuorum(
+    req: DescribeQuorumRequestData.DescribeQuorumRequest,
+  ): Promise<DescribeQuorumResponseData.DescribeQuorumResponse> {
+    return this.#call(
+      null,
+      apis.DescribeQuorum,
+      req,
+      (res) => res.topics[0]?.partitions[0]?.errorCode === ErrorCode.NotLeaderOrFollower,
+    )
+  }
+
+  close(): void {
+    this.#closed = true
+    this.#dropConnection()
+  }
+}

@@ -1,0 +1,4 @@
+/** The composition root: a Weir node wired from its configs, and its lifecycle. */
+export * from './controller-channel.ts'
+export * from './node.ts'
+export * from './node-config.ts'

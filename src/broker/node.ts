@@ -1,0 +1,567 @@
+/**
+ * The composition root: one Weir node from its configs. It wires the quorum (voter or observer),
+ * the metadata loader, the controller (when a voter), the broker's log directories and lifecycle
+ * (registration, heartbeats), and the listeners with their handlers; then stops them in order.
+ */
+import {
+  type EffectiveConfig,
+  resolveBrokerConfig,
+  validateBrokerConfigs,
+  validateTopicConfigs,
+} from '../config/index.ts'
+import { QuorumController, randomUuid, topicNameProblem } from '../controller/index.ts'
+import {
+  type Clock,
+  type Disk,
+  isNotFound,
+  joinPath,
+  NodeDisk,
+  nodeTransport,
+  type Random,
+  systemClock,
+  systemRandom,
+  type Transport,
+} from '../io/index.ts'
+import { MetadataLoader } from '../metadata/index.ts'
+import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import { apis, ErrorCode } from '../protocol/index.ts'
+import { Quorum } from '../quorum/index.ts'
+import {
+  Dispatcher,
+  defineHandler,
+  EndpointType,
+  type Handler,
+  HandlerRegistry,
+  Listener,
+  makeApiVersionsHandler,
+  makeBrokerRegistrationHandlers,
+  makeCreatePartitionsHandler,
+  makeCreateTopicsHandler,
+  makeDeleteTopicsHandler,
+  makeDescribeClusterHandler,
+  makeDescribeQuorumHandler,
+  makeMetadataHandler,
+  makeRaftHandlers,
+} from '../server/index.ts'
+import {
+  formatMetaProperties,
+  LogManager,
+  MetaPropertiesError,
+  parseMetaProperties,
+  writeFileDurably,
+} from '../storage/index.ts'
+import { ControllerChannel, controllerFailure } from './controller-channel.ts'
+import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts'
+
+export type LogLevel = 'info' | 'warn' | 'error'
+export type Logger = (level: LogLevel, message: string) => void
+
+export interface WeirNodeOptions {
+  /** server.properties with `--set` overrides applied (the STATIC_BROKER_CONFIG layer). */
+  readonly staticConfig: ReadonlyMap<string, string>
+  readonly disk?: Disk
+  readonly clock?: Clock
+  readonly random?: Random
+  readonly transport?: Transport
+  readonly log?: Logger
+}
+
+/** metadata.version this build writes when it bootstraps a cluster (Kafka 4.0-IV3). */
+export const METADATA_VERSION = 25
+export const METADATA_VERSION_MIN = 7
+const METADATA_DIR = '__cluster_metadata-0'
+/** Weir's own static key: the cluster id a node formats its directories with when they are new. */
+export const CLUSTER_ID_KEY = 'cluster.id'
+
+export class StartupError extends Error {
+  override name = 'StartupError'
+}
+
+interface BoundListener {
+  readonly spec: ListenerSpec
+  readonly listener: Listener
+  readonly registry: HandlerRegistry
+  readonly isController: boolean
+}
+
+export class WeirNode {
+  readonly config: NodeConfig
+  readonly clusterId: string
+  readonly effective: EffectiveConfig
+  readonly #clock: Clock
+  readonly #log: Logger
+  readonly #listeners: BoundListener[]
+  readonly #loader: MetadataLoader
+  #quorum: Quorum | null = null
+  #controller: QuorumController | null = null
+  #channel: ControllerChannel | null = null
+  readonly #logManagers: LogManager[] = []
+  #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
+  #brokerEpoch = -1n
+  #fenced = true
+  #stopping = false
+  #readyWaiters: Array<() => void> = []
+
+  private constructor(
+    config: NodeConfig,
+    clusterId: string,
+    effective: EffectiveConfig,
+    clock: Clock,
+    log: Logger,
+    listeners: BoundListener[],
+  ) {
+    this.config = config
+    this.clusterId = clusterId
+    this.effective = effective
+    this.#clock = clock
+    this.#log = log
+    this.#listeners = listeners
+    this.#loader = new MetadataLoader()
+  }
+
+  static async start(options: WeirNodeOptions): Promise<WeirNode> {
+    const staticBroker = withoutWeirKeys(options.staticConfig)
+    const log: Logger = options.log ?? (() => {})
+    const checked = validateBrokerConfigs(staticBroker, 'static')
+    if (!checked.ok) throw new StartupError(`invalid configuration: ${checked.key}: ${checked.error}`)
+    for (const key of checked.unknown) log('warn', `unknown config ${key} is ignored`)
+    const effective = resolveBrokerConfig({ staticBroker })
+    const config = nodeConfig(effective)
+    const disk = options.disk ?? new NodeDisk()
+    const clock = options.clock ?? systemClock
+    const random = options.random ?? systemRandom
+    const transport = options.transport ?? nodeTransport
+    const clusterId = await resolveClusterId(disk, config, options.staticConfig.get(CLUSTER_ID_KEY), random)
+
+    const limits = {
+      requestBytesMax: effective.int('socket.request.max.bytes'),
+      inFlightRequestsMax: Math.max(1, effective.int('queued.max.requests')),
+      inFlightBytesMax: effective.int('socket.request.max.bytes'),
+      connectionsMaxIdleMs: effective.long('connections.max.idle.ms'),
+      connectionsMax: Math.min(effective.int('max.connections'), 100_000),
+    }
+    const bound: BoundListener[] = []
+    for (const spec of config.listeners) {
+      const isController = config.controllerListenerNames.includes(spec.name)
+      if (isController ? !config.controller : !config.broker) continue
+      const registry = new HandlerRegistry()
+      const listener = new Listener({
+        listenerName: spec.name,
+        host: spec.host,
+        port: spec.port,
+        dispatcher: new Dispatcher(registry),
+        clock,
+        limits,
+        log,
+      })
+      bound.push({ spec, listener, registry, isController })
+    }
+    const node = new WeirNode(config, clusterId, effective, clock, log, bound)
+    try {
+      for (const b of bound) await b.listener.start()
+      await node.#startComponents({ disk, clock, random, transport })
+    } catch (e) {
+      await node.stop().catch(() => {})
+      throw e
+    }
+    return node
+  }
+
+  /** Bound addresses by listener name (ports resolved when configured as 0). */
+  addresses(): Array<{ name: string; host: string; port: number }> {
+    return this.#listeners.map((b) => ({
+      name: b.spec.name,
+      host: this.#advertised(b.spec.name).host,
+      port: b.listener.address?.port ?? b.spec.port,
+    }))
+  }
+
+  #advertised(name: string): ListenerSpec {
+    const a = this.config.advertised.find((x) => x.name === name)
+    const bound = this.#listeners.find((b) => b.spec.name === name)
+    const base = a ?? bound?.spec
+    if (base === undefined) throw new StartupError(`no listener ${name}`)
+    const port = base.port === 0 ? (bound?.listener.address?.port ?? 0) : base.port
+    return { ...base, port }
+  }
+
+  get quorum(): Quorum | null {
+    return this.#quorum
+  }
+
+  get controller(): QuorumController | null {
+    return this.#controller
+  }
+
+  get image() {
+    return this.#loader.image
+  }
+
+  async #startComponents(io: {
+    disk: Disk
+    clock: Clock
+    random: Random
+    transport: Transport
+  }): Promise<void> {
+    const { config, effective } = this
+    const settings = {
+      defaultNumPartitions: effective.int('num.partitions'),
+      defaultReplicationFactor: effective.int('default.replication.factor'),
+      deleteTopicEnable: effective.boolean('delete.topic.enable'),
+    }
+    if (config.controller) {
+      this.#controller = new QuorumController({
+        quorum: {
+          propose: (data) => this.#quorum!.propose(data),
+          status: () => this.#quorum!.status(),
+        },
+        clock: io.clock,
+        random: io.random,
+        clusterId: this.clusterId,
+        settings,
+        brokerSessionTimeoutMs: effective.int('broker.session.timeout.ms'),
+        validateTopicConfigs: (configs) => {
+          const r = validateTopicConfigs(configs)
+          return r.ok ? null : { key: r.key, message: r.error }
+        },
+        bootstrapFeatures: new Map([['metadata.version', METADATA_VERSION]]),
+        log: this.#log,
+      })
+      this.#loader.subscribe((p) => this.#controller?.onPublish(p))
+    }
+    this.#loader.subscribe(() => this.#checkReady())
+    const raftConfig = {
+      electionTimeoutMs: effective.int('controller.quorum.election.timeout.ms'),
+      fetchTimeoutMs: effective.int('controller.quorum.fetch.timeout.ms'),
+      electionBackoffMaxMs: effective.int('controller.quorum.election.backoff.max.ms'),
+      requestTimeoutMs: effective.int('controller.quorum.request.timeout.ms'),
+      retryBackoffMs: effective.int('controller.quorum.retry.backoff.ms'),
+    }
+    this.#quorum = await Quorum.open({
+      dir: joinPath(config.metadataLogDir, METADATA_DIR),
+      nodeId: config.nodeId,
+      voters: config.voters,
+      clusterId: this.clusterId,
+      disk: io.disk,
+      clock: io.clock,
+      random: io.random,
+      transport: io.transport,
+      raft: raftConfig,
+      log: this.#log,
+      listener: {
+        onSnapshot: (s) =>
+          this.#loader.loadSnapshot(s.bytes, { offset: s.id.endOffset - 1n, epoch: s.id.epoch }),
+        onCommitted: (entries) =>
+          this.#loader.applyCommitted(
+            entries.map((e) =>
+              e.kind === 'data'
+                ? e
+                : { kind: 'leaderChange' as const, offset: e.offset, epoch: e.epoch, leaderId: e.leaderId },
+            ),
+          ),
+        onStatus: (s) => {
+          this.#controller?.onStatus(s)
+          this.#log('info', `quorum: ${s.role} in epoch ${s.epoch}, leader ${s.leaderId ?? 'unknown'}`)
+        },
+      },
+    })
+    const quorum = this.#quorum
+    this.#channel = new ControllerChannel({
+      nodeId: config.nodeId,
+      local: this.#controller,
+      status: () => quorum.status(),
+      voters: config.voters,
+      clock: io.clock,
+      transport: io.transport,
+      timeoutMs: 30_000,
+    })
+    if (config.broker) {
+      for (const dir of config.logDirs) {
+        this.#logManagers.push(
+          await LogManager.open(dir, {
+            disk: io.disk,
+            clock: io.clock,
+            clusterId: this.clusterId,
+            nodeId: config.nodeId,
+            onWarning: (m) => this.#log('warn', m),
+          }),
+        )
+      }
+    }
+    this.#registerHandlers(io)
+    if (config.broker) void this.#register(io.random)
+  }
+
+  #registerHandlers(io: { clock: Clock }): void {
+    const quorum = this.#quorum!
+    const channel = this.#channel!
+    const controller = this.#controller
+    const features = () => {
+      const level = this.#loader.image.features.get('metadata.version')
+      return {
+        supported: [
+          { name: 'metadata.version', minVersion: METADATA_VERSION_MIN, maxVersion: METADATA_VERSION },
+        ],
+        finalized:
+          level === undefined
+            ? []
+            : [{ name: 'metadata.version', minVersionLevel: level, maxVersionLevel: level }],
+        finalizedEpoch: level === undefined ? -1n : this.#loader.image.provenance.offset,
+      }
+    }
+    const wallOffset = () => io.clock.nowMs() - io.clock.monotonicMs()
+    const quorumEndpoints = {
+      nodes: () =>
+        this.config.voters.map((v) => ({
+          id: v.id,
+          listeners: [
+            { name: this.config.controllerListenerNames[0] ?? 'CONTROLLER', host: v.host, port: v.port },
+          ],
+        })),
+      wallClockMs: (ms: number) => ms + wallOffset(),
+    }
+    const describeQuorumLocal = makeDescribeQuorumHandler(quorum, quorumEndpoints)
+    for (const b of this.#listeners) {
+      const r = b.registry
+      const common: Handler[] = [
+        makeApiVersionsHandler(r, features),
+        makeDescribeClusterHandler({
+          clusterId: this.clusterId,
+          nodeId: this.config.nodeId,
+          endpointType: b.isController ? EndpointType.Controller : EndpointType.Broker,
+          image: () => this.#loader.image,
+          controllers: () => ({
+            nodes: this.config.voters.map((v) => ({
+              brokerId: v.id,
+              host: v.host,
+              port: v.port,
+              rack: null,
+            })),
+            activeId: (quorum.status().leaderId ?? -1) as BrokerId,
+          }),
+        }),
+      ]
+      if (b.isController && controller !== null) {
+        r.register(
+          ...common,
+          ...makeRaftHandlers(quorum, this.clusterId, () => io.clock.nowMs()),
+          describeQuorumLocal,
+          ...makeBrokerRegistrationHandlers(controller, controllerFailure),
+          makeCreateTopicsHandler(controller, controllerFailure),
+          makeDeleteTopicsHandler(controller, controllerFailure),
+          makeCreatePartitionsHandler(controller, controllerFailure),
+        )
+        continue
+      }
+      r.register(
+        ...common,
+        makeMetadataHandler({
+          clusterId: this.clusterId,
+          nodeId: this.config.nodeId,
+          image: () => this.#loader.image,
+          autoCreateTopics: this.effective.boolean('auto.create.topics.enable'),
+          topicNameProblem,
+          createTopics: (names: readonly TopicName[]) =>
+            channel.createTopics({
+              topics: names.map((name) => ({
+                name,
+                numPartitions: -1,
+                replicationFactor: -1,
+                assignments: [],
+                configs: [],
+              })),
+              timeoutMs: 30_000,
+              validateOnly: false,
+            }),
+        }),
+        makeCreateTopicsHandler(channel, controllerFailure),
+        makeDeleteTopicsHandler(channel, controllerFailure),
+        makeCreatePartitionsHandler(channel, controllerFailure),
+        defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
+          if (quorum.status().role === 'leader') return describeQuorumLocal.handle(req, ctx) as never
+          try {
+            return await channel.describeQuorum(req)
+          } catch (e) {
+            const f = controllerFailure(e)
+            return { errorCode: f.errorCode, errorMessage: f.message }
+          }
+        }),
+      )
+    }
+  }
+
+  /** Registers this broker with the controller, then heartbeats; unfenced once caught up. */
+  async #register(random: Random): Promise<void> {
+    const channel = this.#channel!
+    const incarnationId = randomUuid(random)
+    const listeners = this.#listeners
+      .filter((b) => !b.isController)
+      .map((b) => {
+        const a = this.#advertised(b.spec.name)
+        return { name: a.name, host: a.host, port: a.port, securityProtocol: a.securityProtocol }
+      })
+    while (!this.#stopping) {
+      try {
+        const res = await channel.registerBroker({
+          brokerId: this.config.nodeId,
+          clusterId: this.clusterId,
+          incarnationId,
+          listeners,
+          features: [
+            {
+              name: 'metadata.version',
+              minSupportedVersion: METADATA_VERSION_MIN,
+              maxSupportedVersion: METADATA_VERSION,
+            },
+          ],
+          rack: this.config.rack,
+          isMigratingZkBroker: false,
+          logDirs: [],
+          previousBrokerEpoch: this.#brokerEpoch,
+        })
+        if (res.errorCode === ErrorCode.None && res.brokerEpoch !== undefined) {
+          this.#brokerEpoch = res.brokerEpoch
+          this.#log('info', `registered as broker ${this.config.nodeId} with epoch ${res.brokerEpoch}`)
+          this.#heartbeat(0)
+          return
+        }
+        this.#log('warn', `broker registration refused: error ${res.errorCode}`)
+      } catch (e) {
+        this.#log('warn', `broker registration failed: ${(e as Error).message}`)
+      }
+      await new Promise<void>((resolve) => this.#clock.setTimer(500, resolve))
+    }
+  }
+
+  #heartbeat(delayMs: number): void {
+    if (this.#stopping) return
+    this.#heartbeatTimer = this.#clock.setTimer(delayMs, () => {
+      this.#heartbeatTimer = null
+      void this.#sendHeartbeat()
+    })
+  }
+
+  async #sendHeartbeat(): Promise<void> {
+    const interval = this.effective.int('broker.heartbeat.interval.ms')
+    try {
+      const res = await this.#channel!.brokerHeartbeat({
+        brokerId: this.config.nodeId,
+        brokerEpoch: this.#brokerEpoch,
+        currentMetadataOffset: this.#loader.image.provenance.offset,
+        wantFence: false,
+        wantShutDown: false,
+        offlineLogDirs: [],
+      })
+      if (res.errorCode === ErrorCode.StaleBrokerEpoch) {
+        this.#log('warn', 'the controller no longer knows this broker epoch: registering again')
+        void this.#register(systemRandom)
+        return
+      }
+      if (res.errorCode === ErrorCode.None) {
+        const fenced = res.isFenced ?? true
+        if (fenced !== this.#fenced) this.#log('info', fenced ? 'broker fenced' : 'broker unfenced: serving')
+        this.#fenced = fenced
+        this.#checkReady()
+      }
+      // While fenced, heartbeat at once again so that startup does not wait a whole interval.
+      this.#heartbeat(this.#fenced ? 50 : interval)
+    } catch (e) {
+      this.#log('warn', `heartbeat failed: ${(e as Error).message}`)
+      this.#heartbeat(interval)
+    }
+  }
+
+  #isReady(): boolean {
+    if (this.config.broker)
+      return !this.#fenced && this.#loader.image.brokers.get(this.config.nodeId)?.fenced === false
+    return this.#quorum?.status().leaderId !== null
+  }
+
+  #checkReady(): void {
+    if (!this.#isReady()) return
+    for (const w of this.#readyWaiters.splice(0)) w()
+  }
+
+  /** Resolves once the node serves: the broker is unfenced (or, controller-only, a leader is known). */
+  ready(): Promise<void> {
+    if (this.#isReady()) return Promise.resolve()
+    return new Promise((resolve) => this.#readyWaiters.push(resolve))
+  }
+
+  /**
+   * Graceful stop: stop accepting and answer what is in flight; close the logs (flushed and marked
+   * clean so the next start skips recovery); resign leadership; close the quorum.
+   */
+  async stop(graceMs = 5000): Promise<void> {
+    if (this.#stopping) return
+    this.#stopping = true
+    if (this.#heartbeatTimer !== null) this.#clock.clearTimer(this.#heartbeatTimer)
+    for (const b of this.#listeners.filter((x) => !x.isController))
+      await b.listener.stop(graceMs).catch(() => {})
+    this.#channel?.close()
+    for (const m of this.#logManagers) await m.close()
+    const quorum = this.#quorum
+    if (quorum !== null && quorum.status().role === 'leader' && this.config.voters.length > 1) quorum.resign()
+    this.#controller?.close()
+    for (const b of this.#listeners.filter((x) => x.isController))
+      await b.listener.stop(Math.min(graceMs, 1000)).catch(() => {})
+    await quorum?.close()
+  }
+}
+
+/** Drops Weir's own keys that the broker catalog does not know before resolving. */
+function withoutWeirKeys(config: ReadonlyMap<string, string>): Map<string, string> {
+  const out = new Map(config)
+  out.delete(CLUSTER_ID_KEY)
+  return out
+}
+
+/**
+ * The cluster id from the directories' meta.properties; for new directories, from `cluster.id`, or
+ * a fresh one for a single-voter cluster (a dev node formats itself). Every directory must agree.
+ */
+async function resolveClusterId(
+  disk: Disk,
+  config: NodeConfig,
+  configured: string | undefined,
+  random: Random,
+): Promise<string> {
+  const dirs = [...new Set([config.metadataLogDir, ...(config.broker ? config.logDirs : [])])]
+  const found = new Map<string, string>()
+  for (const dir of dirs) {
+    try {
+      const meta = parseMetaProperties(
+        (await disk.readFile(joinPath(dir, 'meta.properties'))).toString('utf8'),
+      )
+      if (meta.nodeId !== config.nodeId) {
+        throw new StartupError(`${dir}/meta.properties belongs to node ${meta.nodeId}, not ${config.nodeId}`)
+      }
+      found.set(dir, meta.clusterId)
+    } catch (e) {
+      if (!isNotFound(e)) throw e instanceof MetaPropertiesError ? new StartupError(e.message) : e
+    }
+  }
+  const ids = new Set(found.values())
+  if (configured !== undefined) ids.add(configured)
+  if (ids.size > 1)
+    throw new StartupError(`log directories belong to different clusters: ${[...ids].join(', ')}`)
+  let clusterId = [...ids][0]
+  if (clusterId === undefined) {
+    if (config.voters.length > 1) {
+      throw new StartupError(
+        `the directories are not formatted: set ${CLUSTER_ID_KEY} to the same value on every node of a multi-node cluster`,
+      )
+    }
+    clusterId = randomUuid(random) as Uuid
+  }
+  for (const dir of dirs) {
+    if (found.has(dir)) continue
+    await disk.mkdir(dir)
+    await writeFileDurably(
+      disk,
+      joinPath(dir, 'meta.properties'),
+      Buffer.from(formatMetaProperties({ version: 1, clusterId, nodeId: config.nodeId })),
+    )
+  }
+  return clusterId
+}

@@ -1,0 +1,124 @@
+/**
+ * `weir start`: one node from a server.properties file and flags, in the foreground, until SIGTERM
+ * or SIGINT stops it cleanly. With no options: a single-node cluster (broker and controller) on
+ * 127.0.0.1:9092 with its data in ./.weir/data.
+ */
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { CLUSTER_ID_KEY, type LogLevel, WeirNode } from '../broker/index.ts'
+import { applyOverrides, parseHostPort, parseOverrides, parseProperties } from '../config/index.ts'
+
+export const DEFAULT_DATA_DIR = '.weir/data'
+
+export const START_USAGE = `Usage: weir start [options]
+
+Starts one Weir node in the foreground (broker and controller by default).
+
+Options:
+  --config FILE        server.properties (Kafka's format and key names)
+  --data-dir DIR       log directory (log.dirs); default ${DEFAULT_DATA_DIR}
+  --listen HOST:PORT   client listener; the controller listens on PORT+1; default 127.0.0.1:9092
+  --node-id N          node.id; default 1
+  --set KEY=VALUE      any config key (repeatable); wins over --config
+  --cluster-id ID      the cluster id for new directories (every node of a cluster the same)
+  --quiet              print only errors
+  -h, --help           this help
+`
+
+/** Builds the static config layer from flags: --config, then shorthand flags, then --set. */
+export function startConfig(
+  argv: readonly string[],
+  cwd: string,
+): { config: Map<string, string>; quiet: boolean } | 'help' {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      config: { type: 'string' },
+      'data-dir': { type: 'string' },
+      listen: { type: 'string' },
+      'node-id': { type: 'string' },
+      set: { type: 'string', multiple: true },
+      'cluster-id': { type: 'string' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  })
+  if (values.help) return 'help'
+  const config =
+    values.config === undefined
+      ? new Map<string, string>()
+      : parseProperties(readFileSync(values.config, 'utf8'))
+  const fromFile = values.config !== undefined
+  if (values['node-id'] !== undefined) config.set('node.id', values['node-id'])
+  const nodeId = config.get('node.id') ?? '1'
+  if (values['data-dir'] !== undefined || (!fromFile && !config.has('log.dirs'))) {
+    config.set('log.dirs', resolve(cwd, values['data-dir'] ?? DEFAULT_DATA_DIR))
+  }
+  if (values.listen !== undefined) {
+    const hp = parseHostPort(values.listen)
+    if (hp === undefined) throw new Error(`--listen ${values.listen} is not HOST:PORT`)
+    const controllerPort = hp.port + 1
+    config.set('listeners', `PLAINTEXT://${hp.host}:${hp.port},CONTROLLER://${hp.host}:${controllerPort}`)
+    if (!config.has('controller.quorum.voters'))
+      config.set('controller.quorum.voters', `${nodeId}@${hp.host}:${controllerPort}`)
+  } else if (!fromFile && !config.has('controller.quorum.voters')) {
+    config.set('controller.quorum.voters', `${nodeId}@127.0.0.1:9093`)
+  }
+  if (values['cluster-id'] !== undefined) config.set(CLUSTER_ID_KEY, values['cluster-id'])
+  const overridden = applyOverrides(config, parseOverrides((values.set ?? []).flatMap((s) => ['--set', s])))
+  return { config: new Map(overridden), quiet: values.quiet === true }
+}
+
+export async function runStart(argv: readonly string[]): Promise<number> {
+  const started = performance.now()
+  let parsed: ReturnType<typeof startConfig>
+  try {
+    parsed = startConfig(argv, process.cwd())
+  } catch (e) {
+    process.stderr.write(`weir start: ${(e as Error).message}\n\n${START_USAGE}`)
+    return 2
+  }
+  if (parsed === 'help') {
+    process.stdout.write(START_USAGE)
+    return 0
+  }
+  const { config, quiet } = parsed
+  const log = (level: LogLevel, message: string) => {
+    if (quiet && level !== 'error') return
+    process.stderr.write(`[${new Date().toISOString()}] ${level.toUpperCase()} ${message}\n`)
+  }
+  let node: WeirNode
+  try {
+    node = await WeirNode.start({ staticConfig: config, log })
+    await node.ready()
+  } catch (e) {
+    process.stderr.write(`weir start: ${(e as Error).message}\n`)
+    return 1
+  }
+  const client = node.addresses().filter((a) => !node.config.controllerListenerNames.includes(a.name))
+  const bootstrap = client.map((a) => `${a.host}:${a.port}`).join(',')
+  process.stdout.write(
+    `Weir ${node.config.broker ? 'broker' : ''}${node.config.broker && node.config.controller ? '+' : ''}${node.config.controller ? 'controller' : ''} node ${node.config.nodeId} ready in ${Math.round(performance.now() - started)} ms\n` +
+      (bootstrap !== '' ? `  bootstrap: ${bootstrap}\n` : '') +
+      `  data dir:  ${node.config.logDirs.join(',')}\n` +
+      `  cluster:   ${node.clusterId}\n`,
+  )
+  await new Promise<void>((resolveStop) => {
+    let stopping = false
+    const stop = (signal: string) => {
+      if (stopping) return
+      stopping = true
+      log('info', `${signal}: shutting down`)
+      node
+        .stop()
+        .catch((e: unknown) => log('error', `shutdown: ${(e as Error).message}`))
+        .finally(resolveStop)
+    }
+    process.once('SIGTERM', () => stop('SIGTERM'))
+    process.once('SIGINT', () => stop('SIGINT'))
+  })
+  return 0
+}

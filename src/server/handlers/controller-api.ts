@@ -1,0 +1,46 @@
+/**
+ * What handlers ask of the controller, wherever it runs: the local QuorumController on a
+ * controller listener, or a channel that forwards to the active controller on a broker.
+ */
+import type {
+  BrokerHeartbeatRequestData,
+  BrokerHeartbeatResponseData,
+  BrokerRegistrationRequestData,
+  BrokerRegistrationResponseData,
+  CreatePartitionsRequestData,
+  CreatePartitionsResponseData,
+  CreateTopicsRequestData,
+  CreateTopicsResponseData,
+  DeleteTopicsRequestData,
+  DeleteTopicsResponseData,
+} from '../../protocol/index.ts'
+
+export interface ControllerApi {
+  createTopics(
+    req: CreateTopicsRequestData.CreateTopicsRequest,
+  ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn>
+  deleteTopics(
+    req: DeleteTopicsRequestData.DeleteTopicsRequest,
+  ): Promise<DeleteTopicsResponseData.DeleteTopicsResponseIn>
+  createPartitions(
+    req: CreatePartitionsRequestData.CreatePartitionsRequest,
+  ): Promise<CreatePartitionsResponseData.CreatePartitionsResponseIn>
+}
+
+export interface ControllerRegistrationApi {
+  registerBroker(
+    req: BrokerRegistrationRequestData.BrokerRegistrationRequest,
+  ): Promise<BrokerRegistrationResponseData.BrokerRegistrationResponseIn>
+  brokerHeartbeat(
+    req: BrokerHeartbeatRequestData.BrokerHeartbeatRequest,
+  ): Promise<BrokerHeartbeatResponseData.BrokerHeartbeatResponseIn>
+}
+
+/** The error a failed controller call maps to: NOT_CONTROLLER or REQUEST_TIMED_OUT, with its message. */
+export interface ControllerFailure {
+  readonly errorCode: number
+  readonly message: string
+}
+
+/** Maps an exception from a controller call to the Kafka error a client should see. */
+export type FailureOf = (e: unknown) => ControllerFailure

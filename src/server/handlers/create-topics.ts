@@ -1,0 +1,20 @@
+/**
+ * CreateTopics v0-7: validated and decided by the active controller (forwarded from a broker), with
+ * explicit assignments, configs and validate-only mode; answered once the records commit.
+ */
+import { apis } from '../../protocol/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+import type { ControllerApi, FailureOf } from './controller-api.ts'
+
+export function makeCreateTopicsHandler(controller: ControllerApi, failureOf: FailureOf): Handler {
+  return defineHandler(apis.CreateTopics, {}, async (req) => {
+    try {
+      return await controller.createTopics(req)
+    } catch (e) {
+      const f = failureOf(e)
+      return {
+        topics: req.topics.map((t) => ({ name: t.name, errorCode: f.errorCode, errorMessage: f.message })),
+      }
+    }
+  })
+}
