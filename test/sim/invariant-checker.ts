@@ -21,6 +21,10 @@ export const Invariant = {
   LeaderCompleteness: 'LeaderCompleteness',
   /** A snapshot, taken or installed, equals the committed state at its offset. */
   SnapshotMatchesCommitted: 'SnapshotMatchesCommitted',
+  /** The Ready contract: what a message depends on is on the sender's disk when it leaves. */
+  DurableBeforeSend: 'DurableBeforeSend',
+  /** When a leader's high watermark passes an entry, a majority of voters hold it durably. */
+  CommittedOnMajority: 'CommittedOnMajority',
   /** Once faults stop, a leader commits a new entry within a bounded simulated time. */
   Liveness: 'Liveness',
   /** ...and then every live node catches up to it (through snapshots if needed). */
@@ -39,7 +43,7 @@ export class InvariantViolation extends Error {
   }
 }
 
-function fail(invariant: Invariant, message: string): never {
+export function fail(invariant: Invariant, message: string): never {
   throw new InvariantViolation(invariant, message)
 }
 
@@ -65,7 +69,8 @@ export class InvariantChecker {
   /** A node (re)started: its high watermark starts over. */
   nodeStarted(id: NodeId, raft: RaftNode): void {
     const s = raft.status()
-    this.#views.set(id, { highWatermark: s.highWatermark, role: s.role, epoch: s.epoch })
+    // From the snapshot up, whatever the new incarnation claims committed gets checked.
+    this.#views.set(id, { highWatermark: s.logStartOffset, role: 'unattached', epoch: s.epoch })
     const snapshot = raft.latestSnapshot
     if (snapshot !== null) this.snapshotSeen(id, snapshot)
   }

@@ -12,6 +12,7 @@ import {
   type ClusterStats,
   type NetworkProfile,
   SimCluster,
+  type SimNode,
 } from './sim-cluster.ts'
 
 export interface SeedPlan {
@@ -43,6 +44,21 @@ export interface SeedResult {
   readonly trace: readonly string[]
 }
 
+/** The faults a seed draws from, and how often. */
+const FAULT_WEIGHTS = {
+  crash: 3,
+  crashLeader: 2,
+  crashElecting: 2,
+  partition: 3,
+  isolateLeader: 1,
+  heal: 3,
+  resign: 1,
+  network: 1,
+  restartAll: 1,
+  crashNextLeader: 2,
+} as const
+type FaultKind = keyof typeof FAULT_WEIGHTS
+
 function pick<T>(random: SeededRandom, choices: readonly T[]): T {
   return choices[random.int(choices.length)]!
 }
@@ -53,7 +69,7 @@ function faultNetwork(random: SeededRandom, timeScale: number): NetworkProfile {
     dropRate: pick(random, [0, 0.01, 0.05, 0.2]),
     duplicateRate: pick(random, [0, 0.02, 0.1]),
     delayMinMs,
-    delayMaxMs: delayMinMs + pick(random, [0, 5, 20]),
+    delayMaxMs: delayMinMs + pick(random, [0, 5, 20, Math.round(250 * timeScale)]),
     longDelayRate: pick(random, [0, 0.01, 0.05]),
     longDelayMaxMs: Math.round(1000 * timeScale),
   }
@@ -66,7 +82,7 @@ export function planSeed(seed: number, options: { trace?: boolean } = {}): SeedP
   const ms = (defaultMs: number) => Math.max(1, Math.round(defaultMs * timeScale))
   const cluster: ClusterOptions = {
     seed,
-    voters: pick(random, [1, 3, 3, 3, 5, 5]),
+    voters: pick(random, [1, 3, 3, 5, 5, 5]),
     observers: pick(random, [0, 0, 1, 2]),
     config: {
       electionTimeoutMs: ms(1000),
@@ -91,8 +107,8 @@ export function planSeed(seed: number, options: { trace?: boolean } = {}): SeedP
   return {
     cluster,
     timeScale,
-    faultPhaseMs: ms(10_000 + random.int(20_000)),
-    faultGapMs: ms(300 + random.int(2700)),
+    faultPhaseMs: ms(30_000 + random.int(60_000)),
+    faultGapMs: ms(100 + random.int(2000)),
     proposeEveryMs: pick(random, [5, 20, 100]),
     livenessBoundMs: ms(40_000),
     convergenceBoundMs: ms(20_000),
@@ -125,9 +141,8 @@ export function runSeed(seed: number, options: { trace?: boolean } = {}): SeedRe
   // Clients: a few records at a time to whoever leads.
   const propose = () => {
     if (recoveredAtMs !== null) return // from now on: catch up without new load
-    const count = 1 + faults.int(3)
-    const records = Array.from({ length: count }, () => `p${proposalCount++}`)
-    if (cluster.propose(records) !== null) for (const r of records) proposedAt.set(r, cluster.nowMs)
+    const make = () => Array.from({ length: 1 + faults.int(3) }, () => `p${proposalCount++}`)
+    for (const record of cluster.propose(make)) proposedAt.set(record, cluster.nowMs)
     cluster.at(cluster.nowMs + 1 + faults.int(2 * plan.proposeEveryMs), 'propose', propose)
   }
   cluster.at(faults.int(plan.proposeEveryMs), 'propose', propose)
@@ -145,22 +160,34 @@ export function runSeed(seed: number, options: { trace?: boolean } = {}): SeedRe
     for (const id of ids) (faults.nextFloat() < 0.5 ? a : b).push(id)
     return [a, b]
   }
-  const fault = () => {
-    if (cluster.nowMs >= quietAtMs) return
-    const roll = faults.int(14)
-    if (roll < 3) {
+  const restartLater = (node: SimNode, maxMs: number) =>
+    cluster.at(cluster.nowMs + faults.int(maxMs + 1), 'restart', () => cluster.restart(node))
+  const electionTimeoutMs = plan.cluster.config.electionTimeoutMs ?? 1000
+  const actions: Record<FaultKind, () => void> = {
+    crash: () => {
       const node = randomUp()
-      if (node !== undefined) {
-        cluster.crash(node, faults)
-        cluster.at(cluster.nowMs + faults.int(plan.faultGapMs * 3), 'restart', () => cluster.restart(node))
-      }
-    } else if (roll < 5) {
+      if (node === undefined) return
+      cluster.crash(node, faults)
+      restartLater(node, plan.faultGapMs * 3)
+    },
+    crashLeader: () => {
       const leader = cluster.leader()
-      if (leader !== undefined) {
-        cluster.crash(leader, faults)
-        cluster.at(cluster.nowMs + faults.int(plan.faultGapMs * 3), 'restart', () => cluster.restart(leader))
-      }
-    } else if (roll < 7) {
+      if (leader === undefined) return
+      cluster.crash(leader, faults)
+      restartLater(leader, plan.faultGapMs * 3)
+    },
+    // Elections are where votes must be durable: crash a node in the middle of one, restart it soon.
+    crashElecting: () => {
+      const electing = cluster.nodes.filter((n) => {
+        const s = n.raft?.status()
+        return s !== undefined && (s.role === 'prospective' || s.role === 'candidate' || s.votedId !== null)
+      })
+      const node = electing.length > 0 ? electing[faults.int(electing.length)] : randomUp()
+      if (node === undefined) return
+      cluster.crash(node, faults)
+      restartLater(node, electionTimeoutMs)
+    },
+    partition: () => {
       const [a, b] = split()
       const oneWay = faults.nextFloat() < 0.3
       for (const x of a)
@@ -169,27 +196,60 @@ export function runSeed(seed: number, options: { trace?: boolean } = {}): SeedRe
           if (!oneWay) cluster.block(y, x)
         }
       cluster.log(`PARTITION ${a.join(',')} ${oneWay ? '->|' : '|'} ${b.join(',')}`)
-    } else if (roll < 8) {
+    },
+    isolateLeader: () => {
       const leader = cluster.leader()
-      if (leader !== undefined) {
-        const inbound = faults.int(3) // 0: both ways, 1: only inbound cut, 2: only outbound cut
-        for (const id of ids) {
-          if (id === leader.id) continue
-          if (inbound !== 2) cluster.block(id, leader.id)
-          if (inbound !== 1) cluster.block(leader.id, id)
-        }
-        cluster.log(`ISOLATE leader ${leader.id} (${['both', 'inbound', 'outbound'][inbound]})`)
+      if (leader === undefined) return
+      const direction = faults.int(3) // 0: both ways, 1: only inbound cut, 2: only outbound cut
+      for (const id of ids) {
+        if (id === leader.id) continue
+        if (direction !== 2) cluster.block(id, leader.id)
+        if (direction !== 1) cluster.block(leader.id, id)
       }
-    } else if (roll < 10) {
+      cluster.log(`ISOLATE leader ${leader.id} (${['both', 'inbound', 'outbound'][direction]})`)
+    },
+    heal: () => {
       cluster.heal()
       cluster.log('HEAL')
-    } else if (roll < 11) {
-      cluster.resign()
-    } else if (roll < 12) {
+    },
+    resign: () => cluster.resign(),
+    network: () => {
       cluster.network = faultNetwork(faults, plan.timeScale)
       cluster.log(`NETWORK ${JSON.stringify(cluster.network)}`)
-    } else {
+    },
+    restartAll: () => {
       for (const node of crashed()) cluster.restart(node)
+    },
+    // KIP-595's commit rule matters when a leader dies before its first entry is replicated: arm
+    // a trap that crashes the next leader a few round trips after it is elected.
+    crashNextLeader: () => {
+      trapArmed = true
+    },
+  }
+  let trapArmed = false
+  cluster.onLeaderElected = (leader) => {
+    if (!trapArmed || cluster.nowMs >= quietAtMs) return
+    trapArmed = false
+    const delayMs = faults.int(4 * (cluster.network.delayMaxMs + plan.cluster.fsyncMsMax) + 1)
+    const incarnation = leader.incarnation
+    cluster.at(cluster.nowMs + delayMs, 'crash new leader', () => {
+      if (leader.incarnation !== incarnation) return
+      cluster.log(`TRAP crashes new leader ${leader.id}`)
+      cluster.crash(leader, faults)
+      restartLater(leader, plan.faultGapMs * 3)
+    })
+  }
+  const weights = Object.entries(FAULT_WEIGHTS) as [FaultKind, number][]
+  const totalWeight = weights.reduce((sum, [, w]) => sum + w, 0)
+  const fault = () => {
+    if (cluster.nowMs >= quietAtMs) return
+    let roll = faults.int(totalWeight)
+    for (const [kind, weight] of weights) {
+      roll -= weight
+      if (roll < 0) {
+        actions[kind]()
+        break
+      }
     }
     cluster.at(cluster.nowMs + 1 + faults.int(2 * plan.faultGapMs), 'fault', fault)
   }
@@ -201,6 +261,12 @@ export function runSeed(seed: number, options: { trace?: boolean } = {}): SeedRe
     cluster.log('QUIET: faults stop')
   })
 
+  /** Time to replicate `entries` on a calm network, one round trip per full fetch. */
+  const catchUpMs = (entries: bigint) => {
+    const roundTripMs = 2 * CALM_NETWORK.delayMaxMs + plan.cluster.fsyncMsMax + 2
+    const fetchEntriesMax = plan.cluster.config.fetchEntriesMax ?? 4096
+    return Math.ceil((Number(entries) / fetchEntriesMax) * roundTripMs)
+  }
   const converged = () =>
     convergeTo !== null && cluster.nodes.every((n) => n.up && n.sm.applied >= (convergeTo as bigint))
   const result = (ok: boolean, extra: Partial<SeedResult> = {}): SeedResult => ({
@@ -215,12 +281,25 @@ export function runSeed(seed: number, options: { trace?: boolean } = {}): SeedRe
     ...extra,
   })
   try {
-    cluster.runUntil(quietAtMs + plan.livenessBoundMs, () => recoveredAtMs !== null)
+    cluster.start()
+    cluster.runUntil(quietAtMs)
+    // The bound: elections, plus replicating the longest log to the voters furthest behind at a
+    // round trip per fetch of at most fetchEntriesMax entries (the leader's log may hold many
+    // uncommitted entries that a majority must fetch before anything new commits).
+    let longest = 0n
+    let shortest: bigint | null = null
+    for (const node of cluster.nodes) {
+      const end = node.raft?.log.endOffset ?? node.disk.syncedEndOffset
+      if (end > longest) longest = end
+      if (node.isVoter && (shortest === null || end < shortest)) shortest = end
+    }
+    const livenessBoundMs = plan.livenessBoundMs + catchUpMs(longest - (shortest ?? 0n))
+    cluster.runUntil(quietAtMs + livenessBoundMs, () => recoveredAtMs !== null)
     if (recoveredAtMs === null) {
       const leader = cluster.leader()
       return result(false, {
         invariant: 'Liveness',
-        message: `no new entry committed within ${plan.livenessBoundMs} ms after faults stopped (leader: ${leader?.id ?? 'none'})`,
+        message: `no new entry committed within ${livenessBoundMs} ms after faults stopped (leader: ${leader?.id ?? 'none'})`,
         atMs: cluster.nowMs,
       })
     }
@@ -230,10 +309,7 @@ export function runSeed(seed: number, options: { trace?: boolean } = {}): SeedRe
       const behind = (convergeTo as unknown as bigint) - node.sm.applied
       if (behind > backlog) backlog = behind
     }
-    const roundTripMs = 2 * CALM_NETWORK.delayMaxMs + plan.cluster.fsyncMsMax + 2
-    const fetchEntriesMax = plan.cluster.config.fetchEntriesMax ?? 4096
-    const catchUpMs = Math.ceil((Number(backlog) / fetchEntriesMax) * roundTripMs)
-    const deadline = (recoveredAtMs as number) + plan.convergenceBoundMs + catchUpMs
+    const deadline = (recoveredAtMs as number) + plan.convergenceBoundMs + catchUpMs(backlog)
     cluster.runUntil(deadline, converged)
     if (!converged()) {
       const lagging = cluster.nodes

@@ -14,7 +14,7 @@ import {
   type Snapshot,
 } from '../../src/raft/index.ts'
 import { EventQueue } from './event-queue.ts'
-import { Invariant, InvariantChecker, InvariantViolation } from './invariant-checker.ts'
+import { fail, Invariant, InvariantChecker, InvariantViolation } from './invariant-checker.ts'
 import { SimRaftDisk } from './sim-raft-disk.ts'
 import { SimStateMachine } from './sim-state-machine.ts'
 
@@ -82,6 +82,8 @@ export class SimNode {
   inProgress: Ready | null = null
   timerAtMs: number | null = null
   timerGeneration = 0
+  /** The high watermark at the last check while leading (-1 when not leading). */
+  leaderHighWatermark = -1n
   /** Events at one instant, to catch a core that never moves its deadline forward. */
   burstAtMs = -1
   burst = 0
@@ -133,6 +135,8 @@ export class SimCluster {
   network: NetworkProfile
   readonly trace: string[] = []
   nowMs = 0
+  /** Called when a node has just become leader (after the event that made it one). */
+  onLeaderElected: ((node: SimNode) => void) | null = null
   readonly #queue = new EventQueue<SimEvent>()
   readonly #netRandom: SeededRandom
   /** Vote requests seen, to tell a pre-vote grant from a vote grant when the response leaves. */
@@ -153,6 +157,10 @@ export class SimCluster {
         new SimNode(id, isVoter, new SeededRandom(seeds.nextU32()), seeds.int(1_000_000), 1 + drift),
       )
     }
+  }
+
+  /** Start every node (a separate step, so a violation at start-up is reported like any other). */
+  start(): void {
     for (const node of this.nodes) this.#start(node)
   }
 
@@ -242,17 +250,24 @@ export class SimCluster {
     this.blocked.clear()
   }
 
-  /** Propose records to the current leader; returns the offsets or null when there is none. */
-  propose(records: readonly string[]): { epoch: number; baseOffset: bigint } | null {
-    const leader = this.leader()
-    if (leader === undefined) return null
-    leader.raft!.tick(this.localMs(leader))
-    const result = leader.raft!.propose(records.map((r) => new TextEncoder().encode(r)))
-    if (result.kind !== 'appended') return null
-    this.stats.proposals += records.length
-    this.log(`node ${leader.id} PROPOSE ${records.join(',')} at ${result.baseOffset}..${result.lastOffset}`)
-    this.#afterInput(leader)
-    return { epoch: result.epoch, baseOffset: result.baseOffset }
+  /**
+   * Propose records to every node that thinks it leads (a deposed leader too: its entries become
+   * the divergent tails followers must truncate). Returns the records that were appended.
+   */
+  propose(makeRecords: () => string[]): string[] {
+    const appended: string[] = []
+    for (const node of this.nodes) {
+      if (node.raft?.status().role !== 'leader') continue
+      const records = makeRecords()
+      node.raft.tick(this.localMs(node))
+      const result = node.raft.propose(records.map((r) => new TextEncoder().encode(r)))
+      if (result.kind !== 'appended') continue
+      this.stats.proposals += records.length
+      appended.push(...records)
+      this.log(`node ${node.id} PROPOSE ${records.join(',')} at ${result.baseOffset}..${result.lastOffset}`)
+      this.#afterInput(node)
+    }
+    return appended
   }
 
   /** Graceful resignation of the current leader. */
@@ -352,7 +367,14 @@ export class SimCluster {
       const ready = raft.ready()
       node.disk.write(ready)
       node.inProgress = ready
-      const fsyncMs = this.options.fsyncMsMax > 0 ? node.random.int(this.options.fsyncMsMax + 1) : 0
+      const durable =
+        ready.state !== undefined ||
+        ready.snapshot !== undefined ||
+        ready.truncateTo !== undefined ||
+        ready.entries.length > 0
+      // A Ready with nothing to persist needs no fsync.
+      const fsyncMs =
+        durable && this.options.fsyncMsMax > 0 ? node.random.int(this.options.fsyncMsMax + 1) : 0
       this.#queue.push(this.nowMs + fsyncMs, { kind: 'disk', node: node.id, incarnation: node.incarnation })
     }
     this.#armTimer(node)
@@ -362,8 +384,76 @@ export class SimCluster {
   #check(node: SimNode): void {
     const raft = node.raft!
     this.#guard(node, () => this.checker.check(node.id, raft))
-    const epoch = raft.status().epoch
-    if (epoch > this.stats.maxEpoch) this.stats.maxEpoch = epoch
+    const status = raft.status()
+    if (status.epoch > this.stats.maxEpoch) this.stats.maxEpoch = status.epoch
+    if (
+      status.role === 'leader' &&
+      status.highWatermark > node.leaderHighWatermark &&
+      status.highWatermark > 0n
+    ) {
+      this.#checkCommittedOnMajority(node, status.highWatermark)
+    }
+    if (status.role === 'leader' && node.leaderHighWatermark < 0n) this.onLeaderElected?.(node)
+    node.leaderHighWatermark = status.role === 'leader' ? status.highWatermark : -1n
+  }
+
+  /** The definition of committed, checked against the disks: a majority holds the entry durably. */
+  #checkCommittedOnMajority(leader: SimNode, highWatermark: bigint): void {
+    const offset = highWatermark - 1n
+    const epoch = leader.raft!.log.epochAt(offset)
+    let holders = 0
+    for (const id of this.voterIds) {
+      const durable = this.node(id).disk.syncedEpochAt(offset)
+      if (durable === 'snapshot' || (durable !== undefined && durable === epoch)) holders++
+    }
+    if (holders < Math.floor(this.voterIds.length / 2) + 1) {
+      fail(
+        Invariant.CommittedOnMajority,
+        `leader ${leader.id} moved its high watermark to ${highWatermark} but only ${holders} voters hold ${offset} durably`,
+      )
+    }
+  }
+
+  /** The Ready contract's first rule, checked on the sender's disk as each message leaves. */
+  #checkDurableBeforeSend(message: RaftMessage): void {
+    const disk = this.node(message.from).disk
+    const state = disk.syncedState ?? { epoch: 0, votedId: null, leaderId: null }
+    const durableEpochHas = (epoch: number, ok: boolean) =>
+      state.epoch > epoch || (state.epoch === epoch && ok)
+    let violation: string | null = null
+    switch (message.type) {
+      case 'VoteResponse': {
+        const request = this.#voteRequests.get(`${message.from}:${message.to}:${message.correlationId}`)
+        if (message.voteGranted && request !== undefined && !request.preVote) {
+          if (!durableEpochHas(message.leaderEpoch, state.votedId === message.to)) violation = 'vote granted'
+        }
+        break
+      }
+      case 'VoteRequest':
+        if (!message.preVote && !durableEpochHas(message.candidateEpoch, state.votedId === message.from)) {
+          violation = 'candidacy'
+        }
+        break
+      case 'BeginQuorumEpochRequest':
+        if (!durableEpochHas(message.leaderEpoch, state.leaderId === message.from)) violation = 'leadership'
+        break
+      case 'FetchRequest': {
+        const end = message.fetchOffset
+        const epoch = end === 0n ? 0 : disk.syncedEpochAt(end - 1n)
+        if (disk.syncedEndOffset < end || (epoch !== 'snapshot' && epoch !== message.lastFetchedEpoch)) {
+          violation = `log up to ${end} (durable end ${disk.syncedEndOffset}, epoch ${epoch})`
+        }
+        break
+      }
+      default:
+        break
+    }
+    if (violation !== null) {
+      fail(
+        Invariant.DurableBeforeSend,
+        `node ${message.from} sent ${formatMessage(message)} before its ${violation} was durable`,
+      )
+    }
   }
 
   #armTimer(node: SimNode): void {
@@ -437,6 +527,7 @@ export class SimCluster {
 
   #send(message: RaftMessage): void {
     this.stats.messagesSent++
+    this.#checkDurableBeforeSend(message)
     if (message.type === 'VoteResponse') {
       const key = `${message.from}:${message.to}:${message.correlationId}`
       const request = this.#voteRequests.get(key)

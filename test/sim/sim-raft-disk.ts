@@ -74,8 +74,30 @@ export class SimRaftDisk {
     }
   }
 
-  get syncedEntryCount(): number {
-    return this.#synced.entries.length
+  /** The durable quorum state. */
+  get syncedState(): PersistentState | undefined {
+    return this.#synced.state
+  }
+
+  /** The durable log end offset. */
+  get syncedEndOffset(): bigint {
+    const { snapshot, entries } = this.#synced
+    return entries.length > 0 ? entries.at(-1)!.offset + 1n : (snapshot?.id.endOffset ?? 0n)
+  }
+
+  /**
+   * The epoch of the durable record at `offset`: from the log, or from the snapshot for its last
+   * offset; 'snapshot' below that (covered, epoch unknown); undefined if not durable here.
+   */
+  syncedEpochAt(offset: bigint): number | 'snapshot' | undefined {
+    const { snapshot, entries } = this.#synced
+    const snapshotEnd = snapshot?.id.endOffset ?? 0n
+    if (offset < 0n) return 'snapshot'
+    if (offset === snapshotEnd - 1n) return snapshot!.id.epoch
+    if (offset < snapshotEnd) return 'snapshot'
+    const first = entries[0]
+    if (first === undefined || offset < first.offset) return undefined
+    return entries[Number(offset - first.offset)]?.epoch
   }
 }
 
