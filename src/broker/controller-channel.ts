@@ -108,7 +108,7 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
    * while the answer says NOT_CONTROLLER or the connection fails.
    */
   async #call<Res, ReqIn>(
-    local: ((c: QuorumController) => Promise<Res>) | null,
+    local: { readonly here: () => boolean; readonly call: () => Promise<Res> },
     api: Api<unknown, ReqIn, Res, never>,
     body: ReqIn,
     notController: (res: Res) => boolean,
@@ -116,10 +116,9 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     const deadline = this.#o.clock.monotonicMs() + this.#o.timeoutMs
     for (;;) {
       if (this.#closed) throw new ControllerUnavailableError('the node is shutting down')
-      const l = this.#o.local
-      if (l?.isActive && local !== null) {
+      if (local.here()) {
         try {
-          return await local(l)
+          return await local.call()
         } catch (e) {
           if (!(e instanceof NotControllerError)) throw e
         }
@@ -149,7 +148,7 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     req: CreateTopicsRequestData.CreateTopicsRequest,
   ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn> {
     return this.#call(
-      (c) => c.createTopics(req),
+      this.#local((c) => c.createTopics(req)),
       apis.CreateTopics,
       req,
       (res) => allNotController(res.topics),
@@ -160,7 +159,7 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     req: DeleteTopicsRequestData.DeleteTopicsRequest,
   ): Promise<DeleteTopicsResponseData.DeleteTopicsResponseIn> {
     return this.#call(
-      (c) => c.deleteTopics(req),
+      this.#local((c) => c.deleteTopics(req)),
       apis.DeleteTopics,
       req,
       (res) => allNotController(res.responses),
@@ -171,7 +170,7 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     req: CreatePartitionsRequestData.CreatePartitionsRequest,
   ): Promise<CreatePartitionsResponseData.CreatePartitionsResponseIn> {
     return this.#call(
-      (c) => c.createPartitions(req),
+      this.#local((c) => c.createPartitions(req)),
       apis.CreatePartitions,
       req,
       (res) => allNotController(res.results),
@@ -182,7 +181,7 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     req: BrokerRegistrationRequestData.BrokerRegistrationRequest,
   ): Promise<BrokerRegistrationResponseData.BrokerRegistrationResponseIn> {
     return this.#call(
-      (c) => c.registerBroker(req),
+      this.#local((c) => c.registerBroker(req)),
       apis.BrokerRegistration,
       req,
       (res) => res.errorCode === ErrorCode.NotController,
@@ -193,22 +192,32 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     req: BrokerHeartbeatRequestData.BrokerHeartbeatRequest,
   ): Promise<BrokerHeartbeatResponseData.BrokerHeartbeatResponseIn> {
     return this.#call(
-      (c) => c.brokerHeartbeat(req),
+      this.#local((c) => c.brokerHeartbeat(req)),
       apis.BrokerHeartbeat,
       req,
       (res) => res.errorCode === ErrorCode.NotController,
     )
   }
 
-  /** DescribeQuorum is answered by the quorum leader; a node that is not the leader forwards it. */
+  /** The local controller, when this node hosts the active one. */
+  #local<Res>(fn: (c: QuorumController) => Promise<Res>): { here: () => boolean; call: () => Promise<Res> } {
+    const c = this.#o.local
+    return { here: () => c?.isActive === true, call: () => fn(c!) }
+  }
+
+  /**
+   * DescribeQuorum is answered by the quorum leader: `answerHere` when that is this node, else the
+   * request is forwarded to the leader.
+   */
   describeQuorum(
     req: DescribeQuorumRequestData.DescribeQuorumRequest,
-  ): Promise<DescribeQuorumResponseData.DescribeQuorumResponse> {
+    answerHere: () => Promise<DescribeQuorumResponseData.DescribeQuorumResponseIn>,
+  ): Promise<DescribeQuorumResponseData.DescribeQuorumResponseIn> {
     return this.#call(
-      null,
+      { here: () => this.#o.status().role === 'leader', call: answerHere },
       apis.DescribeQuorum,
       req,
-      (res) => res.topics[0]?.partitions[0]?.errorCode === ErrorCode.NotLeaderOrFollower,
+      (res) => res.topics?.[0]?.partitions?.[0]?.errorCode === ErrorCode.NotLeaderOrFollower,
     )
   }
 

@@ -378,9 +378,11 @@ export class WeirNode {
         makeDeleteTopicsHandler(channel, controllerFailure),
         makeCreatePartitionsHandler(channel, controllerFailure),
         defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
-          if (quorum.status().role === 'leader') return describeQuorumLocal.handle(req, ctx) as never
           try {
-            return await channel.describeQuorum(req)
+            return await channel.describeQuorum(
+              req,
+              async () => (await describeQuorumLocal.handle(req, ctx)) as never,
+            )
           } catch (e) {
             const f = controllerFailure(e)
             return { errorCode: f.errorCode, errorMessage: f.message }

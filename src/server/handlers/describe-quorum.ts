@@ -21,7 +21,7 @@ export interface QuorumEndpoints {
 }
 
 export function makeDescribeQuorumHandler(quorum: Quorum, endpoints: QuorumEndpoints): Handler {
-  return defineHandler(apis.DescribeQuorum, {}, (req) => {
+  return defineHandler(apis.DescribeQuorum, {}, (req, ctx) => {
     const asked = req.topics.some(
       (t) => t.topicName === METADATA_TOPIC && t.partitions.some((p) => p.partitionIndex === 0),
     )
@@ -75,7 +75,14 @@ export function makeDescribeQuorumHandler(quorum: Quorum, endpoints: QuorumEndpo
           ],
         },
       ],
-      nodes: endpoints.nodes().map((n) => ({ nodeId: n.id, listeners: n.listeners.map((l) => ({ ...l })) })),
+      // v2 (KIP-853) adds the voters' endpoints.
+      ...(ctx.apiVersion >= 2
+        ? {
+            nodes: endpoints
+              .nodes()
+              .map((n) => ({ nodeId: n.id, listeners: n.listeners.map((l) => ({ ...l })) })),
+          }
+        : {}),
     }
   })
 }

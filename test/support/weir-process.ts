@@ -1,0 +1,118 @@
+/**
+ * Real Weir processes for compat and fault tests: `bin/weir.js start` in a child process, waited
+ * for until it prints that it is ready, stopped with SIGTERM or killed with SIGKILL.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export const REPO = join(import.meta.dirname, '../..')
+export const NODE = join(REPO, 'node_modules/.bin/node')
+export const WEIR = join(REPO, 'bin/weir.js')
+
+/** Ports nobody listens on right now (bound then released). */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve) => {
+          const s = createServer()
+          s.listen(0, '127.0.0.1', () => resolve(s))
+        }),
+    ),
+  )
+  const ports = servers.map((s) => (s.address() as { port: number }).port)
+  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))))
+  return ports
+}
+
+export function tempDir(prefix: string): { path: string; remove: () => void } {
+  const path = mkdtempSync(join(tmpdir(), prefix))
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) }
+}
+
+export class WeirProcess {
+  readonly args: readonly string[]
+  #child: ChildProcess | null = null
+  #output = ''
+  #exited: Promise<number | null> | null = null
+
+  constructor(args: readonly string[]) {
+    this.args = args
+  }
+
+  /** Everything the process printed so far (stdout and stderr). */
+  get output(): string {
+    return this.#output
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid
+  }
+
+  /** Starts the process and resolves once it printed its ready line. */
+  async start(timeoutMs = 30_000): Promise<void> {
+    const child = spawn(NODE, [WEIR, 'start', ...this.args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    this.#child = child
+    this.#exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)))
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`not ready within ${timeoutMs} ms:\n${this.#output}`)), timeoutMs)
+      const onData = (d: Buffer) => {
+        this.#output += d.toString()
+        if (/ready in \d+ ms/.test(this.#output)) {
+          clearTimeout(timer)
+          resolve()
+        }
+      }
+      child.stdout?.on('data', onData)
+      child.stderr?.on('data', (d: Buffer) => {
+        this.#output += d.toString()
+      })
+      void this.#exited?.then((code) => {
+        clearTimeout(timer)
+        reject(new Error(`exited with ${code} before it was ready:\n${this.#output}`))
+      })
+    })
+    await ready
+  }
+
+  /** SIGTERM and wait for a clean exit. */
+  async stop(): Promise<number | null> {
+    if (this.#child === null || this.#child.exitCode !== null) return this.#child?.exitCode ?? null
+    this.#child.kill('SIGTERM')
+    return this.#exited
+  }
+
+  /** SIGKILL: no shutdown at all, as a crash. */
+  async kill(): Promise<void> {
+    if (this.#child === null || this.#child.exitCode !== null) return
+    this.#child.kill('SIGKILL')
+    await this.#exited
+  }
+}
+
+/** Writes a server.properties file and returns its path. */
+export function writeProperties(dir: string, name: string, props: Record<string, string | number>): string {
+  const path = join(dir, name)
+  writeFileSync(path, Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n') + '\n')
+  return path
+}
+
+/** Waits until `fn` returns something other than undefined, polling. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let lastError: unknown
+  for (;;) {
+    try {
+      const v = await fn()
+      if (v !== undefined) return v
+    } catch (e) {
+      lastError = e
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
