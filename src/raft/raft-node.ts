@@ -142,6 +142,8 @@ interface ReplicaProgress {
   lastCaughtUpMs: number | null
   /** The leader's log end at this replica's previous fetch (for lastCaughtUpMs, as Kafka). */
   leaderEndAtLastFetch: Offset | null
+  /** The high watermark in the last fetch response to this replica: a newer one is worth an answer. */
+  highWatermarkSent: Offset
 }
 
 interface Leader {
@@ -270,6 +272,7 @@ export class RaftNode {
       // KIP-595: the only voter elects itself at once.
       this.#becomeCandidate()
     }
+    this.#poll() // the first Ready carries the first requests (a follower's Fetch, ...)
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -717,7 +720,12 @@ export class RaftNode {
     if (role.kind !== 'leader') return
     const parked = [...role.parked.values()]
     role.parked.clear()
-    for (const { request } of parked) this.#sendFetchError(request, RaftErrorCode.NotLeaderOrFollower)
+    for (const { request } of parked) {
+      this.#sendFetchError(request, RaftErrorCode.NotLeaderOrFollower, {
+        leaderId: null,
+        leaderEpoch: this.#epoch,
+      })
+    }
   }
 
   #becomeUnattached(epoch: number): void {
@@ -835,6 +843,7 @@ export class RaftNode {
         lastFetchMs: null,
         lastCaughtUpMs: null,
         leaderEndAtLastFetch: null,
+        highWatermarkSent: -1n,
       })
       role.unannounced.set(voterId, this.#sendBeginQuorumEpoch(voterId))
     }
@@ -1171,7 +1180,11 @@ export class RaftNode {
   // Fetch: the leader's side
   // ---------------------------------------------------------------------------------------------
 
-  #sendFetchError(request: FetchRequest, errorCode: RaftErrorCode): void {
+  #sendFetchError(
+    request: FetchRequest,
+    errorCode: RaftErrorCode,
+    currentLeader: LeaderIdAndEpoch = this.#currentLeader(),
+  ): void {
     this.#send({
       type: 'FetchResponse',
       from: this.nodeId,
@@ -1180,7 +1193,7 @@ export class RaftNode {
       errorCode,
       highWatermark: this.#highWatermark,
       logStartOffset: this.#log.startOffset,
-      currentLeader: this.#currentLeader(),
+      currentLeader,
       records: [],
     })
   }
@@ -1190,7 +1203,13 @@ export class RaftNode {
     if (voter !== undefined) return voter
     let observer = role.observers.get(replicaId)
     if (observer === undefined) {
-      observer = { endOffset: null, lastFetchMs: null, lastCaughtUpMs: null, leaderEndAtLastFetch: null }
+      observer = {
+        endOffset: null,
+        lastFetchMs: null,
+        lastCaughtUpMs: null,
+        leaderEndAtLastFetch: null,
+        highWatermarkSent: -1n,
+      }
       if (role.observers.size >= this.config.observersMax) {
         const oldest = role.observers.keys().next().value
         if (oldest !== undefined) role.observers.delete(oldest)
@@ -1274,7 +1293,11 @@ export class RaftNode {
     // A replica has one fetch out at a time: one held from before is stale.
     role.parked.delete(request.replicaId)
     if (isVoter) this.#maybeAdvanceHighWatermark(role)
-    if (request.fetchOffset >= leaderEnd && request.maxWaitMs > 0) {
+    if (
+      request.fetchOffset >= leaderEnd &&
+      request.maxWaitMs > 0 &&
+      progress.highWatermarkSent >= this.#highWatermark
+    ) {
       // Long poll: hold the fetch until there is something to send (Kafka's fetch purgatory).
       const waitMs = Math.min(request.maxWaitMs, this.config.fetchMaxWaitMs)
       role.parked.set(request.replicaId, { request, deadlineMs: this.#nowMs + waitMs })
@@ -1285,6 +1308,11 @@ export class RaftNode {
 
   /** Answer a validated fetch with what the log holds from its offset. */
   #answerFetch(request: FetchRequest): void {
+    const role = this.#role
+    if (role.kind === 'leader') {
+      const progress = role.voters.get(request.replicaId) ?? role.observers.get(request.replicaId)
+      if (progress !== undefined) progress.highWatermarkSent = this.#highWatermark
+    }
     const from = request.fetchOffset
     const records =
       from < this.#log.endOffset
