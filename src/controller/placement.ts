@@ -23,7 +23,10 @@ export function rackAlternatedOrder(brokers: readonly PlacementBroker[]): Broker
   for (const b of [...brokers].sort((x, y) => x.id - y.id)) {
     const key = b.rack ?? ''
     let list = byRack.get(key)
-    if (list === undefined) byRack.set(key, (list = []))
+    if (list === undefined) {
+      list = []
+      byRack.set(key, list)
+    }
     list.push(b.id)
   }
   const racks = [...byRack.keys()].sort().map((r) => byRack.get(r)!)

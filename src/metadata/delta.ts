@@ -183,7 +183,10 @@ export class MetadataDelta {
 
   #changed(id: Uuid, partition: number): void {
     let set = this.#changedPartitions.get(id)
-    if (set === undefined) this.#changedPartitions.set(id, (set = new Set()))
+    if (set === undefined) {
+      set = new Set()
+      this.#changedPartitions.set(id, set)
+    }
     set.add(partition)
   }
 

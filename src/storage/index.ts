@@ -22,7 +22,12 @@ export {
   parseSegmentFileName,
   SegmentFile,
 } from './log-segment.ts'
-export { formatMetaProperties, type MetaProperties, MetaPropertiesError, parseMetaProperties } from './meta-properties.ts'
+export {
+  formatMetaProperties,
+  type MetaProperties,
+  MetaPropertiesError,
+  parseMetaProperties,
+} from './meta-properties.ts'
 export {
   CheckpointFormatError,
   type OffsetCheckpoint,

@@ -42,7 +42,13 @@ after(async () => {
 })
 
 test('describe --status names the leader, its epoch and the three voters', async () => {
-  const out = await kafkaTool('kafka-metadata-quorum', '--bootstrap-server', bootstrap, 'describe', '--status')
+  const out = await kafkaTool(
+    'kafka-metadata-quorum',
+    '--bootstrap-server',
+    bootstrap,
+    'describe',
+    '--status',
+  )
   const field = (name: string) => new RegExp(`^${name}:\\s+(.*)$`, 'm').exec(out)?.[1]
   assert.equal(field('ClusterId'), 'metadataQuorumToolTest')
   const leaderId = Number(field('LeaderId'))
@@ -54,7 +60,13 @@ test('describe --status names the leader, its epoch and the three voters', async
 })
 
 test('describe --replication lists every voter with its log end offset and lag', async () => {
-  const out = await kafkaTool('kafka-metadata-quorum', '--bootstrap-server', bootstrap, 'describe', '--replication')
+  const out = await kafkaTool(
+    'kafka-metadata-quorum',
+    '--bootstrap-server',
+    bootstrap,
+    'describe',
+    '--replication',
+  )
   const [header, ...lines] = out.trim().split('\n')
   const leo = (header ?? '').trim().split(/\s+/).indexOf('LogEndOffset')
   assert.ok(leo > 0, out)

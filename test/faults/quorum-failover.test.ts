@@ -37,12 +37,17 @@ async function call<T>(port: number, fn: (c: KafkaConnection) => Promise<T>): Pr
   }
 }
 
-async function quorumLeader(port: number): Promise<{ leaderId: number; epoch: number; hw: bigint; voters: Map<number, bigint> }> {
+async function quorumLeader(
+  port: number,
+): Promise<{ leaderId: number; epoch: number; hw: bigint; voters: Map<number, bigint> }> {
   const res = await call(port, (c) =>
-    c.request(apis.DescribeQuorum, 1, { topics: [{ topicName: '__cluster_metadata' as TopicName, partitions: [{ partitionIndex: 0 }] }] }),
+    c.request(apis.DescribeQuorum, 1, {
+      topics: [{ topicName: '__cluster_metadata' as TopicName, partitions: [{ partitionIndex: 0 }] }],
+    }),
   )
   const p = res.topics[0]?.partitions[0]
-  if (p === undefined || p.errorCode !== 0) throw new Error(`DescribeQuorum error ${res.errorCode}/${p?.errorCode}`)
+  if (p === undefined || p.errorCode !== 0)
+    throw new Error(`DescribeQuorum error ${res.errorCode}/${p?.errorCode}`)
   return {
     leaderId: p.leaderId,
     epoch: p.leaderEpoch,
@@ -66,7 +71,9 @@ async function topicNames(port: number): Promise<string[]> {
   return res.topics.map((t) => t.name ?? '').sort()
 }
 
-test('kill -9 the quorum leader: a new leader commits, the old one rejoins with everything', { timeout: 180_000 }, async () => {
+test('kill -9 the quorum leader: a new leader commits, the old one rejoins with everything', {
+  timeout: 180_000,
+}, async () => {
   const ports = await freePorts(6)
   const brokerPort = (i: number) => ports[i * 2]!
   const controllerPort = (i: number) => ports[i * 2 + 1]!
@@ -98,9 +105,13 @@ test('kill -9 the quorum leader: a new leader commits, the old one rejoins with 
     const q = await quorumLeader(brokerPort(survivor))
     return q.leaderId !== first.leaderId && q.epoch > first.epoch ? q : undefined
   })
-  await waitFor('a commit under the new leader', async () => ((await createTopic(brokerPort(survivor), 'after-0')) === 0 ? true : undefined))
+  await waitFor('a commit under the new leader', async () =>
+    (await createTopic(brokerPort(survivor), 'after-0')) === 0 ? true : undefined,
+  )
   const failoverMs = performance.now() - killedAt
-  console.log(`failover: leader ${first.leaderId} killed; leader ${second.leaderId} in epoch ${second.epoch} committed after ${Math.round(failoverMs)} ms`)
+  console.log(
+    `failover: leader ${first.leaderId} killed; leader ${second.leaderId} in epoch ${second.epoch} committed after ${Math.round(failoverMs)} ms`,
+  )
 
   // The killed node restarts from its files, follows, and sees every committed topic.
   await processes[leaderIndex]!.start()
@@ -114,7 +125,11 @@ test('kill -9 the quorum leader: a new leader commits, the old one rejoins with 
     return d.voters.get(first.leaderId) === d.hw ? d : undefined
   })
   assert.notEqual(q.leaderId, first.leaderId, 'the restarted node rejoined as a follower')
-  assert.equal(await createTopic(brokerPort(leaderIndex), 'before-0'), 36, 'TOPIC_ALREADY_EXISTS: the old commit survived')
+  assert.equal(
+    await createTopic(brokerPort(leaderIndex), 'before-0'),
+    36,
+    'TOPIC_ALREADY_EXISTS: the old commit survived',
+  )
 
   for (const p of processes) assert.equal(await p.stop(), 0)
 })

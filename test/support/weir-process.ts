@@ -59,7 +59,10 @@ export class WeirProcess {
     this.#child = child
     this.#exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)))
     const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`not ready within ${timeoutMs} ms:\n${this.#output}`)), timeoutMs)
+      const timer = setTimeout(
+        () => reject(new Error(`not ready within ${timeoutMs} ms:\n${this.#output}`)),
+        timeoutMs,
+      )
       const onData = (d: Buffer) => {
         this.#output += d.toString()
         if (/ready in \d+ ms/.test(this.#output)) {
@@ -97,12 +100,21 @@ export class WeirProcess {
 /** Writes a server.properties file and returns its path. */
 export function writeProperties(dir: string, name: string, props: Record<string, string | number>): string {
   const path = join(dir, name)
-  writeFileSync(path, Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n') + '\n')
+  writeFileSync(
+    path,
+    `${Object.entries(props)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n')}\n`,
+  )
   return path
 }
 
 /** Waits until `fn` returns something other than undefined, polling. */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   let lastError: unknown
   for (;;) {
@@ -112,7 +124,8 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> 
     } catch (e) {
       lastError = e
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`)
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`)
     await new Promise((r) => setTimeout(r, 50))
   }
 }

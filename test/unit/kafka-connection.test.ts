@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
+import { ConnectionError, KafkaConnection, RequestTimeoutError } from '../../src/client/index.ts'
 import { nodeTransport, systemClock } from '../../src/io/index.ts'
 import { apis } from '../../src/protocol/index.ts'
 import {
@@ -9,7 +10,6 @@ import {
   Listener,
   makeApiVersionsHandler,
 } from '../../src/server/index.ts'
-import { ConnectionError, KafkaConnection, RequestTimeoutError } from '../../src/client/index.ts'
 
 let listener: Listener
 let port: number

@@ -276,7 +276,9 @@ export class Emitter {
           this.nullable(f) ? `, nullable ${rangeText(f.nullableVersions)}` : ''
         }`
         this.out.push(`  /** ${about}${about ? ' ' : ''}(${ver}) */`)
-        this.out.push(`  ${camel(f.name)}${input ? '?' : ''}: ${this.fieldTs(f, input)}${input ? ' | undefined' : ''}`)
+        this.out.push(
+          `  ${camel(f.name)}${input ? '?' : ''}: ${this.fieldTs(f, input)}${input ? ' | undefined' : ''}`,
+        )
       }
       if (tagged)
         this.out.push('  /** Tagged fields this codec does not know, kept so re-encoding preserves them. */')
