@@ -177,7 +177,8 @@ export function parseStringValue(text: string): string {
 /**
  * Java's Double.toString: plain decimal for 1e-3 <= |d| < 1e7 (`0.5`, `1.0`), else computerized
  * scientific notation (`1.0E-4`, `1.7976931348623157E308`). Digits are the shortest that identify
- * the double, as Java 19+ prints them (Java 17 occasionally prints one digit more).
+ * the double, at least two in scientific notation, as Java 19+ prints them (Java 17 occasionally
+ * prints one digit more).
  */
 export function javaDoubleToString(d: number): string {
   if (Number.isNaN(d)) return 'NaN'
@@ -197,7 +198,9 @@ export function javaDoubleToString(d: number): string {
     }
     return `${sign}0.${'0'.repeat(-exp - 1)}${digits}`
   }
-  return `${sign}${digits[0]}.${digits.length > 1 ? digits.slice(1) : '0'}E${exp}`
+  // One digit is never enough: Java prints the two-digit decimal closest to the double (4.9E-324).
+  const [two = '', twoExp = '0'] = digits.length > 1 ? [mantissa, exponent] : abs.toExponential(1).split('e')
+  return `${sign}${two}E${Number(twoExp)}`
 }
 
 /** Kafka's ConfigDef.convertToString: how DescribeConfigs shows a parsed value. */
