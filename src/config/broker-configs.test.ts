@@ -22,6 +22,7 @@ const kafka: { broker: KafkaDef[] } = JSON.parse(
 const WEIR_DEFAULTS: Record<string, string> = {
   'process.roles': 'broker,controller',
   'node.id': '1',
+  'broker.id': '1',
   listeners: 'PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093',
   'controller.listener.names': 'CONTROLLER',
   'controller.quorum.voters': '1@127.0.0.1:9093',

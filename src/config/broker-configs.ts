@@ -66,11 +66,11 @@ export const BROKER_CONFIGS: readonly BrokerConfigDef[] = brokerConfigs([
   {
     name: 'broker.id',
     type: 'int',
-    default: '-1',
+    default: '1',
     importance: 'high',
     dynamic: 'read-only',
     kafkaDynamic: 'read-only',
-    doc: 'The broker id for this server.',
+    doc: 'The broker id for this server. Weir: defaults to 1 (Kafka: -1), the default <code>node.id</code>, which it must equal; either key in server.properties sets both, as in Kafka.',
   },
   {
     name: 'process.roles',

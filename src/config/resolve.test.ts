@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
+import fc from 'fast-check'
 import { brokerConfigDef } from './broker-configs.ts'
-import { ConfigSource, ConfigTypeCode } from './definition.ts'
+import { ConfigSource, ConfigTypeCode, parseConfigValue } from './definition.ts'
 import { parseProperties } from './properties.ts'
 import {
   type DescribeConfigsEntry,
@@ -15,6 +16,7 @@ import {
   validateBrokerConfigs,
   validateTopicConfigs,
 } from './resolve.ts'
+import { TOPIC_CONFIGS } from './topic-configs.ts'
 
 const fixture = (name: string) =>
   JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8'))
@@ -123,7 +125,7 @@ describe('describeBrokerConfigs against Kafka 4.0', () => {
       }
       assert.deepEqual(ours.get(e.name), expected, e.name)
     }
-    assert.equal(differences.length, 20, "14 keys read at start, 6 defaults of Weir's own")
+    assert.equal(differences.length, 21, "14 keys read at start, 7 defaults of Weir's own")
   })
 
   it("gives Kafka's entries for the cluster-default resource", () => {
@@ -263,6 +265,27 @@ describe('resolveTopicConfig', () => {
     ])
   })
 
+  it('agrees with the formula of KafkaConfig.logRetentionTimeMillis for any mix of the three keys', () => {
+    const maybe = (arb: fc.Arbitrary<number>) => fc.option(arb, { nil: undefined })
+    const int = fc.integer({ min: -2, max: 2 ** 31 - 1 })
+    fc.assert(
+      fc.property(
+        maybe(fc.integer({ min: -5, max: 2 ** 40 })),
+        maybe(int),
+        maybe(int),
+        (ms, minutes, hours) => {
+          const props: Record<string, string> = {}
+          if (ms !== undefined) props['log.retention.ms'] = String(ms)
+          if (minutes !== undefined) props['log.retention.minutes'] = String(minutes)
+          if (hours !== undefined) props['log.retention.hours'] = String(hours)
+          const millis = BigInt(ms ?? (minutes !== undefined ? minutes * 60_000 : (hours ?? 168) * 3_600_000))
+          const expected = millis < 0n ? -1n : millis
+          assert.equal(resolveTopicConfig({ staticBroker: map(props) }).longExact('retention.ms'), expected)
+        },
+      ),
+    )
+  })
+
   it('makes any negative broker retention -1, as Kafka does', () => {
     assert.deepEqual(retention({ staticBroker: map({ 'log.retention.hours': '-1' }) })[0], '-1')
     assert.deepEqual(retention({ dynamicDefault: map({ 'log.retention.ms': '-5' }) })[0], '-1')
@@ -310,11 +333,59 @@ describe('resolveTopicConfig', () => {
   })
 })
 
+describe('validation and resolution agree', () => {
+  const key = fc.constantFrom(...TOPIC_CONFIGS.map((d) => d.name))
+  const text = fc.oneof(
+    fc.constantFrom(
+      '',
+      '0',
+      '1',
+      '-1',
+      '-2',
+      '14',
+      '0.5',
+      'true',
+      'false',
+      'delete',
+      'compact,delete',
+      'zstd',
+      '*',
+    ),
+    fc.constantFrom('CreateTime', '9223372036854775807', ' 100 ', '1e-1', '0:1', 'abc'),
+    fc.integer().map(String),
+  )
+  it('a topic override that validates is the effective value, shown canonically by DescribeConfigs', () => {
+    fc.assert(
+      fc.property(fc.dictionary(key, text), (overrides) => {
+        const topic = map(overrides)
+        const valid = validateTopicConfigs(topic)
+        const effective = resolveTopicConfig({ topic })
+        const described = new Map(describeTopicConfigs({ topic }).map((e) => [e.name, e]))
+        for (const def of TOPIC_CONFIGS) {
+          const raw = topic.get(def.name)
+          const parsed = raw === undefined ? undefined : parseConfigValue(def, raw)
+          const resolved = effective.get(def.name)
+          if (parsed?.ok === true) {
+            assert.equal(resolved.source, ConfigSource.DynamicTopicConfig)
+            assert.equal(resolved.text, parsed.text)
+          } else {
+            assert.notEqual(resolved.source, ConfigSource.DynamicTopicConfig)
+            if (parsed !== undefined) assert.equal(valid.ok, false)
+          }
+          assert.equal(described.get(def.name)?.value, resolved.text)
+          assert.equal(described.get(def.name)?.configSource, resolved.source)
+        }
+      }),
+    )
+  })
+})
+
 describe('resolveBrokerConfig', () => {
   it('gives broker.id and node.id for each other, as Kafka does', () => {
     assert.equal(resolveBrokerConfig({ staticBroker: map({ 'node.id': '3' }) }).int('broker.id'), 3)
     assert.equal(resolveBrokerConfig({ staticBroker: map({ 'broker.id': '4' }) }).int('node.id'), 4)
     assert.equal(resolveBrokerConfig({}).int('node.id'), 1)
+    assert.equal(resolveBrokerConfig({}).int('broker.id'), 1)
   })
 
   it("leaves a key without default and value empty, and reads Weir's defaults", () => {
