@@ -64,6 +64,15 @@ describe('parseConfigValue against Kafka 4.0', () => {
     })
   })
 
+  it("refuses a quorum port out of range, as Java's InetSocketAddress does", () => {
+    const voters = BROKER_CONFIG_BY_NAME.get('controller.quorum.voters')
+    const bootstrap = BROKER_CONFIG_BY_NAME.get('controller.quorum.bootstrap.servers')
+    assert.ok(voters !== undefined && bootstrap !== undefined)
+    assert.deepEqual(parseConfigValue(voters, '1@h:99999'), { ok: false, error: 'port out of range:99999' })
+    assert.deepEqual(parseConfigValue(bootstrap, 'h:65536'), { ok: false, error: 'port out of range:65536' })
+    assert.equal(parseConfigValue(voters, '1@h:65535').ok, true)
+  })
+
   it('shows the parsed value when the validator refuses it', () => {
     assert.deepEqual(parseConfigValue(defOf('topic', 'min.cleanable.dirty.ratio'), '2'), {
       ok: false,

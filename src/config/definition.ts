@@ -433,10 +433,11 @@ export function quorumVoters(): ValidatorSpec {
         if (parseIntValue(id) === undefined || javaTrim(id) !== id) {
           return `Failed to parse voter ID as an integer from ${id}`
         }
-        const match = HOST_PORT.exec(address)
-        if (match === null || !VALID_HOST.test(match[1] ?? '')) {
+        const hostPort = parseHostPort(address)
+        if (hostPort === undefined) {
           return `Failed to parse host name from entry ${entry} for the configuration controller.quorum.voters. ${form}`
         }
+        if (hostPort.port > 65535) return portOutOfRange(hostPort.port)
       }
       return null
     },
@@ -449,13 +450,20 @@ export function bootstrapServers(): ValidatorSpec {
     validValues: 'non-empty list',
     validate: (value) => {
       for (const entry of value as readonly string[]) {
-        if (parseHostPort(entry) === undefined) {
+        const hostPort = parseHostPort(entry)
+        if (hostPort === undefined) {
           return `Failed to parse host name from ${entry} for the configuration controller.quorum.bootstrap.servers. Each entry should be in the form "{host}:{port}"`
         }
+        if (hostPort.port > 65535) return portOutOfRange(hostPort.port)
       }
       return null
     },
   }
+}
+
+/** Java's InetSocketAddress refuses the port (Kafka lets that IllegalArgumentException through). */
+function portOutOfRange(port: number): string {
+  return `port out of range:${port}`
 }
 
 /** Java's String.split(literal): no match gives [text]; otherwise trailing empty strings are dropped. */
