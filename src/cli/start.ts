@@ -68,6 +68,16 @@ export function startConfig(
     config.set('controller.quorum.voters', `${nodeId}@127.0.0.1:9093`)
   }
   if (values['cluster-id'] !== undefined) config.set(CLUSTER_ID_KEY, values['cluster-id'])
+  if (!fromFile) {
+    // As Kafka's own config/server.properties for a single combined node: internal topics of one replica.
+    for (const key of [
+      'offsets.topic.replication.factor',
+      'transaction.state.log.replication.factor',
+      'transaction.state.log.min.isr',
+    ]) {
+      if (!config.has(key)) config.set(key, '1')
+    }
+  }
   const overridden = applyOverrides(config, parseOverrides((values.set ?? []).flatMap((s) => ['--set', s])))
   return { config: new Map(overridden), quiet: values.quiet === true }
 }
