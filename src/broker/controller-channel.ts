@@ -8,6 +8,8 @@ import { NotControllerError, type QuorumController } from '../controller/index.t
 import type { Clock, Transport } from '../io/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import {
+  type AlterConfigsRequestData,
+  type AlterConfigsResponseData,
   type Api,
   apis,
   type BrokerHeartbeatRequestData,
@@ -23,6 +25,8 @@ import {
   type DescribeQuorumRequestData,
   type DescribeQuorumResponseData,
   ErrorCode,
+  type IncrementalAlterConfigsRequestData,
+  type IncrementalAlterConfigsResponseData,
 } from '../protocol/index.ts'
 import type { RaftStatus } from '../quorum/index.ts'
 import type { ControllerApi, ControllerFailure, ControllerRegistrationApi } from '../server/index.ts'
@@ -174,6 +178,28 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
       apis.CreatePartitions,
       req,
       (res) => allNotController(res.results),
+    )
+  }
+
+  alterConfigs(
+    req: AlterConfigsRequestData.AlterConfigsRequest,
+  ): Promise<AlterConfigsResponseData.AlterConfigsResponseIn> {
+    return this.#call(
+      this.#local((c) => c.alterConfigs(req)),
+      apis.AlterConfigs,
+      req,
+      (res) => allNotController(res.responses),
+    )
+  }
+
+  incrementalAlterConfigs(
+    req: IncrementalAlterConfigsRequestData.IncrementalAlterConfigsRequest,
+  ): Promise<IncrementalAlterConfigsResponseData.IncrementalAlterConfigsResponseIn> {
+    return this.#call(
+      this.#local((c) => c.incrementalAlterConfigs(req)),
+      apis.IncrementalAlterConfigs,
+      req,
+      (res) => allNotController(res.responses),
     )
   }
 

@@ -2,3 +2,4 @@
 export * from './controller-channel.ts'
 export * from './node.ts'
 export * from './node-config.ts'
+export * from './topic-log-config.ts'

@@ -4,12 +4,20 @@
  * (registration, heartbeats), and the listeners with their handlers; then stops them in order.
  */
 import {
+  type ConfigLayer,
   type EffectiveConfig,
   resolveBrokerConfig,
   validateBrokerConfigs,
   validateTopicConfigs,
 } from '../config/index.ts'
-import { QuorumController, randomUuid, topicNameProblem } from '../controller/index.ts'
+import {
+  brokerConfigLayers,
+  createdTopicConfigs,
+  type NodeConfigSource,
+  QuorumController,
+  randomUuid,
+  topicNameProblem,
+} from '../controller/index.ts'
 import {
   type Clock,
   type Disk,
@@ -33,18 +41,22 @@ import {
   type Handler,
   HandlerRegistry,
   Listener,
+  makeAlterConfigsHandler,
   makeApiVersionsHandler,
   makeBrokerRegistrationHandlers,
   makeCreatePartitionsHandler,
   makeCreateTopicsHandler,
   makeDeleteTopicsHandler,
   makeDescribeClusterHandler,
+  makeDescribeConfigsHandler,
   makeDescribeQuorumHandler,
+  makeIncrementalAlterConfigsHandler,
   makeMetadataHandler,
   makeRaftHandlers,
 } from '../server/index.ts'
 import {
   formatMetaProperties,
+  type LogConfig,
   LogManager,
   MetaPropertiesError,
   parseMetaProperties,
@@ -52,6 +64,7 @@ import {
 } from '../storage/index.ts'
 import { ControllerChannel, controllerFailure } from './controller-channel.ts'
 import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts'
+import { topicLogConfig, updateLogConfigs } from './topic-log-config.ts'
 
 export type LogLevel = 'info' | 'warn' | 'error'
 export type Logger = (level: LogLevel, message: string) => void
@@ -101,6 +114,8 @@ export class WeirNode {
   #fenced = true
   #stopping = false
   #readyWaiters: Array<() => void> = []
+  /** server.properties with `--set`, without Weir's own keys: the STATIC_BROKER_CONFIG layer. */
+  #staticBroker: ConfigLayer = new Map()
 
   private constructor(
     config: NodeConfig,
@@ -157,6 +172,7 @@ export class WeirNode {
       bound.push({ spec, listener, registry, isController })
     }
     const node = new WeirNode(config, clusterId, effective, clock, log, bound)
+    node.#staticBroker = staticBroker
     try {
       for (const b of bound) await b.listener.start()
       await node.#startComponents({ disk, clock, random, transport })
@@ -197,6 +213,16 @@ export class WeirNode {
     return this.#loader.image
   }
 
+  /** This node's id and static config: what its dynamic config layers resolve against. */
+  get configSource(): NodeConfigSource {
+    return { nodeId: this.config.nodeId, staticBroker: this.#staticBroker }
+  }
+
+  /** A topic's effective log settings on this node now (see topic-log-config.ts). */
+  topicLogConfig(topic: string): LogConfig {
+    return topicLogConfig(this.#loader.image, topic, this.configSource)
+  }
+
   async #startComponents(io: {
     disk: Disk
     clock: Clock
@@ -221,9 +247,12 @@ export class WeirNode {
         settings,
         brokerSessionTimeoutMs: effective.int('broker.session.timeout.ms'),
         validateTopicConfigs: (configs) => {
-          const r = validateTopicConfigs(configs)
+          const r = validateTopicConfigs(configs, brokerConfigLayers(this.image, this.configSource))
           return r.ok ? null : { key: r.key, message: r.error }
         },
+        describeTopicConfigs: (_name, overrides) =>
+          createdTopicConfigs(this.image, overrides, this.configSource),
+        configs: { ...this.configSource, controllerIds: config.voters.map((v) => v.id) },
         bootstrapFeatures: new Map([['metadata.version', METADATA_VERSION]]),
         log: this.#log,
       })
@@ -283,10 +312,19 @@ export class WeirNode {
             clock: io.clock,
             clusterId: this.clusterId,
             nodeId: config.nodeId,
+            topicConfig: (topic) => this.topicLogConfig(topic),
             onWarning: (m) => this.#log('warn', m),
           }),
         )
       }
+      // Dynamic topic and broker configs take effect on open logs as their records commit.
+      this.#loader.subscribe((p) =>
+        updateLogConfigs(
+          p,
+          this.#logManagers.flatMap((m) => m.logs()),
+          this.configSource,
+        ),
+      )
     }
     this.#registerHandlers(io)
     if (config.broker) void this.#register(io.random)
@@ -321,6 +359,12 @@ export class WeirNode {
       wallClockMs: (ms: number) => ms + wallOffset(),
     }
     const describeQuorumLocal = makeDescribeQuorumHandler(quorum, quorumEndpoints)
+    const describeConfigs = makeDescribeConfigsHandler({
+      nodeId: this.config.nodeId,
+      staticConfig: this.#staticBroker,
+      image: () => this.#loader.image,
+    })
+    const nodeId = this.config.nodeId
     for (const b of this.#listeners) {
       const r = b.registry
       const common: Handler[] = [
@@ -350,6 +394,12 @@ export class WeirNode {
           makeCreateTopicsHandler(controller, controllerFailure),
           makeDeleteTopicsHandler(controller, controllerFailure),
           makeCreatePartitionsHandler(controller, controllerFailure),
+          describeConfigs,
+          makeAlterConfigsHandler(controller, controllerFailure, { nodeId, brokerListener: false }),
+          makeIncrementalAlterConfigsHandler(controller, controllerFailure, {
+            nodeId,
+            brokerListener: false,
+          }),
         )
         continue
       }
@@ -377,6 +427,9 @@ export class WeirNode {
         makeCreateTopicsHandler(channel, controllerFailure),
         makeDeleteTopicsHandler(channel, controllerFailure),
         makeCreatePartitionsHandler(channel, controllerFailure),
+        describeConfigs,
+        makeAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
+        makeIncrementalAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
         defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
           try {
             return await channel.describeQuorum(

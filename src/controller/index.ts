@@ -1,6 +1,7 @@
 /** The active controller's decisions: requests and heartbeats in, metadata records out. */
 
 export * from './brokers.ts'
+export * from './configs.ts'
 export * from './decision.ts'
 export * from './placement.ts'
 export * from './quorum-controller.ts'

@@ -8,6 +8,8 @@ import type { Clock, Random, TimerHandle } from '../io/index.ts'
 import { type ImagePublication, MetadataDelta, type MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import {
+  type AlterConfigsRequestData,
+  type AlterConfigsResponseData,
   type BrokerHeartbeatRequestData,
   type BrokerHeartbeatResponseData,
   type BrokerRegistrationRequestData,
@@ -21,10 +23,13 @@ import {
   decodeMetadataRecord,
   ErrorCode,
   encodeMetadataRecord,
+  type IncrementalAlterConfigsRequestData,
+  type IncrementalAlterConfigsResponseData,
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
 import type { ProposeResult, RaftStatus } from '../quorum/index.ts'
 import { brokerHeartbeat, fenceBroker, registerBroker } from './brokers.ts'
+import { alterConfigs, type ConfigDecisionOptions, incrementalAlterConfigs } from './configs.ts'
 import { type ControllerSettings, type Decision, type DecisionContext, pendingRecord } from './decision.ts'
 import { type CreateTopicsOptions, createPartitions, createTopics, deleteTopics } from './topics.ts'
 
@@ -49,6 +54,11 @@ export interface QuorumControllerOptions {
   readonly brokerSessionTimeoutMs: number
   readonly validateTopicConfigs: DecisionContext['validateTopicConfigs']
   readonly describeTopicConfigs?: CreateTopicsOptions['describeConfigs']
+  /**
+   * What AlterConfigs decisions validate with: this node's static config (checks across broker keys,
+   * topic defaults) and the controller ids. Default: no static config, this node's id.
+   */
+  readonly configs?: ConfigDecisionOptions
   /** Finalized features written when the cluster is new (metadata.version, ...). */
   readonly bootstrapFeatures: ReadonlyMap<string, number>
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void
@@ -223,6 +233,22 @@ export class QuorumController {
     req: CreatePartitionsRequestData.CreatePartitionsRequest,
   ): Promise<CreatePartitionsResponseData.CreatePartitionsResponseIn> {
     return this.#write((image) => createPartitions(this.#context(image), req))
+  }
+
+  alterConfigs(
+    req: AlterConfigsRequestData.AlterConfigsRequest,
+  ): Promise<AlterConfigsResponseData.AlterConfigsResponseIn> {
+    return this.#write((image) => alterConfigs(image, req, this.#configOptions()))
+  }
+
+  incrementalAlterConfigs(
+    req: IncrementalAlterConfigsRequestData.IncrementalAlterConfigsRequest,
+  ): Promise<IncrementalAlterConfigsResponseData.IncrementalAlterConfigsResponseIn> {
+    return this.#write((image) => incrementalAlterConfigs(image, req, this.#configOptions()))
+  }
+
+  #configOptions(): ConfigDecisionOptions {
+    return this.#o.configs ?? { nodeId: this.#o.quorum.status().nodeId, staticBroker: new Map() }
   }
 
   registerBroker(

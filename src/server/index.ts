@@ -9,6 +9,7 @@ export {
   NO_RESPONSE,
   type RequestContext,
 } from './handler.ts'
+export * from './handlers/alter-configs.ts'
 export { type FeatureView, makeApiVersionsHandler } from './handlers/api-versions.ts'
 export * from './handlers/broker-registration.ts'
 export * from './handlers/controller-api.ts'
@@ -16,7 +17,9 @@ export * from './handlers/create-partitions.ts'
 export * from './handlers/create-topics.ts'
 export * from './handlers/delete-topics.ts'
 export * from './handlers/describe-cluster.ts'
+export * from './handlers/describe-configs.ts'
 export * from './handlers/describe-quorum.ts'
+export * from './handlers/incremental-alter-configs.ts'
 export * from './handlers/metadata.ts'
 export * from './handlers/raft-rpc.ts'
 export { Listener, type ListenerOptions } from './listener.ts'

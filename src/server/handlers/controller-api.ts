@@ -3,6 +3,8 @@
  * controller listener, or a channel that forwards to the active controller on a broker.
  */
 import type {
+  AlterConfigsRequestData,
+  AlterConfigsResponseData,
   BrokerHeartbeatRequestData,
   BrokerHeartbeatResponseData,
   BrokerRegistrationRequestData,
@@ -13,6 +15,8 @@ import type {
   CreateTopicsResponseData,
   DeleteTopicsRequestData,
   DeleteTopicsResponseData,
+  IncrementalAlterConfigsRequestData,
+  IncrementalAlterConfigsResponseData,
 } from '../../protocol/index.ts'
 
 export interface ControllerApi {
@@ -25,6 +29,12 @@ export interface ControllerApi {
   createPartitions(
     req: CreatePartitionsRequestData.CreatePartitionsRequest,
   ): Promise<CreatePartitionsResponseData.CreatePartitionsResponseIn>
+  alterConfigs(
+    req: AlterConfigsRequestData.AlterConfigsRequest,
+  ): Promise<AlterConfigsResponseData.AlterConfigsResponseIn>
+  incrementalAlterConfigs(
+    req: IncrementalAlterConfigsRequestData.IncrementalAlterConfigsRequest,
+  ): Promise<IncrementalAlterConfigsResponseData.IncrementalAlterConfigsResponseIn>
 }
 
 export interface ControllerRegistrationApi {

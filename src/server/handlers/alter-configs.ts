@@ -1,0 +1,134 @@
+/**
+ * AlterConfigs v0-2 (Kafka's deprecated form): replaces the whole dynamic config set of TOPIC and
+ * BROKER resources, with validateOnly; checked here as Kafka's forwarding broker does, then decided
+ * by the active controller. Not implemented: CLIENT_METRICS and GROUP resources (INVALID_REQUEST);
+ * BROKER_LOGGER is refused as Kafka refuses it on this API.
+ */
+import { alterConfigsResourceProblem, javaParseInt } from '../../controller/index.ts'
+import { ConfigResourceType } from '../../metadata/index.ts'
+import { type AlterConfigsResponseData, apis, ErrorCode } from '../../protocol/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+import type { ControllerApi, FailureOf } from './controller-api.ts'
+
+export interface AlterConfigsView {
+  /** This node's id. */
+  readonly nodeId: number
+  /**
+   * A broker listener (Kafka's ConfigAdminManager): a BROKER resource must name this node or be ''.
+   * A controller listener (ControllerApis) takes any broker id.
+   */
+  readonly brokerListener: boolean
+}
+
+export type AlterConfigsOutcome = Omit<
+  AlterConfigsResponseData.AlterConfigsResourceResponseIn,
+  'resourceType' | 'resourceName'
+>
+
+export interface AlterConfigsResourceLike {
+  readonly resourceType: number
+  readonly resourceName: string
+  readonly configs: ReadonlyArray<{
+    readonly name: string
+    readonly value: string | null
+    readonly configOperation?: number
+  }>
+}
+
+const invalid = (errorMessage: string): AlterConfigsOutcome => ({
+  errorCode: ErrorCode.InvalidRequest,
+  errorMessage,
+})
+
+/**
+ * Kafka's broker-side preprocessing (ConfigAdminManager.preprocess): one outcome per resource that
+ * is answered here, undefined for one to send to the controller. A resource named twice fails
+ * (both times); so do duplicate keys, null values, unknown types, and a BROKER resource naming
+ * another node on a broker listener. BROKER_LOGGER (IncrementalAlterConfigs only) is answered here:
+ * after Kafka's node id checks, Weir refuses it (it has no runtime log levels).
+ */
+export function preprocessAlterConfigs(
+  resources: readonly AlterConfigsResourceLike[],
+  incremental: boolean,
+  view: AlterConfigsView,
+): Array<AlterConfigsOutcome | undefined> {
+  const counts = new Map<string, number>()
+  const id = (r: AlterConfigsResourceLike) => `${r.resourceType}:${r.resourceName}`
+  for (const r of resources) counts.set(id(r), (counts.get(id(r)) ?? 0) + 1)
+  return resources.map((r) => {
+    if ((counts.get(id(r)) ?? 0) > 1) return invalid('Each resource must appear at most once.')
+    if (incremental && r.resourceType === ConfigResourceType.BrokerLogger) {
+      const node = javaParseInt(r.resourceName)
+      if (node === null) return invalid(`Node id must be an integer, but it is: ${r.resourceName}`)
+      if (node !== view.nodeId)
+        return invalid(`Unexpected node id. Expected ${view.nodeId}, but received ${r.resourceName}`)
+      return invalid('BROKER_LOGGER resources are not supported: Weir has no runtime log levels')
+    }
+    const problem = alterConfigsResourceProblem(r, incremental)
+    if (problem !== null) return problem
+    if (r.resourceType === ConfigResourceType.Broker && r.resourceName !== '' && view.brokerListener) {
+      const node = javaParseInt(r.resourceName)
+      if (node === null) return invalid(`Node id must be an integer, but it is: ${r.resourceName}`)
+      if (node !== view.nodeId)
+        return invalid(`Unexpected broker id, expected ${view.nodeId}, but received ${r.resourceName}`)
+    }
+    return undefined
+  })
+}
+
+/**
+ * Preprocesses, sends what remains to the controller, and answers every resource in request order
+ * (Kafka's reassembleResponse); a resource the controller did not answer is UNKNOWN_SERVER_ERROR.
+ */
+export async function alterConfigsThroughController<R extends AlterConfigsResourceLike>(
+  resources: readonly R[],
+  preprocessed: ReadonlyArray<AlterConfigsOutcome | undefined>,
+  call: (remaining: R[]) => Promise<{
+    readonly responses?: readonly AlterConfigsResponseData.AlterConfigsResourceResponseIn[] | undefined
+  }>,
+  failureOf: FailureOf,
+): Promise<AlterConfigsResponseData.AlterConfigsResourceResponseIn[]> {
+  const remaining = resources.filter((_, i) => preprocessed[i] === undefined)
+  const decided = new Map<string, AlterConfigsOutcome>()
+  const key = (type: number | undefined, name: string | undefined) => `${type}:${name}`
+  if (remaining.length > 0) {
+    try {
+      const res = await call(remaining)
+      for (const r of res.responses ?? [])
+        decided.set(key(r.resourceType, r.resourceName), {
+          errorCode: r.errorCode ?? ErrorCode.None,
+          errorMessage: r.errorMessage ?? null,
+        })
+    } catch (e) {
+      const f = failureOf(e)
+      for (const r of remaining)
+        decided.set(key(r.resourceType, r.resourceName), { errorCode: f.errorCode, errorMessage: f.message })
+    }
+  }
+  return resources.map((r, i) => ({
+    resourceType: r.resourceType,
+    resourceName: r.resourceName,
+    ...(preprocessed[i] ??
+      decided.get(key(r.resourceType, r.resourceName)) ?? {
+        errorCode: ErrorCode.UnknownServerError,
+        errorMessage: 'The controller returned no result for this resource.',
+      }),
+  }))
+}
+
+export function makeAlterConfigsHandler(
+  controller: ControllerApi,
+  failureOf: FailureOf,
+  view: AlterConfigsView,
+): Handler {
+  return defineHandler(apis.AlterConfigs, {}, async (req) => {
+    const preprocessed = preprocessAlterConfigs(req.resources, false, view)
+    const responses = await alterConfigsThroughController(
+      req.resources,
+      preprocessed,
+      (remaining) => controller.alterConfigs({ resources: remaining, validateOnly: req.validateOnly }),
+      failureOf,
+    )
+    return { responses }
+  })
+}
