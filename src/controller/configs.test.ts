@@ -76,7 +76,11 @@ function incremental(
 const set = (name: string, value: string): Op => [name, AlterConfigOp.Set, value]
 
 function outcomes(d: {
-  response: { responses?: readonly { errorCode?: number; errorMessage?: string | null }[] }
+  response: {
+    responses?:
+      | readonly { errorCode?: number | undefined; errorMessage?: string | null | undefined }[]
+      | undefined
+  }
 }) {
   return (d.response.responses ?? []).map((r) => [r.errorCode, r.errorMessage])
 }
