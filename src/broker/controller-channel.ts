@@ -8,6 +8,8 @@ import { NotControllerError, type QuorumController } from '../controller/index.t
 import type { Clock, Transport } from '../io/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import {
+  type AllocateProducerIdsRequestData,
+  type AllocateProducerIdsResponseData,
   type AlterConfigsRequestData,
   type AlterConfigsResponseData,
   type Api,
@@ -220,6 +222,18 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     return this.#call(
       this.#local((c) => c.brokerHeartbeat(req)),
       apis.BrokerHeartbeat,
+      req,
+      (res) => res.errorCode === ErrorCode.NotController,
+    )
+  }
+
+  /** A block of producer ids for this broker's idempotent producers. */
+  allocateProducerIds(
+    req: AllocateProducerIdsRequestData.AllocateProducerIdsRequest,
+  ): Promise<AllocateProducerIdsResponseData.AllocateProducerIdsResponseIn> {
+    return this.#call(
+      this.#local((c) => c.allocateProducerIds(req)),
+      apis.AllocateProducerIds,
       req,
       (res) => res.errorCode === ErrorCode.NotController,
     )

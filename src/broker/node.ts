@@ -41,6 +41,7 @@ import {
   type Handler,
   HandlerRegistry,
   Listener,
+  makeAllocateProducerIdsHandler,
   makeAlterConfigsHandler,
   makeApiVersionsHandler,
   makeBrokerRegistrationHandlers,
@@ -63,6 +64,7 @@ import {
   writeFileDurably,
 } from '../storage/index.ts'
 import { ControllerChannel, controllerFailure } from './controller-channel.ts'
+import { DataPath } from './data-path.ts'
 import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts'
 import { topicLogConfig, updateLogConfigs } from './topic-log-config.ts'
 
@@ -109,6 +111,8 @@ export class WeirNode {
   #controller: QuorumController | null = null
   #channel: ControllerChannel | null = null
   readonly #logManagers: LogManager[] = []
+  /** The broker's partitions and the handlers that serve them (null on a controller-only node). */
+  #dataPath: DataPath | null = null
   #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
   #brokerEpoch = -1n
   #fenced = true
@@ -258,6 +262,21 @@ export class WeirNode {
       })
       this.#loader.subscribe((p) => this.#controller?.onPublish(p))
     }
+    if (config.broker) {
+      const dataPath = new DataPath({
+        nodeId: config.nodeId,
+        disk: io.disk,
+        clock: io.clock,
+        random: io.random,
+        effective,
+        configSource: () => this.configSource,
+        allocateProducerIds: () =>
+          this.#channel!.allocateProducerIds({ brokerId: config.nodeId, brokerEpoch: this.#brokerEpoch }),
+        log: this.#log,
+      })
+      this.#dataPath = dataPath
+      this.#loader.subscribe((p) => dataPath.onPublish(p))
+    }
     this.#loader.subscribe(() => this.#checkReady())
     const raftConfig = {
       electionTimeoutMs: effective.int('controller.quorum.election.timeout.ms'),
@@ -314,9 +333,11 @@ export class WeirNode {
             nodeId: config.nodeId,
             topicConfig: (topic) => this.topicLogConfig(topic),
             onWarning: (m) => this.#log('warn', m),
+            ...this.#dataPath?.logManagerOptions(),
           }),
         )
       }
+      this.#dataPath?.start(this.#logManagers)
       // Dynamic topic and broker configs take effect on open logs as their records commit.
       this.#loader.subscribe((p) =>
         updateLogConfigs(
@@ -394,6 +415,7 @@ export class WeirNode {
           makeCreateTopicsHandler(controller, controllerFailure),
           makeDeleteTopicsHandler(controller, controllerFailure),
           makeCreatePartitionsHandler(controller, controllerFailure),
+          makeAllocateProducerIdsHandler(controller, controllerFailure),
           describeConfigs,
           makeAlterConfigsHandler(controller, controllerFailure, { nodeId, brokerListener: false }),
           makeIncrementalAlterConfigsHandler(controller, controllerFailure, {
@@ -430,6 +452,22 @@ export class WeirNode {
         describeConfigs,
         makeAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
         makeIncrementalAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
+        ...(this.#dataPath?.handlers({
+          image: () => this.#loader.image,
+          topicNameProblem,
+          createTopics: (names) =>
+            channel.createTopics({
+              topics: names.map((name) => ({
+                name,
+                numPartitions: -1,
+                replicationFactor: -1,
+                assignments: [],
+                configs: [],
+              })),
+              timeoutMs: 30_000,
+              validateOnly: false,
+            }),
+        }) ?? []),
         defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
           try {
             return await channel.describeQuorum(
@@ -551,9 +589,11 @@ export class WeirNode {
     if (this.#stopping) return
     this.#stopping = true
     if (this.#heartbeatTimer !== null) this.#clock.clearTimer(this.#heartbeatTimer)
+    this.#dataPath?.completeDelayed()
     for (const b of this.#listeners.filter((x) => !x.isController))
       await b.listener.stop(graceMs).catch(() => {})
     this.#channel?.close()
+    await this.#dataPath?.close()
     for (const m of this.#logManagers) await m.close()
     const quorum = this.#quorum
     if (quorum !== null && quorum.status().role === 'leader' && this.config.voters.length > 1) quorum.resign()

@@ -8,6 +8,8 @@ import type { Clock, Random, TimerHandle } from '../io/index.ts'
 import { type ImagePublication, MetadataDelta, type MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import {
+  type AllocateProducerIdsRequestData,
+  type AllocateProducerIdsResponseData,
   type AlterConfigsRequestData,
   type AlterConfigsResponseData,
   type BrokerHeartbeatRequestData,
@@ -31,6 +33,7 @@ import type { ProposeResult, RaftStatus } from '../quorum/index.ts'
 import { brokerHeartbeat, fenceBroker, registerBroker } from './brokers.ts'
 import { alterConfigs, type ConfigDecisionOptions, incrementalAlterConfigs } from './configs.ts'
 import { type ControllerSettings, type Decision, type DecisionContext, pendingRecord } from './decision.ts'
+import { allocateProducerIds } from './producer-ids.ts'
 import { type CreateTopicsOptions, createPartitions, createTopics, deleteTopics } from './topics.ts'
 
 /** What the controller needs of the quorum. */
@@ -245,6 +248,13 @@ export class QuorumController {
     req: IncrementalAlterConfigsRequestData.IncrementalAlterConfigsRequest,
   ): Promise<IncrementalAlterConfigsResponseData.IncrementalAlterConfigsResponseIn> {
     return this.#write((image) => incrementalAlterConfigs(image, req, this.#configOptions()))
+  }
+
+  /** The next block of producer ids for a broker (ProducerIdsRecord). */
+  allocateProducerIds(
+    req: AllocateProducerIdsRequestData.AllocateProducerIdsRequest,
+  ): Promise<AllocateProducerIdsResponseData.AllocateProducerIdsResponseIn> {
+    return this.#write((image) => allocateProducerIds(image, req))
   }
 
   #configOptions(): ConfigDecisionOptions {

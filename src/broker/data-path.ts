@@ -1,0 +1,149 @@
+/**
+ * The broker's data path, wired: the replica manager (hosted partitions, reconciled to metadata),
+ * producer-id blocks from the controller, the fetch-session cache, and the handlers that serve
+ * them (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords, InitProducerId,
+ * DescribeLogDirs, DescribeProducers), each given a small view. No logic of its own.
+ */
+import { statfs } from 'node:fs/promises'
+import { type EffectiveConfig, resolveTopicConfig } from '../config/index.ts'
+import { type NodeConfigSource, topicConfigLayers } from '../controller/index.ts'
+import type { Clock, Disk, Random } from '../io/index.ts'
+import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
+import type { BrokerId, TopicName } from '../model/index.ts'
+import type { AllocateProducerIdsResponseData } from '../protocol/index.ts'
+import { ProducerIdManager, ReplicaManager } from '../replication/index.ts'
+import {
+  FetchSessionCache,
+  type Handler,
+  makeDeleteRecordsHandler,
+  makeDescribeLogDirsHandler,
+  makeDescribeProducersHandler,
+  makeFetchHandler,
+  makeInitProducerIdHandler,
+  makeListOffsetsHandler,
+  makeOffsetForLeaderEpochHandler,
+  makeProduceHandler,
+} from '../server/index.ts'
+import { type LogManager, type LogManagerOptions, logManagerConfigFrom } from '../storage/index.ts'
+
+/** KIP-227's `min.incremental.fetch.session.eviction.ms` (not a Kafka config: its fixed value). */
+const FETCH_SESSION_EVICTION_MS = 120_000
+
+export interface DataPathOptions {
+  readonly nodeId: BrokerId
+  readonly disk: Disk
+  readonly clock: Clock
+  readonly random: Random
+  /** The node's resolved broker config. */
+  readonly effective: EffectiveConfig
+  /** This node's id and static config, for topic configs resolved against the image. */
+  readonly configSource: () => NodeConfigSource
+  /** AllocateProducerIds through the controller channel. */
+  readonly allocateProducerIds: () => Promise<AllocateProducerIdsResponseData.AllocateProducerIdsResponseIn>
+  readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
+}
+
+export class DataPath {
+  readonly replicas: ReplicaManager
+  readonly producerIds: ProducerIdManager
+  readonly sessions: FetchSessionCache
+  readonly #o: DataPathOptions
+
+  constructor(options: DataPathOptions) {
+    this.#o = options
+    const e = options.effective
+    this.replicas = new ReplicaManager({
+      nodeId: options.nodeId,
+      disk: options.disk,
+      clock: options.clock,
+      topicConfig: (topic, image) =>
+        resolveTopicConfig(topicConfigLayers(image, topic, options.configSource())),
+      producerIdExpirationMs: e.int('producer.id.expiration.ms'),
+      log: options.log,
+    })
+    this.producerIds = new ProducerIdManager(async () => {
+      const r = await options.allocateProducerIds()
+      const errorCode = r.errorCode ?? 0
+      if (errorCode !== 0) return { errorCode }
+      return { start: r.producerIdStart ?? -1n, length: r.producerIdLen ?? 0 }
+    })
+    this.sessions = new FetchSessionCache(
+      {
+        slotsMax: e.int('max.incremental.fetch.session.cache.slots'),
+        evictionMs: FETCH_SESSION_EVICTION_MS,
+      },
+      options.random,
+    )
+  }
+
+  /** What each log directory needs from the data path: the logs' hooks and the cleaner's bound. */
+  logManagerOptions(): Pick<LogManagerOptions, 'hooksFor' | 'cleanerUpperBound' | 'config'> {
+    return {
+      hooksFor: (topic, partition) => this.replicas.hooksFor(topic, partition),
+      cleanerUpperBound: (topic, partition) => this.replicas.highWatermark(topic, partition),
+      config: logManagerConfigFrom(this.#o.effective),
+    }
+  }
+
+  onPublish(p: ImagePublication): void {
+    this.replicas.onPublish(p)
+  }
+
+  /** Starts serving the partitions of `managers` (opened with `logManagerOptions`). */
+  start(managers: readonly LogManager[]): void {
+    this.replicas.start(managers)
+    for (const m of managers) m.start()
+  }
+
+  /** The client-facing handlers of the data path. */
+  handlers(o: {
+    image: () => MetadataImage
+    createTopics: (names: readonly TopicName[]) => Promise<unknown>
+    topicNameProblem: (name: string) => string | null
+  }): Handler[] {
+    const replicas = this.replicas
+    const e = this.#o.effective
+    return [
+      makeProduceHandler({
+        image: o.image,
+        appendRecords: (entries, options) => replicas.appendRecords(entries, options),
+        autoCreateTopics: e.boolean('auto.create.topics.enable'),
+        createTopics: o.createTopics,
+        topicNameProblem: o.topicNameProblem,
+      }),
+      makeFetchHandler({
+        image: o.image,
+        sessions: this.sessions,
+        nowMs: () => this.#o.clock.monotonicMs(),
+        fetchMaxBytes: e.int('fetch.max.bytes'),
+        fetchMessages: (specs, params) => replicas.fetchMessages(specs, params),
+      }),
+      makeListOffsetsHandler(replicas),
+      makeOffsetForLeaderEpochHandler(replicas),
+      makeDeleteRecordsHandler(replicas),
+      makeInitProducerIdHandler({ generateProducerId: () => this.producerIds.generate() }),
+      makeDescribeLogDirsHandler({ describeLogDirs: () => replicas.describeLogDirs(), volumeBytes }),
+      makeDescribeProducersHandler(replicas),
+    ]
+  }
+
+  /** Shutdown begins: long polls and waiting produces answer now. */
+  completeDelayed(): void {
+    this.replicas.completeDelayed()
+  }
+
+  /** Before the log directories close: producer snapshots at every log end. */
+  close(): Promise<void> {
+    return this.replicas.close()
+  }
+}
+
+/** The volume under `dir`: its size and the bytes this process may still use. */
+async function volumeBytes(dir: string): Promise<{ totalBytes: bigint; usableBytes: bigint } | null> {
+  try {
+    const s = await statfs(dir, { bigint: true })
+    return { totalBytes: s.blocks * s.bsize, usableBytes: s.bavail * s.bsize }
+  } catch {
+    return null
+  }
+}

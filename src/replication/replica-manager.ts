@@ -1,0 +1,730 @@
+/**
+ * The replica manager: reconciles the partitions this broker hosts to each metadata publication
+ * (open logs, become leader or follower, delete logs of deleted topics) and serves the data path on
+ * them: appends with acks and their delayed completion, fetches with long polls, offsets by time,
+ * leader-epoch ends, record deletion. It decides nothing about leaders or ISR: metadata does.
+ */
+import type { EffectiveConfig } from '../config/index.ts'
+import { type Clock, type Disk, isNotFound, joinPath, type TimerHandle } from '../io/index.ts'
+import { ConfigResourceType, type ImagePublication, type MetadataImage } from '../metadata/index.ts'
+import { assert, type BrokerId, type TopicName, type Uuid } from '../model/index.ts'
+import { ErrorCode } from '../protocol/index.ts'
+import {
+  type LogHooks,
+  type LogManager,
+  logConfigFrom,
+  type PartitionLog,
+  partitionKey,
+  writeFileDurably,
+} from '../storage/index.ts'
+import { DelayedOperations, type Watchers } from './delayed-operations.ts'
+import {
+  type OffsetForTimestamp,
+  Partition,
+  type PartitionAssignment,
+  type PartitionSettings,
+  type ReadOutcome,
+  type ReadParams,
+} from './partition.ts'
+import type { ProducerEntry } from './producer-state.ts'
+import { ReplicaLogState } from './replica-log-state.ts'
+
+/** Kafka's replica ids of requests that are not from a follower. */
+export const CONSUMER_REPLICA_ID = -1
+export const DEBUGGING_REPLICA_ID = -2
+/** Kafka's `partition.metadata` file: the topic id a partition directory belongs to. */
+export const PARTITION_METADATA_FILE = 'partition.metadata'
+
+export interface ReplicaManagerLimits {
+  /** Delayed produces and fetches waiting at once (each connection has at most one). */
+  readonly delayedOperationsMax: number
+  /** The longest a fetch may wait for bytes, whatever it asks. */
+  readonly fetchWaitMsMax: number
+  /** How often idle producers are expired (Kafka's `producer.id.expiration.check.interval.ms`). */
+  readonly producerExpirationCheckIntervalMs: number
+}
+
+export const DEFAULT_REPLICA_MANAGER_LIMITS: ReplicaManagerLimits = {
+  delayedOperationsMax: 100_000,
+  fetchWaitMsMax: 30 * 60_000,
+  producerExpirationCheckIntervalMs: 10 * 60_000,
+}
+
+export interface ReplicaManagerOptions {
+  readonly nodeId: BrokerId
+  readonly disk: Disk
+  readonly clock: Clock
+  /** A topic's effective configs (its dynamic overrides over the broker's) in `image`. */
+  readonly topicConfig: (topic: TopicName, image: MetadataImage) => EffectiveConfig
+  /** `producer.id.expiration.ms` */
+  readonly producerIdExpirationMs: number
+  readonly limits?: Partial<ReplicaManagerLimits>
+  readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void
+}
+
+export interface ProduceEntry {
+  readonly topic: TopicName
+  readonly partition: number
+  /** Exactly one record batch, as the producer sent it. */
+  readonly records: Buffer
+}
+
+export interface ProduceResult {
+  readonly errorCode: number
+  readonly errorMessage: string | null
+  /** -1 with an error. */
+  readonly baseOffset: bigint
+  readonly logAppendTimeMs: number
+  readonly logStartOffset: bigint
+}
+
+export interface FetchSpec {
+  readonly topic: TopicName
+  readonly partition: number
+  readonly fetchOffset: bigint
+  readonly maxBytes: number
+  readonly currentLeaderEpoch: number
+  readonly lastFetchedEpoch: number
+}
+
+export interface FetchParams {
+  /** -1 for consumers; a broker id for followers. */
+  readonly replicaId: number
+  readonly maxWaitMs: number
+  readonly minBytes: number
+  /** The response's byte budget (`fetch.max.bytes` already applied). */
+  readonly maxBytes: number
+  /** 0 read_uncommitted, 1 read_committed. */
+  readonly isolationLevel: number
+}
+
+export interface ListOffsetParams {
+  readonly timestamp: bigint
+  readonly currentLeaderEpoch: number
+  readonly isolationLevel: number
+  readonly replicaId: number
+}
+
+export interface LogDirDescription {
+  readonly dir: string
+  readonly offline: boolean
+  readonly partitions: ReadonlyArray<{
+    readonly topic: TopicName
+    readonly partition: number
+    readonly sizeBytes: number
+    readonly offsetLag: bigint
+  }>
+}
+
+function produceError(errorCode: number, errorMessage: string | null = null): ProduceResult {
+  return { errorCode, errorMessage, baseOffset: -1n, logAppendTimeMs: -1, logStartOffset: -1n }
+}
+
+function readError(errorCode: number): ReadOutcome {
+  return {
+    errorCode,
+    highWatermark: -1n,
+    lastStableOffset: -1n,
+    logStartOffset: -1n,
+    logEndOffset: -1n,
+    records: Buffer.alloc(0),
+    divergingEpoch: null,
+  }
+}
+
+/** The topic id a `partition.metadata` file names (Kafka's format), or null. */
+export function parsePartitionMetadata(text: string): Uuid | null {
+  const m = /^topic_id: *(\S+)$/m.exec(text)
+  return m === null ? null : (m[1] as Uuid)
+}
+
+export function formatPartitionMetadata(topicId: Uuid): string {
+  return `version: 0\ntopic_id: ${topicId}\n`
+}
+
+interface Work {
+  readonly deleted: ReadonlyArray<{ readonly name: TopicName; readonly id: Uuid }>
+  /** Partitions to look at: `topic name -> indexes` (all of the topic when null). */
+  readonly partitions: ReadonlyMap<TopicName, Set<number> | null>
+  /** Topics whose settings changed (all when null). */
+  readonly configs: ReadonlySet<TopicName> | null
+}
+
+export class ReplicaManager {
+  readonly #o: ReplicaManagerOptions
+  readonly #limits: ReplicaManagerLimits
+  readonly #delayed: DelayedOperations
+  /** Per log: its epoch cache and producer state, made when the log opens (`hooksFor`). */
+  readonly #states = new Map<string, ReplicaLogState>()
+  readonly #partitions = new Map<string, Partition>()
+  readonly #settings = new Map<TopicName, PartitionSettings>()
+  #managers: readonly LogManager[] = []
+  #image: MetadataImage | null = null
+  #started = false
+  #closed = false
+  /** Work accumulated before start, or between reconciliations. */
+  #pending: { full: boolean; work: Work[] } = { full: true, work: [] }
+  #reconciling: Promise<void> = Promise.resolve()
+  #expiryTimer: TimerHandle | null = null
+
+  constructor(options: ReplicaManagerOptions) {
+    this.#o = options
+    this.#limits = { ...DEFAULT_REPLICA_MANAGER_LIMITS, ...options.limits }
+    this.#delayed = new DelayedOperations(options.clock, {
+      operationsMax: this.#limits.delayedOperationsMax,
+    })
+  }
+
+  #log(level: 'info' | 'warn' | 'error', message: string): void {
+    this.#o.log?.(level, message)
+  }
+
+  /**
+   * The hooks of a log opening (give it to LogManager's `hooksFor`): the partition's epoch cache and
+   * producer state follow every batch from the moment the log opens, recovery included.
+   */
+  hooksFor(topic: string, partition: number): LogHooks {
+    const key = partitionKey(topic, partition)
+    const state = new ReplicaLogState({
+      disk: this.#o.disk,
+      clock: this.#o.clock,
+      onWarning: (m) => this.#log('warn', m),
+    })
+    this.#states.get(key)?.abandon()
+    this.#states.set(key, state)
+    return state.hooks
+  }
+
+  /** Starts reconciling with the log directories (opened with `hooksFor`) and the latest image. */
+  start(managers: readonly LogManager[]): void {
+    assert(!this.#started, 'replica manager started twice')
+    assert(managers.length > 0, 'a broker needs a log directory')
+    this.#managers = managers
+    this.#started = true
+    this.#scheduleReconcile()
+    this.#armExpiry()
+  }
+
+  /** The metadata loader's publication: reconciles what changed (everything, the first time). */
+  onPublish(p: ImagePublication): void {
+    if (this.#closed) return
+    this.#image = p.image
+    if (!this.#started) {
+      // The first reconciliation looks at every topic; only deletions need remembering until then.
+      if (p.changes.deletedTopics.length > 0) {
+        this.#pending.work.push({
+          deleted: p.changes.deletedTopics.map((t) => ({ name: t.name, id: t.id })),
+          partitions: new Map(),
+          configs: new Set(),
+        })
+      }
+      return
+    }
+    const partitions = new Map<TopicName, Set<number> | null>()
+    for (const t of p.changes.createdTopics) partitions.set(t.name, null)
+    for (const c of p.changes.changedPartitions) {
+      const set = partitions.get(c.topic.name)
+      if (set === null) continue
+      if (set === undefined) partitions.set(c.topic.name, new Set([c.partition]))
+      else set.add(c.partition)
+    }
+    let configs: Set<TopicName> | null = new Set()
+    for (const key of p.changes.changedConfigs) {
+      const at = key.indexOf(':')
+      const type = Number(key.slice(0, at))
+      if (type === ConfigResourceType.Topic) configs?.add(key.slice(at + 1) as TopicName)
+      else if (type === ConfigResourceType.Broker) configs = null
+    }
+    this.#pending.work.push({
+      deleted: p.changes.deletedTopics.map((t) => ({ name: t.name, id: t.id })),
+      partitions,
+      configs,
+    })
+    this.#scheduleReconcile()
+  }
+
+  #scheduleReconcile(): void {
+    if (!this.#started || this.#closed) return
+    this.#reconciling = this.#reconciling.then(async () => {
+      const image = this.#image
+      const pending = this.#pending
+      if (image === null || (pending.work.length === 0 && !pending.full)) return
+      this.#pending = { full: false, work: [] }
+      try {
+        await this.#reconcile(image, pending)
+      } catch (e) {
+        this.#log('error', `replica reconciliation failed: ${(e as Error).stack ?? String(e)}`)
+      }
+    })
+  }
+
+  /** Resolves once every publication seen so far is reconciled (tests, startup). */
+  async settled(): Promise<void> {
+    let last: Promise<void>
+    do {
+      last = this.#reconciling
+      await last
+    } while (last !== this.#reconciling)
+  }
+
+  async #reconcile(image: MetadataImage, pending: { full: boolean; work: Work[] }): Promise<void> {
+    for (const w of pending.work) {
+      for (const t of w.deleted) {
+        for (const [key, p] of [...this.#partitions]) {
+          if (p.topic === t.name && p.topicId === t.id) await this.#removePartition(key, p.topic, p.index)
+        }
+        // Logs of the topic never adopted here (deleted before this broker reconciled them).
+        for (const m of this.#managers) {
+          for (const h of m.logs()) {
+            if (h.topic !== t.name || this.#partitions.has(partitionKey(h.topic, h.partition))) continue
+            const owner = await this.#readTopicId(h.log)
+            if (owner === null || owner === t.id)
+              await this.#removePartition(partitionKey(h.topic, h.partition), h.topic, h.partition)
+          }
+        }
+        this.#settings.delete(t.name)
+      }
+      if (w.configs === null) this.#settings.clear()
+      else for (const name of w.configs) this.#settings.delete(name)
+    }
+    const touched = new Map<TopicName, Set<number> | null>()
+    if (pending.full) for (const name of image.topicsByName.keys()) touched.set(name, null)
+    for (const w of pending.work) {
+      for (const [name, set] of w.partitions) {
+        const have = touched.get(name)
+        if (have === null) continue
+        if (set === null || have === undefined) touched.set(name, set === null ? null : new Set(set))
+        else for (const i of set) have.add(i)
+      }
+    }
+    // Settings first, so that partitions keep running with their topic's current config.
+    for (const p of this.#partitions.values()) {
+      const s = this.#settingsFor(p.topic, image)
+      if (s !== p.settings) p.updateSettings(s)
+    }
+    for (const [name, indexes] of touched) {
+      const topic = image.topicsByName.get(name)
+      if (topic === undefined) continue
+      for (const [index, reg] of topic.partitions) {
+        if (indexes !== null && !indexes.has(index)) continue
+        if (this.#closed) return
+        await this.#reconcilePartition(name, topic.id, index, reg, image)
+      }
+    }
+  }
+
+  #settingsFor(topic: TopicName, image: MetadataImage): PartitionSettings {
+    let s = this.#settings.get(topic)
+    if (s === undefined) {
+      const c = this.#o.topicConfig(topic, image)
+      s = { logConfig: logConfigFrom(c), minInsyncReplicas: c.int('min.insync.replicas') }
+      this.#settings.set(topic, s)
+    }
+    return s
+  }
+
+  async #reconcilePartition(
+    topic: TopicName,
+    topicId: Uuid,
+    index: number,
+    reg: PartitionAssignment,
+    image: MetadataImage,
+  ): Promise<void> {
+    const key = partitionKey(topic, index)
+    let p = this.#partitions.get(key)
+    if (p !== undefined && p.topicId !== topicId) {
+      await this.#removePartition(key, topic, index)
+      p = undefined
+    }
+    if (!reg.replicas.includes(this.#o.nodeId)) {
+      if (p !== undefined) await this.#removePartition(key, topic, index)
+      return
+    }
+    try {
+      p ??= await this.#openPartition(topic, topicId, index, image)
+      if (reg.leader === this.#o.nodeId) await p.makeLeader(reg)
+      else p.makeFollower(reg)
+    } catch (e) {
+      this.#log('error', `partition ${key}: ${(e as Error).message}`)
+    }
+  }
+
+  #managerOf(topic: string, index: number): { manager: LogManager; log: PartitionLog } | null {
+    for (const manager of this.#managers) {
+      const log = manager.getLog(topic, index)
+      if (log !== undefined) return { manager, log }
+    }
+    return null
+  }
+
+  async #openPartition(
+    topic: TopicName,
+    topicId: Uuid,
+    index: number,
+    image: MetadataImage,
+  ): Promise<Partition> {
+    const key = partitionKey(topic, index)
+    const settings = this.#settingsFor(topic, image)
+    let found = this.#managerOf(topic, index)
+    if (found !== null) {
+      const owner = await this.#readTopicId(found.log)
+      if (owner !== null && owner !== topicId) {
+        // A log of an earlier topic of the same name (deleted while this broker was away).
+        this.#log('warn', `deleting log ${key} of an earlier topic id ${owner} (now ${topicId})`)
+        this.#states.get(key)?.abandon()
+        this.#states.delete(key)
+        await found.manager.deleteLog(topic, index)
+        found = null
+      } else {
+        found.log.updateConfig(settings.logConfig)
+        if (owner === null) await this.#writeTopicId(found.log, topicId)
+      }
+    }
+    if (found === null) {
+      const manager = [...this.#managers].sort((a, b) => a.logs().length - b.logs().length)[0]!
+      const log = await manager.getOrCreateLog(topic, index, settings.logConfig)
+      await this.#writeTopicId(log, topicId)
+      found = { manager, log }
+    }
+    const state = this.#states.get(key)
+    assert(state !== undefined, `log ${key} was opened without the replica manager's hooks`)
+    if (!state.loaded) await state.load(found.log)
+    const p = new Partition({
+      topic,
+      index,
+      topicId,
+      log: found.log,
+      state,
+      nodeId: this.#o.nodeId,
+      clock: this.#o.clock,
+      settings,
+    })
+    this.#partitions.set(key, p)
+    return p
+  }
+
+  async #readTopicId(log: PartitionLog): Promise<Uuid | null> {
+    try {
+      const text = await this.#o.disk.readFile(joinPath(log.dir, PARTITION_METADATA_FILE))
+      return parsePartitionMetadata(text.toString('utf8'))
+    } catch (e) {
+      if (isNotFound(e)) return null
+      throw e
+    }
+  }
+
+  #writeTopicId(log: PartitionLog, topicId: Uuid): Promise<void> {
+    return writeFileDurably(
+      this.#o.disk,
+      joinPath(log.dir, PARTITION_METADATA_FILE),
+      Buffer.from(formatPartitionMetadata(topicId)),
+    )
+  }
+
+  async #removePartition(key: string, topic: string, index: number): Promise<void> {
+    const p = this.#partitions.get(key)
+    this.#partitions.delete(key)
+    p?.stop()
+    this.#states.get(key)?.abandon()
+    this.#states.delete(key)
+    const found = this.#managerOf(topic, index)
+    if (found !== null) await found.manager.deleteLog(topic, index)
+    this.#log('info', `partition ${key} removed`)
+  }
+
+  // ---------------------------------------------------------------- lookups
+
+  /** A hosted partition, or undefined. */
+  getPartition(topic: string, index: number): Partition | undefined {
+    return this.#partitions.get(partitionKey(topic, index))
+  }
+
+  /** Every hosted partition. */
+  partitions(): IterableIterator<Partition> {
+    return this.#partitions.values()
+  }
+
+  /** The error for a partition not hosted here: unknown to metadata, or led elsewhere. */
+  #unhosted(topic: string, index: number): number {
+    const t = this.#image?.topicsByName.get(topic as TopicName)
+    if (t === undefined || !t.partitions.has(index)) return ErrorCode.UnknownTopicOrPartition
+    return ErrorCode.NotLeaderOrFollower
+  }
+
+  // ---------------------------------------------------------------- produce
+
+  /**
+   * Appends each entry to its partition as leader, concurrently across partitions. With acks=-1 the
+   * answer waits until the ISR has every appended batch (the high watermark passes it; with
+   * `flush.on.ack` that includes the fsync) or `timeoutMs` passes (REQUEST_TIMED_OUT).
+   */
+  async appendRecords(
+    entries: readonly ProduceEntry[],
+    options: { readonly acks: number; readonly timeoutMs: number },
+  ): Promise<ProduceResult[]> {
+    const startMs = this.#o.clock.monotonicMs()
+    const appended = await Promise.all(
+      entries.map(async (e) => {
+        const p = this.getPartition(e.topic, e.partition)
+        if (p === undefined) return { p, r: produceError(this.#unhosted(e.topic, e.partition)) }
+        const a = await p.appendAsLeader(e.records, options.acks)
+        if (a.errorCode !== 0 || !('firstOffset' in a)) {
+          return { p, r: produceError(a.errorCode, 'errorMessage' in a ? a.errorMessage : null) }
+        }
+        const r: ProduceResult = {
+          errorCode: 0,
+          errorMessage: null,
+          baseOffset: a.firstOffset,
+          logAppendTimeMs: a.logAppendTimeMs,
+          logStartOffset: a.logStartOffset,
+        }
+        return { p, r, required: a.lastOffset + 1n }
+      }),
+    )
+    if (options.acks !== -1) return appended.map((a) => a.r)
+    const waiting = appended.filter(
+      (a): a is { p: Partition; r: ProduceResult; required: bigint } => 'required' in a && a.p !== undefined,
+    )
+    if (waiting.length === 0) return appended.map((a) => a.r)
+    const elapsedMs = this.#o.clock.monotonicMs() - startMs
+    const outcome = await this.#delayed.wait(
+      waiting.map((w) => w.p.watchers),
+      () => waiting.every((w) => w.p.checkEnoughReplicasReachOffset(w.required).done),
+      options.timeoutMs - elapsedMs,
+    )
+    return appended.map((a) => {
+      if (!('required' in a) || a.p === undefined) return a.r
+      const c = a.p.checkEnoughReplicasReachOffset(a.required)
+      if (!c.done) {
+        return produceError(
+          outcome === 'shutdown' ? ErrorCode.NotLeaderOrFollower : ErrorCode.RequestTimedOut,
+        )
+      }
+      return c.errorCode === ErrorCode.None ? a.r : produceError(c.errorCode)
+    })
+  }
+
+  // ---------------------------------------------------------------- fetch
+
+  #upTo(params: FetchParams): ReadParams['upTo'] {
+    if (params.replicaId >= 0) return 'logEndOffset'
+    return params.isolationLevel === 1 ? 'lastStableOffset' : 'highWatermark'
+  }
+
+  /**
+   * Reads the partitions in order within the response budget (Kafka's `readFromLog`): each gets at
+   * most its own max bytes and what is left of the budget; until some partition returned bytes, the
+   * first batch is returned whole even when larger.
+   */
+  async #readAll(specs: readonly FetchSpec[], params: FetchParams): Promise<ReadOutcome[]> {
+    const upTo = this.#upTo(params)
+    let budget = params.maxBytes
+    let minOneBatch = true
+    const out: ReadOutcome[] = []
+    for (const s of specs) {
+      const p = this.getPartition(s.topic, s.partition)
+      if (p === undefined) {
+        out.push(readError(this.#unhosted(s.topic, s.partition)))
+        continue
+      }
+      const r = await p.read({
+        fetchOffset: s.fetchOffset,
+        maxBytes: Math.max(0, Math.min(s.maxBytes, budget)),
+        currentLeaderEpoch: s.currentLeaderEpoch,
+        lastFetchedEpoch: s.lastFetchedEpoch,
+        upTo,
+        fetchOnlyFromLeader: params.replicaId !== DEBUGGING_REPLICA_ID,
+        minOneBatch,
+      })
+      if (r.records.length > 0) {
+        minOneBatch = false
+        budget = Math.max(0, budget - r.records.length)
+      }
+      if (params.replicaId >= 0 && r.errorCode === ErrorCode.None) {
+        p.updateFollowerFetchState(params.replicaId as BrokerId, s.fetchOffset)
+      }
+      out.push(r)
+    }
+    return out
+  }
+
+  /**
+   * A fetch: read at once; answer when there are at least `minBytes`, an error, or no wait asked;
+   * otherwise wait (woken by appends and high-watermark moves on the partitions, never polling)
+   * until enough bytes are estimated to be there, a partition changed leadership, or `maxWaitMs`
+   * passed, and read again.
+   */
+  async fetchMessages(specs: readonly FetchSpec[], params: FetchParams): Promise<ReadOutcome[]> {
+    const first = await this.#readAll(specs, params)
+    let bytes = 0
+    let error = false
+    for (const r of first) {
+      bytes += r.records.length
+      if (r.errorCode !== ErrorCode.None || r.divergingEpoch !== null) error = true
+    }
+    const maxWaitMs = Math.min(params.maxWaitMs, this.#limits.fetchWaitMsMax)
+    if (maxWaitMs <= 0 || specs.length === 0 || bytes >= params.minBytes || error) return first
+    const upTo = this.#upTo(params)
+    const watched: Array<{ s: FetchSpec; p: Partition; epoch: number; role: string }> = []
+    for (const s of specs) {
+      const p = this.getPartition(s.topic, s.partition)
+      if (p !== undefined) watched.push({ s, p, epoch: p.leaderEpoch, role: p.role })
+    }
+    const check = (): boolean => {
+      let available = 0
+      for (const w of watched) {
+        const { p, s } = w
+        if (this.getPartition(p.topic, p.index) !== p || p.leaderEpoch !== w.epoch || p.role !== w.role)
+          return true
+        if (s.fetchOffset < p.logStartOffset || s.fetchOffset > p.logEndOffset) return true
+        const b = p.bytesAvailable(s.fetchOffset, upTo)
+        if (b === null) return true
+        available += Math.min(b, s.maxBytes)
+        if (available >= params.minBytes) return true
+      }
+      return false
+    }
+    const watchers: Watchers[] = watched.map((w) => w.p.watchers)
+    await this.#delayed.wait(watchers, check, maxWaitMs)
+    return this.#readAll(specs, params)
+  }
+
+  // ---------------------------------------------------------------- offsets
+
+  #leaderFor(topic: string, index: number): Partition | number {
+    const p = this.getPartition(topic, index)
+    return p === undefined ? this.#unhosted(topic, index) : p
+  }
+
+  /** ListOffsets v1+ for one partition. Consumers (replica -1) see the high watermark or LSO. */
+  listOffset(topic: string, index: number, params: ListOffsetParams): Promise<OffsetForTimestamp> {
+    const p = this.#leaderFor(topic, index)
+    if (typeof p === 'number')
+      return Promise.resolve({ errorCode: p, timestamp: -1n, offset: -1n, leaderEpoch: -1 })
+    return p.fetchOffsetForTimestamp(params.timestamp, {
+      currentLeaderEpoch: params.currentLeaderEpoch,
+      isolationLevel: params.replicaId === CONSUMER_REPLICA_ID ? params.isolationLevel : null,
+      fetchOnlyFromLeader: params.replicaId !== DEBUGGING_REPLICA_ID,
+    })
+  }
+
+  /** ListOffsets v0: offsets before a time, newest first. */
+  legacyListOffsets(
+    topic: string,
+    index: number,
+    params: { timestamp: bigint; maxNumOffsets: number; replicaId: number },
+  ): { errorCode: number; offsets: bigint[] } {
+    const p = this.#leaderFor(topic, index)
+    if (typeof p === 'number') return { errorCode: p, offsets: [] }
+    if (params.replicaId !== DEBUGGING_REPLICA_ID && !p.isLeader) {
+      return { errorCode: ErrorCode.NotLeaderOrFollower, offsets: [] }
+    }
+    return {
+      errorCode: ErrorCode.None,
+      offsets: p.legacyOffsetsBefore(
+        params.timestamp,
+        params.maxNumOffsets,
+        params.replicaId === CONSUMER_REPLICA_ID,
+      ),
+    }
+  }
+
+  /** OffsetForLeaderEpoch for one partition. */
+  lastOffsetForLeaderEpoch(
+    topic: string,
+    index: number,
+    params: { currentLeaderEpoch: number; leaderEpoch: number; replicaId: number },
+  ): { errorCode: number; leaderEpoch: number; endOffset: bigint } {
+    const p = this.#leaderFor(topic, index)
+    if (typeof p === 'number') return { errorCode: p, leaderEpoch: -1, endOffset: -1n }
+    return p.lastOffsetForLeaderEpoch(
+      params.currentLeaderEpoch,
+      params.leaderEpoch,
+      params.replicaId !== DEBUGGING_REPLICA_ID,
+    )
+  }
+
+  /**
+   * DeleteRecords for one partition: the leader moves its log start; the low watermark is
+   * checkpointed before the answer so a restart keeps it. (With followers, the answer will wait
+   * for their log starts too.)
+   */
+  async deleteRecords(
+    topic: string,
+    index: number,
+    offset: bigint,
+  ): Promise<{ errorCode: number; lowWatermark: bigint }> {
+    const p = this.#leaderFor(topic, index)
+    if (typeof p === 'number') return { errorCode: p, lowWatermark: -1n }
+    const r = await p.deleteRecordsOnLeader(offset)
+    if (r.errorCode === ErrorCode.None)
+      await this.#managerOf(topic, index)?.manager.checkpointLogStartOffsets()
+    return r
+  }
+
+  /** DescribeProducers for one partition (leader only). */
+  activeProducers(topic: string, index: number): { errorCode: number; producers: readonly ProducerEntry[] } {
+    const p = this.#leaderFor(topic, index)
+    if (typeof p === 'number') return { errorCode: p, producers: [] }
+    if (!p.isLeader) return { errorCode: ErrorCode.NotLeaderOrFollower, producers: [] }
+    return { errorCode: ErrorCode.None, producers: [...p.state.producers.entries()] }
+  }
+
+  /** DescribeLogDirs: each directory and the partitions in it. */
+  describeLogDirs(): LogDirDescription[] {
+    return this.#managers.map((m) => ({
+      dir: m.dir,
+      offline: false,
+      partitions: m.logs().map((h) => {
+        const p = this.getPartition(h.topic, h.partition)
+        const lag =
+          p === undefined
+            ? -1n
+            : p.highWatermark > h.log.logEndOffset
+              ? p.highWatermark - h.log.logEndOffset
+              : 0n
+        return {
+          topic: h.topic as TopicName,
+          partition: h.partition,
+          sizeBytes: h.log.sizeBytes,
+          offsetLag: lag,
+        }
+      }),
+    }))
+  }
+
+  /** The high watermark of a hosted partition (the cleaner's upper bound), or undefined. */
+  highWatermark(topic: string, index: number): bigint | undefined {
+    return this.getPartition(topic, index)?.highWatermark
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  #armExpiry(): void {
+    if (this.#closed) return
+    this.#expiryTimer = this.#o.clock.setTimer(this.#limits.producerExpirationCheckIntervalMs, () => {
+      this.#expiryTimer = null
+      const now = this.#o.clock.nowMs()
+      for (const p of this.#partitions.values()) p.state.producers.expire(now, this.#o.producerIdExpirationMs)
+      this.#armExpiry()
+    })
+  }
+
+  /** Shutdown begins: delayed fetches and produces answer now, and new ones do not wait. */
+  completeDelayed(): void {
+    this.#delayed.completeAll()
+  }
+
+  /**
+   * Clean shutdown, before the log directories close: waiting operations answer, reconciliation
+   * stops, and every partition writes its producer snapshot at its log end.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this.#delayed.completeAll()
+    if (this.#expiryTimer !== null) this.#o.clock.clearTimer(this.#expiryTimer)
+    await this.settled()
+    for (const state of this.#states.values()) await state.close()
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * AllocateProducerIds v0 (controller listener): a broker's request for its next block of producer
+ * ids, decided by the active controller (ProducerIdsRecord) and answered once committed.
+ */
+
+import type { ProducerId } from '../../model/index.ts'
+import type { AllocateProducerIdsRequestData, AllocateProducerIdsResponseData } from '../../protocol/index.ts'
+import { apis } from '../../protocol/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+import type { FailureOf } from './controller-api.ts'
+
+export interface ProducerIdsController {
+  allocateProducerIds(
+    req: AllocateProducerIdsRequestData.AllocateProducerIdsRequest,
+  ): Promise<AllocateProducerIdsResponseData.AllocateProducerIdsResponseIn>
+}
+
+export function makeAllocateProducerIdsHandler(
+  controller: ProducerIdsController,
+  failureOf: FailureOf,
+): Handler {
+  return defineHandler(apis.AllocateProducerIds, {}, async (req) => {
+    try {
+      return await controller.allocateProducerIds(req)
+    } catch (e) {
+      return {
+        throttleTimeMs: 0,
+        errorCode: failureOf(e).errorCode,
+        producerIdStart: -1n as ProducerId,
+        producerIdLen: 0,
+      }
+    }
+  })
+}

@@ -1,0 +1,44 @@
+/**
+ * DescribeProducers v0: the idempotent producers a partition's leader knows (id, epoch, last
+ * sequence and timestamp), as `kafka-transactions.sh describe-producers` shows them. Not
+ * implemented: open transactions (none exist yet: currentTxnStartOffset is always -1).
+ */
+import type { ProducerId, TopicName } from '../../model/index.ts'
+import { apis, type DescribeProducersResponseData, ErrorCode, errorInfo } from '../../protocol/index.ts'
+import type { ProducerEntry } from '../../replication/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+
+export interface DescribeProducersView {
+  activeProducers(
+    topic: TopicName,
+    partition: number,
+  ): { errorCode: number; producers: readonly ProducerEntry[] }
+}
+
+export function makeDescribeProducersHandler(view: DescribeProducersView): Handler {
+  return defineHandler(apis.DescribeProducers, {}, (req) => {
+    const topics: DescribeProducersResponseData.TopicResponseIn[] = req.topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitionIndexes.map((partitionIndex) => {
+        const r = view.activeProducers(t.name, partitionIndex)
+        return {
+          partitionIndex,
+          errorCode: r.errorCode,
+          errorMessage: r.errorCode === ErrorCode.None ? null : (errorInfo(r.errorCode)?.message ?? null),
+          activeProducers: r.producers.map((e) => {
+            const last = e.batches.at(-1)
+            return {
+              producerId: e.producerId as ProducerId,
+              producerEpoch: e.epoch,
+              lastSequence: last?.lastSeq ?? -1,
+              lastTimestamp: last?.timestamp ?? -1n,
+              coordinatorEpoch: e.coordinatorEpoch,
+              currentTxnStartOffset: e.currentTxnFirstOffset,
+            }
+          }),
+        }
+      }),
+    }))
+    return { throttleTimeMs: 0, topics }
+  })
+}

@@ -1,0 +1,146 @@
+/**
+ * Fetch v4-17: log bytes as they are, up to the high watermark (the LSO under read_committed, which
+ * is the same while there are no transactions), within `fetch.max.bytes` and each partition's max
+ * bytes (the first batch whole even when larger), long-polled until `minBytes` or `maxWaitMs`;
+ * KIP-227 incremental sessions; topic ids from v13; leader-epoch fencing and divergence; KIP-951
+ * leader hints. Not implemented: fetching from followers (preferredReadReplica is always -1),
+ * aborted-transaction lists (always empty), quotas (throttle 0).
+ */
+import type { MetadataImage } from '../../metadata/index.ts'
+import type { BrokerId, TopicName, Uuid } from '../../model/index.ts'
+import { apis, ErrorCode, type FetchResponseData } from '../../protocol/index.ts'
+import type { FetchParams, FetchSpec, ReadOutcome } from '../../replication/index.ts'
+import type { FetchPartitionRequest, FetchSessionCache } from '../fetch-session.ts'
+import { selectResponsePartitions } from '../fetch-session.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+import { currentLeaderOf, nodeEndpointsOf, wantsLeaderHint } from './current-leader.ts'
+
+/** Kafka 4 serves Fetch from v4 (KIP-896 removed the older ones). */
+export const FETCH_VERSION_MIN = 4
+const READ_COMMITTED = 1
+
+export interface FetchView {
+  image(): MetadataImage
+  readonly sessions: FetchSessionCache
+  nowMs(): number
+  /** The broker's `fetch.max.bytes`: a response carries at most this much (plus one batch). */
+  readonly fetchMaxBytes: number
+  fetchMessages(specs: readonly FetchSpec[], params: FetchParams): Promise<ReadOutcome[]>
+}
+
+export function makeFetchHandler(view: FetchView): Handler {
+  return defineHandler(apis.Fetch, { minVersion: FETCH_VERSION_MIN }, async (req, ctx) => {
+    const v = ctx.apiVersion
+    const image = view.image()
+    const replicaId: number = v >= 15 ? req.replicaState.replicaId : req.replicaId
+    const context = view.sessions.context(req, v, {
+      nowMs: view.nowMs(),
+      privileged: replicaId >= 0,
+      nameOf: (id: Uuid) => image.topicsById.get(id)?.name,
+    })
+    if (context.kind === 'error') {
+      return { throttleTimeMs: 0, errorCode: context.errorCode, sessionId: 0, responses: [] }
+    }
+    const specs: FetchSpec[] = []
+    /** For each covered partition, its spec's index, or -1 when answered without reading. */
+    const specOf: number[] = []
+    for (const p of context.partitions) {
+      if (v >= 13 && (p.topic === '' || image.topicsById.get(p.topicId)?.name !== p.topic)) {
+        specOf.push(-1)
+        continue
+      }
+      specOf.push(specs.length)
+      specs.push({
+        topic: p.topic,
+        partition: p.partition,
+        fetchOffset: p.fetchOffset,
+        maxBytes: p.maxBytes,
+        currentLeaderEpoch: p.currentLeaderEpoch,
+        lastFetchedEpoch: v >= 12 ? p.lastFetchedEpoch : -1,
+      })
+    }
+    const maxBytes = Math.max(0, Math.min(req.maxBytes, view.fetchMaxBytes))
+    const outcomes = await view.fetchMessages(specs, {
+      replicaId,
+      maxWaitMs: req.maxWaitMs,
+      minBytes: Math.min(req.minBytes, maxBytes),
+      maxBytes,
+      isolationLevel: req.isolationLevel,
+    })
+    const leaders: BrokerId[] = []
+    const answers = context.partitions.map((p, i) => {
+      const at = specOf[i]!
+      const data = partitionData(v, p, at < 0 ? null : outcomes[at]!, req.isolationLevel)
+      if (v >= 12 && wantsLeaderHint(data.errorCode ?? 0)) {
+        const leader = currentLeaderOf(image, p.topic, p.partition)
+        if (leader !== null) {
+          data.currentLeader = leader
+          leaders.push(leader.leaderId)
+        }
+      }
+      return { partition: p, data }
+    })
+    const selected = selectResponsePartitions(context, answers)
+    const responses: FetchResponseData.FetchableTopicResponseIn[] = []
+    const byTopic = new Map<string, FetchResponseData.PartitionDataIn[]>()
+    for (const { partition: p, data } of selected) {
+      const key = v >= 13 ? p.topicId : p.topic
+      let list = byTopic.get(key)
+      if (list === undefined) {
+        list = []
+        byTopic.set(key, list)
+        responses.push(
+          v >= 13
+            ? { topicId: p.topicId, partitions: list }
+            : { topic: p.topic as TopicName, partitions: list },
+        )
+      }
+      list.push(data)
+    }
+    return {
+      throttleTimeMs: 0,
+      errorCode: ErrorCode.None,
+      sessionId: context.kind === 'sessionless' ? 0 : (context.session?.id ?? 0),
+      responses,
+      ...(v >= 16 && leaders.length > 0
+        ? { nodeEndpoints: nodeEndpointsOf(image, leaders, ctx.listenerName) }
+        : {}),
+    }
+  })
+}
+
+type MutablePartitionData = {
+  -readonly [K in keyof FetchResponseData.PartitionDataIn]: FetchResponseData.PartitionDataIn[K]
+}
+
+function partitionData(
+  v: number,
+  p: FetchPartitionRequest,
+  r: ReadOutcome | null,
+  isolationLevel: number,
+): MutablePartitionData {
+  if (r === null) {
+    return {
+      partitionIndex: p.partition,
+      errorCode: ErrorCode.UnknownTopicId,
+      highWatermark: -1n,
+      lastStableOffset: -1n,
+      logStartOffset: -1n,
+      abortedTransactions: null,
+      preferredReadReplica: -1 as BrokerId,
+      records: Buffer.alloc(0),
+    }
+  }
+  const out: MutablePartitionData = {
+    partitionIndex: p.partition,
+    errorCode: r.errorCode,
+    highWatermark: r.highWatermark,
+    lastStableOffset: r.lastStableOffset,
+    logStartOffset: r.logStartOffset,
+    abortedTransactions: isolationLevel === READ_COMMITTED && r.errorCode === ErrorCode.None ? [] : null,
+    preferredReadReplica: -1 as BrokerId,
+    records: r.records,
+  }
+  if (v >= 12 && r.divergingEpoch !== null) out.divergingEpoch = r.divergingEpoch
+  return out
+}

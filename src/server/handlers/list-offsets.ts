@@ -1,0 +1,92 @@
+/**
+ * ListOffsets v0-10: earliest (-2), latest (-1: the high watermark, or the LSO under read_committed),
+ * max timestamp (-3), earliest local (-4, the log start), by timestamp, with the leader epoch of the
+ * offset from v4; v0 in its old form (segment offsets before a time). Not implemented: tiered
+ * storage (-5, latest tiered, answers -1), quotas (throttle 0).
+ */
+import type { TopicName } from '../../model/index.ts'
+import { apis, ErrorCode, type ListOffsetsResponseData } from '../../protocol/index.ts'
+import type { ListOffsetParams, OffsetForTimestamp } from '../../replication/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+
+/** Kafka's ListOffsetsRequest.LATEST_TIERED_TIMESTAMP. */
+const LATEST_TIERED_TIMESTAMP = -5n
+
+export interface ListOffsetsView {
+  listOffset(topic: TopicName, partition: number, params: ListOffsetParams): Promise<OffsetForTimestamp>
+  legacyListOffsets(
+    topic: TopicName,
+    partition: number,
+    params: { timestamp: bigint; maxNumOffsets: number; replicaId: number },
+  ): { errorCode: number; offsets: bigint[] }
+}
+
+type PartitionOut = ListOffsetsResponseData.ListOffsetsPartitionResponseIn
+
+export function makeListOffsetsHandler(view: ListOffsetsView): Handler {
+  return defineHandler(apis.ListOffsets, {}, async (req, ctx) => {
+    const v = ctx.apiVersion
+    const seen = new Set<string>()
+    const duplicates = new Set<string>()
+    for (const t of req.topics) {
+      for (const p of t.partitions) {
+        const key = `${t.name}\u0000${p.partitionIndex}`
+        if (seen.has(key)) duplicates.add(key)
+        seen.add(key)
+      }
+    }
+    const topics: ListOffsetsResponseData.ListOffsetsTopicResponseIn[] = []
+    for (const t of req.topics) {
+      const partitions: PartitionOut[] = []
+      for (const p of t.partitions) {
+        if (v === 0) {
+          const r = view.legacyListOffsets(t.name, p.partitionIndex, {
+            timestamp: p.timestamp,
+            maxNumOffsets: p.maxNumOffsets,
+            replicaId: req.replicaId,
+          })
+          partitions.push({
+            partitionIndex: p.partitionIndex,
+            errorCode: r.errorCode,
+            oldStyleOffsets: r.offsets,
+          })
+          continue
+        }
+        const failed = (errorCode: number): PartitionOut => ({
+          partitionIndex: p.partitionIndex,
+          errorCode,
+          timestamp: -1n,
+          offset: -1n,
+          ...(v >= 4 ? { leaderEpoch: -1 } : {}),
+        })
+        if (duplicates.has(`${t.name}\u0000${p.partitionIndex}`)) {
+          partitions.push(failed(ErrorCode.InvalidRequest))
+          continue
+        }
+        if (p.timestamp === LATEST_TIERED_TIMESTAMP) {
+          partitions.push({ ...failed(ErrorCode.None) })
+          continue
+        }
+        const r = await view.listOffset(t.name, p.partitionIndex, {
+          timestamp: p.timestamp,
+          currentLeaderEpoch: v >= 4 ? p.currentLeaderEpoch : -1,
+          isolationLevel: v >= 2 ? req.isolationLevel : 0,
+          replicaId: req.replicaId,
+        })
+        if (r.errorCode !== ErrorCode.None) {
+          partitions.push(failed(r.errorCode))
+          continue
+        }
+        partitions.push({
+          partitionIndex: p.partitionIndex,
+          errorCode: ErrorCode.None,
+          timestamp: r.timestamp,
+          offset: r.offset,
+          ...(v >= 4 ? { leaderEpoch: r.leaderEpoch } : {}),
+        })
+      }
+      topics.push({ name: t.name, partitions })
+    }
+    return { throttleTimeMs: 0, topics }
+  })
+}

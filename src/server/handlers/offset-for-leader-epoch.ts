@@ -1,0 +1,44 @@
+/**
+ * OffsetForLeaderEpoch v0-4: for each partition, the largest leader epoch at or below the one asked
+ * and the offset where it ended on this leader (the log end for the current epoch), from the
+ * leader-epoch cache; FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH against `currentLeaderEpoch`.
+ * Consumers validate their position with it after a leader change. Not implemented: quotas.
+ */
+import type { TopicName } from '../../model/index.ts'
+import { apis, type OffsetForLeaderEpochResponseData } from '../../protocol/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+
+/** What v0-2 requests mean by their missing replica id (Kafka's default: a debugging replica). */
+const DEBUGGING_REPLICA_ID = -2
+
+export interface OffsetForLeaderEpochView {
+  lastOffsetForLeaderEpoch(
+    topic: TopicName,
+    partition: number,
+    params: { currentLeaderEpoch: number; leaderEpoch: number; replicaId: number },
+  ): { errorCode: number; leaderEpoch: number; endOffset: bigint }
+}
+
+export function makeOffsetForLeaderEpochHandler(view: OffsetForLeaderEpochView): Handler {
+  return defineHandler(apis.OffsetForLeaderEpoch, {}, (req, ctx) => {
+    const v = ctx.apiVersion
+    const replicaId = v >= 3 ? req.replicaId : DEBUGGING_REPLICA_ID
+    const topics: OffsetForLeaderEpochResponseData.OffsetForLeaderTopicResultIn[] = req.topics.map((t) => ({
+      topic: t.topic,
+      partitions: t.partitions.map((p) => {
+        const r = view.lastOffsetForLeaderEpoch(t.topic, p.partition, {
+          currentLeaderEpoch: v >= 2 ? p.currentLeaderEpoch : -1,
+          leaderEpoch: p.leaderEpoch,
+          replicaId,
+        })
+        return {
+          errorCode: r.errorCode,
+          partition: p.partition,
+          ...(v >= 1 ? { leaderEpoch: r.leaderEpoch } : {}),
+          endOffset: r.endOffset,
+        }
+      }),
+    }))
+    return { throttleTimeMs: 0, topics }
+  })
+}

@@ -1,0 +1,189 @@
+/**
+ * Produce v3-11: exactly one record batch (magic 2) per partition, appended as the producer's bytes
+ * (compression kept); acks 0 (no response), 1 and -1 (waits for the ISR and, with flush.on.ack, the
+ * fsync). Not implemented: transactions (transactional batches: INVALID_TXN_STATE), recompression
+ * to a topic `compression.type` other than `producer`, closing the connection after a failed acks=0
+ * request, quotas (throttle 0).
+ */
+import type { MetadataImage } from '../../metadata/index.ts'
+import type { BrokerId, TopicName } from '../../model/index.ts'
+import {
+  apis,
+  BatchOffsets,
+  batchSizeAt,
+  Compression,
+  compressionOf,
+  ErrorCode,
+  LOG_OVERHEAD,
+  MAGIC_V2,
+  type ProduceResponseData,
+} from '../../protocol/index.ts'
+import type { ProduceEntry, ProduceResult } from '../../replication/index.ts'
+import { defineHandler, type Handler, NO_RESPONSE } from '../handler.ts'
+import { currentLeaderOf, nodeEndpointsOf, wantsLeaderHint } from './current-leader.ts'
+import { INTERNAL_TOPIC_NAMES } from './metadata.ts'
+
+/** The first Produce version served: v3 is the first that carries record batches (magic 2). */
+export const PRODUCE_VERSION_MIN = 3
+/** The Java AdminClient's client id, which Kafka lets write to internal topics. */
+const ADMIN_CLIENT_ID = '__admin_client'
+
+export interface ProduceView {
+  image(): MetadataImage
+  appendRecords(
+    entries: readonly ProduceEntry[],
+    options: { readonly acks: number; readonly timeoutMs: number },
+  ): Promise<ProduceResult[]>
+  /** `auto.create.topics.enable` */
+  readonly autoCreateTopics: boolean
+  /** Creates topics with the broker defaults (through the controller); fire and forget. */
+  createTopics(names: readonly TopicName[]): Promise<unknown>
+  readonly topicNameProblem: (name: string) => string | null
+}
+
+type PartitionOut = ProduceResponseData.PartitionProduceResponseIn
+
+/**
+ * Kafka's `ProduceRequest.validateRecords`: v3+ carries exactly one magic-2 batch per partition,
+ * and zstd needs v7+. Deeper checks (CRC, lengths, sequences) are the log's.
+ */
+export function produceRecordsProblem(
+  version: number,
+  records: Buffer | null,
+): { errorCode: number; message: string } | null {
+  if (records === null || records.length === 0) {
+    return {
+      errorCode: ErrorCode.InvalidRecord,
+      message: `Produce requests with version ${version} must have at least one record batch per partition`,
+    }
+  }
+  if (records.length <= BatchOffsets.magic) {
+    return { errorCode: ErrorCode.CorruptMessage, message: 'the record batch is truncated' }
+  }
+  if (records.readInt8(BatchOffsets.magic) !== MAGIC_V2) {
+    return {
+      errorCode: ErrorCode.InvalidRecord,
+      message: `Produce requests with version ${version} are only allowed to contain record batches with magic version 2`,
+    }
+  }
+  const size = batchSizeAt(records, 0)
+  if (size < LOG_OVERHEAD || size > records.length) {
+    return { errorCode: ErrorCode.CorruptMessage, message: 'the record batch is truncated' }
+  }
+  if (size < records.length) {
+    return {
+      errorCode: ErrorCode.InvalidRecord,
+      message: `Produce requests with version ${version} are only allowed to contain exactly one record batch per partition`,
+    }
+  }
+  if (version < 7 && compressionOf(records.readInt16BE(BatchOffsets.attributes)) === Compression.zstd) {
+    return {
+      errorCode: ErrorCode.UnsupportedCompressionType,
+      message: `Produce requests with version ${version} are not allowed to use ZStandard compression`,
+    }
+  }
+  return null
+}
+
+export function makeProduceHandler(view: ProduceView): Handler {
+  return defineHandler(apis.Produce, { minVersion: PRODUCE_VERSION_MIN }, async (req, ctx) => {
+    const v = ctx.apiVersion
+    const image = view.image()
+    const acksValid = req.acks === -1 || req.acks === 0 || req.acks === 1
+    const internalAllowed = ctx.header.clientId === ADMIN_CLIENT_ID
+    /** Per request partition, in order: either an early answer or an index into `entries`. */
+    const slots: Array<{ topic: TopicName; index: number; early: PartitionOut | null; entry: number }> = []
+    const entries: ProduceEntry[] = []
+    const toCreate = new Set<TopicName>()
+    const early = (index: number, errorCode: number, errorMessage: string | null = null): PartitionOut => ({
+      index,
+      errorCode,
+      baseOffset: -1n,
+      logAppendTimeMs: -1n,
+      logStartOffset: -1n,
+      ...(v >= 8 ? { recordErrors: [], errorMessage } : {}),
+    })
+    for (const t of req.topicData) {
+      const topic = image.topicsByName.get(t.name)
+      for (const p of t.partitionData) {
+        const slot = { topic: t.name, index: p.index, early: null as PartitionOut | null, entry: -1 }
+        slots.push(slot)
+        if (!acksValid) {
+          slot.early = early(p.index, ErrorCode.InvalidRequiredAcks)
+          continue
+        }
+        if (INTERNAL_TOPIC_NAMES.has(t.name) && !internalAllowed) {
+          slot.early = early(
+            p.index,
+            ErrorCode.InvalidTopicException,
+            `Cannot append to internal topic ${t.name}`,
+          )
+          continue
+        }
+        if (topic === undefined || !topic.partitions.has(p.index)) {
+          if (
+            topic === undefined &&
+            view.autoCreateTopics &&
+            view.topicNameProblem(t.name) === null &&
+            !INTERNAL_TOPIC_NAMES.has(t.name)
+          ) {
+            toCreate.add(t.name)
+          }
+          slot.early = early(p.index, ErrorCode.UnknownTopicOrPartition)
+          continue
+        }
+        const problem = produceRecordsProblem(v, p.records)
+        if (problem !== null) {
+          slot.early = early(p.index, problem.errorCode, problem.message)
+          continue
+        }
+        slot.entry = entries.length
+        entries.push({ topic: t.name, partition: p.index, records: p.records! })
+      }
+    }
+    if (toCreate.size > 0) void view.createTopics([...toCreate]).catch(() => {})
+    const results =
+      entries.length === 0
+        ? []
+        : await view.appendRecords(entries, { acks: req.acks, timeoutMs: req.timeoutMs })
+    if (req.acks === 0) return NO_RESPONSE
+    const responses: ProduceResponseData.TopicProduceResponseIn[] = []
+    const byTopic = new Map<string, PartitionOut[]>()
+    const leaders: BrokerId[] = []
+    for (const slot of slots) {
+      let out = slot.early
+      if (out === null) {
+        const r = results[slot.entry]!
+        out = {
+          index: slot.index,
+          errorCode: r.errorCode,
+          baseOffset: r.baseOffset,
+          logAppendTimeMs: BigInt(r.logAppendTimeMs),
+          logStartOffset: r.logStartOffset,
+          ...(v >= 8 ? { recordErrors: [], errorMessage: r.errorCode === 0 ? null : r.errorMessage } : {}),
+        }
+      }
+      if (v >= 10 && wantsLeaderHint(out.errorCode ?? 0)) {
+        const leader = currentLeaderOf(image, slot.topic, slot.index)
+        if (leader !== null) {
+          out = { ...out, currentLeader: leader }
+          leaders.push(leader.leaderId)
+        }
+      }
+      let list = byTopic.get(slot.topic)
+      if (list === undefined) {
+        list = []
+        byTopic.set(slot.topic, list)
+        responses.push({ name: slot.topic, partitionResponses: list })
+      }
+      list.push(out)
+    }
+    return {
+      responses,
+      throttleTimeMs: 0,
+      ...(v >= 10 && leaders.length > 0
+        ? { nodeEndpoints: nodeEndpointsOf(image, leaders, ctx.listenerName) }
+        : {}),
+    }
+  })
+}
