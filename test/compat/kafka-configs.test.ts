@@ -11,6 +11,10 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { promisify } from 'node:util'
 import kafkajs from 'kafkajs'
+import { KafkaConnection } from '../../src/client/index.ts'
+import { nodeTransport, systemClock } from '../../src/io/index.ts'
+import type { TopicName } from '../../src/model/index.ts'
+import { apis } from '../../src/protocol/index.ts'
 import { freePorts, REPO, tempDir, WeirProcess } from '../support/weir-process.ts'
 
 const run = promisify(execFile)
@@ -18,6 +22,7 @@ const { ConfigResourceTypes, Kafka, logLevel } = kafkajs
 const dir = tempDir('weir-configs-')
 let weir: WeirProcess | null = null
 let bootstrap = ''
+let port = 0
 
 interface ToolResult {
   readonly code: number
@@ -66,7 +71,7 @@ before(async () => {
     throw new Error(`java is required for the Kafka tool tests (CI installs it): ${e.message}`)
   })
   assert.match(java.stderr + java.stdout, /version/)
-  const port = await portPair()
+  port = await portPair()
   weir = new WeirProcess(['--data-dir', join(dir.path, 'data'), '--listen', `127.0.0.1:${port}`])
   await weir.start()
   bootstrap = `127.0.0.1:${port}`
@@ -301,5 +306,51 @@ test('kafkajs admin: alterConfigs (legacy, replaces the set) and describeConfigs
     assert.equal(brokerEntries.get('node.id')?.readOnly, true)
   } finally {
     await admin.disconnect()
+  }
+})
+
+test('CreateTopics v7 returns the created topic configs with their sources', async () => {
+  const c = await KafkaConnection.open(
+    { host: '127.0.0.1', port },
+    {
+      clientId: 'weir-configs-test',
+      clock: systemClock,
+      transport: nodeTransport,
+      requestTimeoutMs: 10_000,
+      inFlightRequestsMax: 1,
+      responseBytesMax: 1 << 24,
+      connectTimeoutMs: 2_000,
+    },
+  )
+  try {
+    const res = await c.request(apis.CreateTopics, 7, {
+      topics: [
+        {
+          name: 'created' as TopicName,
+          numPartitions: 1,
+          replicationFactor: 1,
+          assignments: [],
+          configs: [{ name: 'retention.ms', value: '1234' }],
+        },
+      ],
+      timeoutMs: 10_000,
+      validateOnly: false,
+    })
+    const topic = res.topics[0]
+    assert.equal(topic?.errorCode, 0)
+    const byName = new Map(topic?.configs?.map((e) => [e.name, e]))
+    assert.deepEqual(
+      [byName.get('retention.ms')?.value, byName.get('retention.ms')?.configSource],
+      ['1234', 1],
+    )
+    // The broker's dynamic default set above (log.segment.bytes) was deleted again: DEFAULT_CONFIG.
+    assert.deepEqual(
+      [byName.get('segment.bytes')?.value, byName.get('segment.bytes')?.configSource],
+      ['1073741824', 5],
+    )
+    const names = topic?.configs?.map((e) => e.name) ?? []
+    assert.deepEqual(names, [...names].sort())
+  } finally {
+    c.close()
   }
 })
