@@ -1,0 +1,484 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { resolveTopicConfig } from '../config/index.ts'
+import { ManualClock, SimDisk } from '../io/index.ts'
+import { ConfigResourceType, configKey, MetadataLoader } from '../metadata/index.ts'
+import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import {
+  decodeBatch,
+  ErrorCode,
+  encodeBatch,
+  encodeMetadataRecord,
+  LOG_OVERHEAD,
+  metadataRecordTypes as T,
+} from '../protocol/index.ts'
+import { LogManager } from '../storage/index.ts'
+import { ReplicaManager } from './replica-manager.ts'
+
+const NODE = 1 as BrokerId
+const DIR = '/data'
+const TOPIC = 'events' as TopicName
+const TOPIC_ID = Buffer.alloc(16, 7).toString('base64url') as Uuid
+
+/** Lets pending promise callbacks (and simulated disk operations) run. */
+async function settle(rounds = 20): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise<void>((resolve) => setImmediate(resolve))
+}
+
+function batch(
+  n: number,
+  options: { prefix?: string; ts?: number; producerId?: bigint; seq?: number; epoch?: number } = {},
+): Buffer {
+  return encodeBatch({
+    records: Array.from({ length: n }, (_, i) => ({
+      key: Buffer.from(`k${i}`),
+      value: Buffer.from(`${options.prefix ?? 'v'}${i}`),
+      timestamp: BigInt(options.ts ?? 1_000_000),
+    })),
+    ...(options.producerId !== undefined
+      ? { producerId: options.producerId, producerEpoch: options.epoch ?? 0, baseSequence: options.seq ?? 0 }
+      : {}),
+  })
+}
+
+function values(records: Buffer): string[] {
+  const out: string[] = []
+  for (let at = 0; at < records.length; ) {
+    const b = decodeBatch(records, at)
+    for (const r of b.records) out.push(r.value?.toString() ?? '')
+    at += LOG_OVERHEAD + records.readInt32BE(at + 8)
+  }
+  return out
+}
+
+/** A node's metadata, log directory and replica manager on a simulated disk and clock. */
+class Harness {
+  readonly disk: SimDisk
+  readonly clock: ManualClock
+  readonly loader = new MetadataLoader()
+  #offset = 0n
+  rm!: ReplicaManager
+  manager!: LogManager
+
+  constructor(disk = new SimDisk(), clock = new ManualClock({ nowMs: 1_000_000 })) {
+    this.disk = disk
+    this.clock = clock
+  }
+
+  static async create(): Promise<Harness> {
+    const h = new Harness()
+    await h.disk.mkdir(DIR)
+    await h.disk.syncDir('/')
+    await h.open()
+    return h
+  }
+
+  /** Opens the log directory and a replica manager on it (as a node starting). */
+  async open(): Promise<void> {
+    this.rm = new ReplicaManager({
+      nodeId: NODE,
+      disk: this.disk,
+      clock: this.clock,
+      topicConfig: (topic, image) =>
+        resolveTopicConfig({
+          topic: image.configs.get(configKey(ConfigResourceType.Topic, topic)) ?? new Map(),
+        }),
+      producerIdExpirationMs: 86_400_000,
+    })
+    this.manager = await LogManager.open(DIR, {
+      disk: this.disk,
+      clock: this.clock,
+      clusterId: 'c',
+      nodeId: NODE,
+      hooksFor: (t, p) => this.rm.hooksFor(t, p),
+    })
+    this.loader.subscribe((p) => this.rm.onPublish(p))
+    this.rm.start([this.manager])
+    await this.rm.settled()
+  }
+
+  /** A restart: the same disk and the same metadata, a new manager. */
+  async restart(crash = false): Promise<void> {
+    if (crash) this.disk.crash()
+    else {
+      await this.rm.close()
+      await this.manager.close()
+    }
+    const image = this.loader.image
+    const loader = new MetadataLoader()
+    ;(this as { loader: MetadataLoader }).loader = loader
+    await this.open()
+    // Replay the committed image into the new loader (a snapshot, as a restarting node would).
+    const { imageToSnapshot } = await import('../metadata/loader.ts')
+    loader.loadSnapshot(imageToSnapshot(image), image.provenance)
+    await this.rm.settled()
+  }
+
+  async commit(...records: Buffer[]): Promise<void> {
+    this.loader.applyCommitted(
+      records.map((data) => ({ kind: 'data' as const, offset: this.#offset++, epoch: 1, data })),
+    )
+    await this.rm.settled()
+  }
+
+  createTopic(options: { replicas?: number[]; isr?: number[]; configs?: Record<string, string> } = {}) {
+    const replicas = (options.replicas ?? [1]) as BrokerId[]
+    return this.commit(
+      encodeMetadataRecord(T.Topic, 0, { name: TOPIC, topicId: TOPIC_ID }),
+      ...Object.entries(options.configs ?? {}).map(([name, value]) =>
+        encodeMetadataRecord(T.Config, 0, {
+          resourceType: ConfigResourceType.Topic,
+          resourceName: TOPIC,
+          name,
+          value,
+        }),
+      ),
+      encodeMetadataRecord(T.Partition, 0, {
+        topicId: TOPIC_ID,
+        partitionId: 0,
+        replicas,
+        isr: (options.isr ?? replicas) as BrokerId[],
+        leader: NODE,
+        leaderEpoch: 0,
+        partitionEpoch: 0,
+      }),
+    )
+  }
+
+  /** A leader record naming this node again: the leader epoch moves on. */
+  bumpLeaderEpoch(isr?: number[]) {
+    return this.commit(
+      encodeMetadataRecord(T.PartitionChange, 0, {
+        topicId: TOPIC_ID,
+        partitionId: 0,
+        leader: NODE,
+        ...(isr !== undefined ? { isr: isr as BrokerId[] } : {}),
+      }),
+    )
+  }
+
+  produce(records: Buffer, acks = -1, timeoutMs = 30_000) {
+    return this.rm.appendRecords([{ topic: TOPIC, partition: 0, records }], { acks, timeoutMs })
+  }
+
+  fetch(fetchOffset: bigint, options: { maxWaitMs?: number; minBytes?: number; maxBytes?: number } = {}) {
+    return this.rm.fetchMessages(
+      [
+        {
+          topic: TOPIC,
+          partition: 0,
+          fetchOffset,
+          maxBytes: options.maxBytes ?? 1 << 20,
+          currentLeaderEpoch: -1,
+          lastFetchedEpoch: -1,
+        },
+      ],
+      {
+        replicaId: -1,
+        maxWaitMs: options.maxWaitMs ?? 0,
+        minBytes: options.minBytes ?? 1,
+        maxBytes: options.maxBytes ?? 1 << 20,
+        isolationLevel: 0,
+      },
+    )
+  }
+
+  get partition() {
+    const p = this.rm.getPartition(TOPIC, 0)
+    assert.ok(p !== undefined, 'the partition is hosted')
+    return p
+  }
+}
+
+function pending<T>(p: Promise<T>): { value: T | undefined; done: boolean } {
+  const t: { value: T | undefined; done: boolean } = { value: undefined, done: false }
+  void p.then((v) => {
+    t.value = v
+    t.done = true
+  })
+  return t
+}
+
+describe('replica manager', () => {
+  test('reconciles to metadata: a partition led here gets its log, partition.metadata and epoch checkpoint', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    const p = h.partition
+    assert.equal(p.isLeader, true)
+    assert.equal(p.leaderEpoch, 0)
+    const dir = `${DIR}/${TOPIC}-0`
+    assert.equal(
+      (await h.disk.readFile(`${dir}/partition.metadata`)).toString(),
+      `version: 0\ntopic_id: ${TOPIC_ID}\n`,
+    )
+    assert.equal((await h.disk.readFile(`${dir}/leader-epoch-checkpoint`)).toString(), '0\n1\n0 0\n')
+  })
+
+  test('acks=-1 answers once the batch is fsynced (flush.on.ack) and the high watermark passed it', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    let release: (() => void) | null = null
+    h.disk.setHook((op) =>
+      op === 'sync' ? new Promise<undefined>((resolve) => (release = () => resolve(undefined))) : undefined,
+    )
+    const produced = pending(h.produce(batch(3)))
+    await settle()
+    assert.equal(produced.done, false, 'waits for the fsync')
+    assert.equal(h.partition.logEndOffset, 3n, 'written, readable by followers')
+    assert.equal(h.partition.highWatermark, 0n, 'not visible to consumers before it is durable')
+    const consumer = await h.fetch(0n)
+    assert.equal(consumer[0]!.records.length, 0)
+    h.disk.setHook(null)
+    ;(release as (() => void) | null)?.()
+    await settle()
+    assert.equal(produced.done, true)
+    assert.equal(produced.value![0]!.errorCode, ErrorCode.None)
+    assert.equal(produced.value![0]!.baseOffset, 0n)
+    assert.equal(h.partition.highWatermark, 3n)
+    assert.deepEqual(values((await h.fetch(0n))[0]!.records), ['v0', 'v1', 'v2'])
+  })
+
+  test('a long poll waits on the partition, wakes on the append, and expires on the clock', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    const waiting = pending(h.fetch(0n, { maxWaitMs: 500 }))
+    await settle()
+    assert.equal(waiting.done, false)
+    await h.produce(batch(2), 1)
+    await settle()
+    assert.equal(waiting.done, true, 'woken by the high watermark moving')
+    assert.deepEqual(values(waiting.value![0]!.records), ['v0', 'v1'])
+
+    const idle = pending(h.fetch(2n, { maxWaitMs: 500 }))
+    await settle()
+    h.clock.advance(499)
+    await settle()
+    assert.equal(idle.done, false)
+    h.clock.advance(1)
+    await settle()
+    assert.equal(idle.done, true)
+    assert.equal(idle.value![0]!.errorCode, ErrorCode.None)
+    assert.equal(idle.value![0]!.records.length, 0)
+    assert.equal(h.clock.timersPending, 1, 'only the producer-expiry timer is left')
+  })
+
+  test('minBytes: a fetch waits until enough bytes are estimated to be there', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    const one = batch(1).length
+    const waiting = pending(h.fetch(0n, { maxWaitMs: 10_000, minBytes: one * 2 + 1 }))
+    await h.produce(batch(1), 1)
+    await settle()
+    assert.equal(waiting.done, false, 'one batch is not enough')
+    await h.produce(batch(1), 1)
+    await h.produce(batch(1), 1)
+    await settle()
+    assert.equal(waiting.done, true)
+    assert.equal(values(waiting.value![0]!.records).length, 3)
+  })
+
+  test('fetch limits: partition max bytes, and the first batch whole even when larger', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    await h.produce(batch(5, { prefix: 'a' }))
+    await h.produce(batch(5, { prefix: 'b' }))
+    const size = batch(5).length
+    const small = await h.fetch(0n, { maxBytes: 10 })
+    assert.equal(small[0]!.records.length, size, 'one whole batch although larger than maxBytes')
+    const two = await h.fetch(0n, { maxBytes: size * 2 })
+    assert.equal(two[0]!.records.length, size * 2)
+    const beyond = await h.fetch(11n)
+    assert.equal(beyond[0]!.errorCode, ErrorCode.OffsetOutOfRange)
+    assert.equal(beyond[0]!.highWatermark, -1n)
+  })
+
+  test('idempotent producers: a retry answers its first offsets, a gap is refused, across a restart', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    const pid = 42n
+    assert.equal((await h.produce(batch(3, { producerId: pid, seq: 0 })))[0]!.baseOffset, 0n)
+    assert.equal((await h.produce(batch(2, { producerId: pid, seq: 3 })))[0]!.baseOffset, 3n)
+    const retry = await h.produce(batch(3, { producerId: pid, seq: 0 }))
+    assert.equal(retry[0]!.errorCode, ErrorCode.None)
+    assert.equal(retry[0]!.baseOffset, 0n, 'the original offsets')
+    assert.equal(h.partition.logEndOffset, 5n, 'nothing appended twice')
+    const gap = await h.produce(batch(1, { producerId: pid, seq: 9 }))
+    assert.equal(gap[0]!.errorCode, ErrorCode.OutOfOrderSequenceNumber)
+    assert.equal(
+      (await h.produce(batch(1, { producerId: pid, seq: 0, epoch: -5 })))[0]!.errorCode,
+      ErrorCode.InvalidProducerEpoch,
+    )
+
+    await h.restart()
+    assert.ok(
+      (await h.disk.list(`${DIR}/${TOPIC}-0`)).includes('00000000000000000005.snapshot'),
+      'a clean shutdown writes a snapshot at the log end',
+    )
+    const again = await h.produce(batch(2, { producerId: pid, seq: 3 }))
+    assert.equal(again[0]!.baseOffset, 3n, 'the retry is still recognised after a restart')
+    assert.equal((await h.produce(batch(1, { producerId: pid, seq: 5 })))[0]!.baseOffset, 5n)
+  })
+
+  test('after a crash, producer state is rebuilt from the log and the epoch cache from its file', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    await h.produce(batch(2, { producerId: 7n, seq: 0 }))
+    await h.bumpLeaderEpoch()
+    await h.produce(batch(2, { producerId: 7n, seq: 2 }))
+    await h.restart(true)
+    const p = h.partition
+    assert.equal(p.logEndOffset, 4n, 'acks=-1 writes were durable')
+    assert.deepEqual(
+      p.state.epochs.entries.map((e) => [e.epoch, e.startOffset]),
+      [
+        [0, 0n],
+        [1, 2n],
+      ],
+    )
+    assert.equal((await h.produce(batch(2, { producerId: 7n, seq: 2 })))[0]!.baseOffset, 2n)
+    assert.equal((await h.produce(batch(1, { producerId: 7n, seq: 4 })))[0]!.baseOffset, 4n)
+  })
+
+  test('leader epochs: each new epoch starts at the log end; OffsetForLeaderEpoch and fencing', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    await h.produce(batch(3))
+    await h.bumpLeaderEpoch()
+    await h.produce(batch(2))
+    assert.equal(h.partition.leaderEpoch, 1)
+    assert.equal(
+      (await h.disk.readFile(`${DIR}/${TOPIC}-0/leader-epoch-checkpoint`)).toString(),
+      '0\n2\n0 0\n1 3\n',
+    )
+    const q = (leaderEpoch: number, currentLeaderEpoch = -1) =>
+      h.rm.lastOffsetForLeaderEpoch(TOPIC, 0, { currentLeaderEpoch, leaderEpoch, replicaId: -1 })
+    assert.deepEqual(q(0), { errorCode: 0, leaderEpoch: 0, endOffset: 3n })
+    assert.deepEqual(q(1), { errorCode: 0, leaderEpoch: 1, endOffset: 5n })
+    assert.equal(q(1, 0).errorCode, ErrorCode.FencedLeaderEpoch)
+    assert.equal(q(1, 2).errorCode, ErrorCode.UnknownLeaderEpoch)
+    // The batches carry the epoch that wrote them; ListOffsets reports it.
+    const byTime = await h.rm.listOffset(TOPIC, 0, {
+      timestamp: 0n,
+      currentLeaderEpoch: -1,
+      isolationLevel: 0,
+      replicaId: -1,
+    })
+    assert.deepEqual([byTime.offset, byTime.leaderEpoch], [0n, 0])
+    const latest = await h.rm.listOffset(TOPIC, 0, {
+      timestamp: -1n,
+      currentLeaderEpoch: 1,
+      isolationLevel: 0,
+      replicaId: -1,
+    })
+    assert.deepEqual([latest.offset, latest.leaderEpoch], [5n, 1])
+    // A fetch naming a last fetched epoch that ended earlier here learns where to truncate.
+    const diverged = await h.rm.fetchMessages(
+      [
+        {
+          topic: TOPIC,
+          partition: 0,
+          fetchOffset: 4n,
+          maxBytes: 1000,
+          currentLeaderEpoch: 1,
+          lastFetchedEpoch: 0,
+        },
+      ],
+      { replicaId: -1, maxWaitMs: 0, minBytes: 1, maxBytes: 1000, isolationLevel: 0 },
+    )
+    assert.deepEqual(diverged[0]!.divergingEpoch, { epoch: 0, endOffset: 3n })
+  })
+
+  test('ListOffsets: earliest, latest, by time, max timestamp; DeleteRecords moves the earliest, durably', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    await h.produce(batch(2, { ts: 1000 }))
+    await h.produce(batch(2, { ts: 3000 }))
+    await h.produce(batch(2, { ts: 2000 }))
+    const at = (timestamp: bigint) =>
+      h.rm.listOffset(TOPIC, 0, { timestamp, currentLeaderEpoch: -1, isolationLevel: 0, replicaId: -1 })
+    assert.equal((await at(-2n)).offset, 0n)
+    assert.equal((await at(-1n)).offset, 6n)
+    assert.deepEqual([(await at(2500n)).offset, (await at(2500n)).timestamp], [2n, 3000n])
+    assert.deepEqual([(await at(-3n)).offset, (await at(-3n)).timestamp], [2n, 3000n])
+    assert.deepEqual([(await at(9999n)).offset, (await at(9999n)).timestamp], [-1n, -1n])
+    assert.deepEqual(await h.rm.deleteRecords(TOPIC, 0, 3n), { errorCode: 0, lowWatermark: 3n })
+    assert.equal((await h.rm.deleteRecords(TOPIC, 0, 99n)).errorCode, ErrorCode.OffsetOutOfRange)
+    assert.equal((await at(-2n)).offset, 3n)
+    assert.equal((await h.fetch(0n))[0]!.errorCode, ErrorCode.OffsetOutOfRange)
+    assert.deepEqual(h.rm.legacyListOffsets(TOPIC, 0, { timestamp: -1n, maxNumOffsets: 5, replicaId: -1 }), {
+      errorCode: 0,
+      offsets: [6n, 3n],
+    })
+    await h.restart(true)
+    assert.equal((await at(-2n)).offset, 3n, 'the low watermark survives a crash')
+  })
+
+  test('with a follower in the ISR, acks=-1 waits for its fetch; past the timeout it is REQUEST_TIMED_OUT', async () => {
+    const h = await Harness.create()
+    await h.createTopic({ replicas: [1, 2] })
+    const produced = pending(h.produce(batch(2), -1, 1000))
+    await settle()
+    assert.equal(produced.done, false)
+    const follower = (fetchOffset: bigint) =>
+      h.rm.fetchMessages(
+        [
+          {
+            topic: TOPIC,
+            partition: 0,
+            fetchOffset,
+            maxBytes: 1000,
+            currentLeaderEpoch: 0,
+            lastFetchedEpoch: -1,
+          },
+        ],
+        { replicaId: 2, maxWaitMs: 0, minBytes: 1, maxBytes: 1000, isolationLevel: 0 },
+      )
+    const first = await follower(0n)
+    assert.deepEqual(values(first[0]!.records), ['v0', 'v1'], 'followers read past the high watermark')
+    assert.equal(h.partition.highWatermark, 0n)
+    await follower(2n)
+    await settle()
+    assert.equal(produced.done, true)
+    assert.equal(produced.value![0]!.errorCode, ErrorCode.None)
+    assert.equal(h.partition.highWatermark, 2n)
+
+    const late = pending(h.produce(batch(1), -1, 1000))
+    await settle()
+    h.clock.advance(1000)
+    await settle()
+    assert.equal(late.value![0]!.errorCode, ErrorCode.RequestTimedOut)
+  })
+
+  test('min.insync.replicas: acks=-1 is refused before appending when the ISR is too small', async () => {
+    const h = await Harness.create()
+    await h.createTopic({ replicas: [1, 2], isr: [1], configs: { 'min.insync.replicas': '2' } })
+    assert.equal((await h.produce(batch(1)))[0]!.errorCode, ErrorCode.NotEnoughReplicas)
+    assert.equal(h.partition.logEndOffset, 0n)
+    assert.equal((await h.produce(batch(1), 1))[0]!.errorCode, ErrorCode.None)
+  })
+
+  test('a deleted topic: its log goes, waiting fetches wake, and requests see UNKNOWN_TOPIC_OR_PARTITION', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    await h.produce(batch(1))
+    const waiting = pending(h.fetch(1n, { maxWaitMs: 60_000 }))
+    await settle()
+    await h.commit(encodeMetadataRecord(T.RemoveTopic, 0, { topicId: TOPIC_ID }))
+    await settle()
+    assert.equal(waiting.done, true)
+    assert.equal(waiting.value![0]!.errorCode, ErrorCode.UnknownTopicOrPartition)
+    assert.equal(h.rm.getPartition(TOPIC, 0), undefined)
+    assert.equal(h.manager.getLog(TOPIC, 0), undefined)
+    assert.ok(!(await h.disk.list(DIR)).includes(`${TOPIC}-0`), 'the directory was renamed for deletion')
+    assert.equal((await h.produce(batch(1)))[0]!.errorCode, ErrorCode.UnknownTopicOrPartition)
+  })
+
+  test('message.timestamp.type=LogAppendTime stamps the broker time and answers it', async () => {
+    const h = await Harness.create()
+    await h.createTopic({ configs: { 'message.timestamp.type': 'LogAppendTime' } })
+    const r = await h.produce(batch(2, { ts: 5 }))
+    assert.equal(r[0]!.logAppendTimeMs, h.clock.nowMs())
+    const read = (await h.fetch(0n))[0]!.records
+    assert.equal(decodeBatch(read, 0).header.maxTimestamp, BigInt(h.clock.nowMs()))
+  })
+})
