@@ -21,6 +21,7 @@ import {
 import {
   AlterConfigOp,
   alterConfigs,
+  CONFIG_RECORDS_PER_REQUEST_MAX,
   type ConfigDecisionOptions,
   createdTopicConfigs,
   incrementalAlterConfigs,
@@ -331,6 +332,23 @@ test('validateOnly answers the same and writes nothing', () => {
     outcomes(d),
     outcomes(incrementalAlterConfigs(cluster(), { ...req, validateOnly: false }, options)),
   )
+})
+
+test('a request that would write more than Kafka allows in one batch fails whole: POLICY_VIOLATION', () => {
+  const ops = Array.from({ length: CONFIG_RECORDS_PER_REQUEST_MAX / 2 + 1 }, (_, i) =>
+    set(`plugin.key.${i}`, 'x'),
+  )
+  const d = incrementalAlterConfigs(
+    cluster(),
+    incremental([
+      [BROKER, '', ops],
+      [BROKER, '1', ops],
+    ]),
+    options,
+  )
+  assert.deepEqual(d.records, [])
+  const failed = [ErrorCode.PolicyViolation, 'Unable to perform excessively large batch operation.']
+  assert.deepEqual(outcomes(d), [failed, failed])
 })
 
 test('legacy AlterConfigs replaces the whole set: keys not named are deleted', () => {

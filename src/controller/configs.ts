@@ -27,6 +27,12 @@ import {
 import { type Decision, type PendingRecord, pendingRecord } from './decision.ts'
 import { topicNameProblem } from './topics.ts'
 
+/**
+ * The most records one request may write (Kafka's QuorumController.MAX_RECORDS_PER_USER_OP): past
+ * it the whole request fails with POLICY_VIOLATION, as Kafka's BoundedList makes it fail.
+ */
+export const CONFIG_RECORDS_PER_REQUEST_MAX = 10_000
+
 /** IncrementalAlterConfigs' operations (Kafka's AlterConfigOp.OpType ids). */
 export const AlterConfigOp = { Set: 0, Delete: 1, Append: 2, Subtract: 3 } as const
 const OP_NAMES = ['SET', 'DELETE', 'APPEND', 'SUBTRACT'] as const
@@ -340,6 +346,15 @@ function decide<R extends AlterConfigsResourceShape>(
       responses.push({ ...echo, errorCode: ErrorCode.None, errorMessage: null })
     } else {
       responses.push({ ...echo, ...outcome })
+    }
+  }
+  if (records.length > CONFIG_RECORDS_PER_REQUEST_MAX) {
+    const errorMessage = 'Unable to perform excessively large batch operation.'
+    return {
+      records: [],
+      response: {
+        responses: responses.map((r) => ({ ...r, errorCode: ErrorCode.PolicyViolation, errorMessage })),
+      },
     }
   }
   return { records: validateOnly ? [] : records, response: { responses } }
