@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { resolveTopicConfig } from '../config/index.ts'
 import { ManualClock, SimDisk } from '../io/index.ts'
-import { ConfigResourceType, configKey, MetadataLoader } from '../metadata/index.ts'
+import { ConfigResourceType, configKey, imageToSnapshot, MetadataLoader } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
 import {
   decodeBatch,
@@ -109,7 +109,6 @@ class Harness {
     ;(this as { loader: MetadataLoader }).loader = loader
     await this.open()
     // Replay the committed image into the new loader (a snapshot, as a restarting node would).
-    const { imageToSnapshot } = await import('../metadata/loader.ts')
     loader.loadSnapshot(imageToSnapshot(image), image.provenance)
     await this.rm.settled()
   }

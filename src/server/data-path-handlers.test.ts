@@ -5,7 +5,7 @@ import { describe, test } from 'node:test'
 import { resolveTopicConfig } from '../config/index.ts'
 import { ManualClock, SeededRandom, SimDisk } from '../io/index.ts'
 import { ConfigResourceType, configKey, MetadataLoader } from '../metadata/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import type { BrokerId, ProducerId, TopicName, Uuid } from '../model/index.ts'
 import {
   type Api,
   apis,
@@ -208,11 +208,7 @@ function produceBody(records: Buffer, options: { acks?: number; topic?: string; 
   }
 }
 
-function fetchBody(
-  v: number,
-  fetchOffset: bigint,
-  extra: { sessionId?: number; sessionEpoch?: number } = {},
-) {
+function fetchBody(fetchOffset: bigint, extra: { sessionId?: number; sessionEpoch?: number } = {}) {
   return {
     replicaId: -1 as BrokerId,
     maxWaitMs: 0,
@@ -256,7 +252,7 @@ describe('Produce and Fetch through the dispatcher', () => {
       produced.push(...values)
     }
     for (const v of [4, 5, 7, 11, 12, 13, 15, 16, 17]) {
-      const res = await call(node, apis.Fetch, v, fetchBody(v, 0n))
+      const res = await call(node, apis.Fetch, v, fetchBody(0n))
       assert.equal(res!.errorCode, ErrorCode.None)
       const t = res!.responses[0]!
       if (v >= 13) assert.equal(t.topicId, TOPIC_ID)
@@ -289,7 +285,7 @@ describe('Produce and Fetch through the dispatcher', () => {
     const zstd = await code(6, produceBody(batch(['z'], { compression: Compression.zstd })))
     assert.equal(zstd.errorCode, ErrorCode.UnsupportedCompressionType)
     const corrupt = batch(['c'])
-    corrupt[corrupt.length - 1] ^= 0xff
+    corrupt.writeUInt8(corrupt.readUInt8(corrupt.length - 1) ^ 0xff, corrupt.length - 1)
     assert.equal((await code(9, produceBody(corrupt))).errorCode, ErrorCode.CorruptMessage)
     const big = await code(9, produceBody(batch(['y'.repeat(3000)])))
     assert.equal(big.errorCode, ErrorCode.MessageTooLarge)
@@ -300,7 +296,7 @@ describe('Produce and Fetch through the dispatcher', () => {
       null,
       'acks=0: silence',
     )
-    const fetched = await call(node, apis.Fetch, 11, fetchBody(11, 0n))
+    const fetched = await call(node, apis.Fetch, 11, fetchBody(0n))
     assert.deepEqual(
       valuesOf(fetched!.responses[0]!.partitions[0]!.records),
       ['q'],
@@ -311,27 +307,27 @@ describe('Produce and Fetch through the dispatcher', () => {
   test('incremental fetch sessions answer only partitions with news', async () => {
     const node = await startNode()
     await call(node, apis.Produce, 9, produceBody(batch(['one'])))
-    const full = await call(node, apis.Fetch, 12, fetchBody(12, 0n, { sessionId: 0, sessionEpoch: 0 }))
+    const full = await call(node, apis.Fetch, 12, fetchBody(0n, { sessionId: 0, sessionEpoch: 0 }))
     assert.notEqual(full!.sessionId, 0)
     assert.deepEqual(valuesOf(full!.responses[0]!.partitions[0]!.records), ['one'])
     const sessionId = full!.sessionId
-    const incremental = { ...fetchBody(12, 1n, { sessionId, sessionEpoch: 1 }) }
+    const incremental = { ...fetchBody(1n, { sessionId, sessionEpoch: 1 }) }
     const quiet = await call(node, apis.Fetch, 12, incremental)
     assert.equal(quiet!.sessionId, sessionId)
     assert.deepEqual(quiet!.responses, [], 'nothing new: no partitions')
     await call(node, apis.Produce, 9, produceBody(batch(['two'])))
     const news = await call(node, apis.Fetch, 12, {
-      ...fetchBody(12, 1n, { sessionId, sessionEpoch: 2 }),
+      ...fetchBody(1n, { sessionId, sessionEpoch: 2 }),
       topics: [],
     })
     assert.deepEqual(valuesOf(news!.responses[0]!.partitions[0]!.records), ['two'])
-    const stale = await call(node, apis.Fetch, 12, fetchBody(12, 1n, { sessionId, sessionEpoch: 9 }))
+    const stale = await call(node, apis.Fetch, 12, fetchBody(1n, { sessionId, sessionEpoch: 9 }))
     assert.equal(stale!.errorCode, ErrorCode.InvalidFetchSessionEpoch)
   })
 
   test('Fetch errors: fenced epochs with a leader hint, unknown topic ids, offsets out of range', async () => {
     const node = await startNode()
-    const body = fetchBody(17, 0n)
+    const body = fetchBody(0n)
     body.topics[0]!.partitions[0]!.currentLeaderEpoch = 0
     await node.commit(
       encodeMetadataRecord(T.PartitionChange, 0, { topicId: TOPIC_ID, partitionId: 0, leader: NODE }),
@@ -344,17 +340,17 @@ describe('Produce and Fetch through the dispatcher', () => {
       fenced!.nodeEndpoints.map((e) => [e.nodeId, e.host, e.port]),
       [[NODE, '127.0.0.1', 9092]],
     )
-    const unknownId = fetchBody(13, 0n)
+    const unknownId = fetchBody(0n)
     unknownId.topics[0]!.topicId = Buffer.alloc(16, 1).toString('base64url') as Uuid
     const r = await call(node, apis.Fetch, 13, unknownId)
     assert.equal(r!.responses[0]!.partitions[0]!.errorCode, ErrorCode.UnknownTopicId)
-    const out = await call(node, apis.Fetch, 4, fetchBody(4, 5n))
+    const out = await call(node, apis.Fetch, 4, fetchBody(5n))
     assert.equal(out!.responses[0]!.partitions[0]!.errorCode, ErrorCode.OffsetOutOfRange)
   })
 
   test('a long-polled Fetch answers when the records arrive', async () => {
     const node = await startNode()
-    const body = { ...fetchBody(11, 0n), maxWaitMs: 10_000 }
+    const body = { ...fetchBody(0n), maxWaitMs: 10_000 }
     let done = false
     const waiting = call(node, apis.Fetch, 11, body).then((r) => {
       done = true
@@ -442,7 +438,7 @@ describe('offsets, producers and log dirs through the dispatcher', () => {
       const r = await call(node, apis.InitProducerId, 4, {
         transactionalId: null,
         transactionTimeoutMs: 60_000,
-        producerId: -1n,
+        producerId: -1n as ProducerId,
         producerEpoch: -1,
       })
       assert.equal(r!.errorCode, ErrorCode.None)
@@ -453,7 +449,7 @@ describe('offsets, producers and log dirs through the dispatcher', () => {
     const txn = await call(node, apis.InitProducerId, 4, {
       transactionalId: 'tx' as never,
       transactionTimeoutMs: 60_000,
-      producerId: -1n,
+      producerId: -1n as ProducerId,
       producerEpoch: -1,
     })
     assert.equal(txn!.errorCode, ErrorCode.CoordinatorNotAvailable)
