@@ -4,7 +4,12 @@ import { ConfigResourceType, EMPTY_IMAGE, MetadataDelta, type MetadataImage } fr
 import type { TopicName, Uuid } from '../model/index.ts'
 import { decodeMetadataRecord, encodeMetadataRecord, metadataRecordTypes as T } from '../protocol/index.ts'
 import type { LogConfig, PartitionLog } from '../storage/index.ts'
-import { topicLogConfig, topicsWithChangedConfig, updateLogConfigs } from './topic-log-config.ts'
+import {
+  topicEffectiveConfig,
+  topicLogConfig,
+  topicsWithChangedConfig,
+  updateLogConfigs,
+} from './topic-log-config.ts'
 
 const node = { nodeId: 1, staticBroker: new Map([['log.retention.hours', '1']]) }
 
@@ -41,7 +46,9 @@ test('a topic resolves its overrides over this node dynamic and static broker co
     config(ConfigResourceType.Topic, 'a', 'segment.bytes', '1048576'),
     config(ConfigResourceType.Broker, '1', 'log.segment.bytes', '2097152'),
     config(ConfigResourceType.Broker, '2', 'log.retention.ms', '5'),
+    config(ConfigResourceType.Broker, '', 'min.insync.replicas', '2'),
   ])
+  assert.equal(topicEffectiveConfig(p.image, 'a', node).int('min.insync.replicas'), 2)
   assert.equal(topicLogConfig(p.image, 'a', node).segmentBytes, 1048576)
   assert.equal(topicLogConfig(p.image, 'b', node).segmentBytes, 2097152)
   // Broker 2's dynamic config is not this node's; server.properties says one hour.

@@ -3,6 +3,7 @@
  * static broker configs, from the metadata image), and keeping open logs in step when ConfigRecords
  * change them. The replica manager and the log directories get their LogConfig from here.
  */
+import { type EffectiveConfig, resolveTopicConfig } from '../config/index.ts'
 import { type NodeConfigSource, topicConfigLayers } from '../controller/index.ts'
 import {
   ConfigResourceType,
@@ -20,6 +21,18 @@ import { type LogConfig, topicLogConfig as logConfigOf, type PartitionLog } from
  */
 export function topicLogConfig(image: MetadataImage, topic: string, node: NodeConfigSource): LogConfig {
   return logConfigOf(topicConfigLayers(image, topic, node))
+}
+
+/**
+ * Every topic key's effective value on `node`, for settings that are not the log's own
+ * (`min.insync.replicas`, `unclean.leader.election.enable`): `.int('min.insync.replicas')`.
+ */
+export function topicEffectiveConfig(
+  image: MetadataImage,
+  topic: string,
+  node: NodeConfigSource,
+): EffectiveConfig {
+  return resolveTopicConfig(topicConfigLayers(image, topic, node))
 }
 
 /**
