@@ -23,10 +23,11 @@ export interface RaftConfig {
   /** How long a leader may hold a Fetch with nothing to return (KafkaRaftClient's 500 ms). */
   readonly fetchMaxWaitMs: number
   /**
-   * Up to this long after its fetch timer expires, a voter waits (uniformly at random) before its
-   * pre-vote, so followers that lost the same leader at the same instant rarely split the vote.
+   * Each fetch timer runs `fetchTimeoutMs` minus a uniform random part of up to this, so followers
+   * that lost the same leader at the same instant rarely split the vote. Kafka defines the fetch
+   * timeout as a maximum, which this keeps.
    */
-  readonly prospectiveJitterMsMax: number
+  readonly fetchTimeoutJitterMsMax: number
   /** The `maxBytes` of this node's Fetch requests (Kafka's raft fetch: 8 MiB). */
   readonly fetchBytesMax: number
   /** The most entries one Fetch response carries, whatever their size. */
@@ -55,7 +56,7 @@ export const RAFT_CONFIG_DEFAULTS = {
   requestTimeoutMs: 2000,
   retryBackoffMs: 20,
   fetchMaxWaitMs: 500,
-  prospectiveJitterMsMax: 50,
+  fetchTimeoutJitterMsMax: 200,
   fetchBytesMax: 8 * 1024 * 1024,
   fetchEntriesMax: 4096,
   snapshotChunkBytesMax: 1024 * 1024,
@@ -101,7 +102,7 @@ export function raftConfig(input: RaftConfigInput): RaftConfig {
     'electionBackoffMaxMs',
     'retryBackoffMs',
     'fetchMaxWaitMs',
-    'prospectiveJitterMsMax',
+    'fetchTimeoutJitterMsMax',
   ] as const) {
     assert(
       Number.isSafeInteger(config[key]) && config[key] >= 0,
@@ -120,8 +121,8 @@ export function raftConfig(input: RaftConfigInput): RaftConfig {
   )
   // A leader that holds fetches must still answer often enough to keep followers' fetch timers alive.
   assert(
-    config.fetchMaxWaitMs < config.fetchTimeoutMs,
-    'raft config: fetchMaxWaitMs must be < fetchTimeoutMs',
+    config.fetchMaxWaitMs < config.fetchTimeoutMs - config.fetchTimeoutJitterMsMax,
+    'raft config: fetchMaxWaitMs must be < fetchTimeoutMs - fetchTimeoutJitterMsMax',
   )
   assert(
     config.snapshotChunkBytesMax <= config.snapshotBytesMax,

@@ -123,7 +123,7 @@ interface Prospective {
   readonly kind: 'prospective'
   /** The leader it followed in this epoch, to go back to if the pre-vote fails (KIP-996). */
   retainedLeaderId: NodeId | null
-  phase: 'jitter' | 'voting' | 'backoff'
+  phase: 'voting' | 'backoff'
   phaseDeadlineMs: number
   election: Election
 }
@@ -155,8 +155,8 @@ interface Leader {
   readonly voters: Map<NodeId, ReplicaProgress>
   /** Observers by last fetch, least recent first; at most `observersMax`. */
   readonly observers: Map<NodeId, ReplicaProgress>
-  /** Voters that have not yet acknowledged BeginQuorumEpoch (nor fetched) in this epoch. */
-  readonly unannounced: Map<NodeId, Inflight | null>
+  /** Voters sent BeginQuorumEpoch that have not fetched since (repeated every request timeout). */
+  readonly unannounced: Map<NodeId, Inflight>
   /** Fetches held until the log grows, the high watermark moves or `deadlineMs` (one per replica). */
   readonly parked: Map<NodeId, { readonly request: FetchRequest; readonly deadlineMs: number }>
 }
@@ -321,6 +321,9 @@ export class RaftNode {
         let min = this.#checkQuorumDeadlineMs(role)
         for (const parked of role.parked.values()) min = Math.min(min, parked.deadlineMs)
         for (const inflight of role.unannounced.values()) min = Math.min(min, inflightDeadline(inflight))
+        for (const [voterId, progress] of role.voters) {
+          if (!role.unannounced.has(voterId)) min = Math.min(min, this.#silentUntilMs(role, progress))
+        }
         return min
       }
       case 'resigned': {
@@ -567,7 +570,7 @@ export class RaftNode {
       case 'unattached':
         if (this.#isVoter) {
           if (now < role.electionDeadlineMs) return false
-          this.#becomeProspective(null, false)
+          this.#becomeProspective(null)
           return true
         }
         this.#pumpFetch(role.fetch, null)
@@ -575,7 +578,7 @@ export class RaftNode {
       case 'follower':
         if (now >= role.fetchDeadlineMs) {
           if (this.#isVoter) {
-            this.#becomeProspective(role.leaderResigned ? null : this.#leaderId, !role.leaderResigned)
+            this.#becomeProspective(role.leaderResigned ? null : this.#leaderId)
           } else {
             // An observer lost its leader: look for it again.
             this.#setState(this.#epoch, this.#votedId, null)
@@ -605,7 +608,7 @@ export class RaftNode {
           return now >= role.phaseDeadlineMs
         }
         if (now < role.phaseDeadlineMs) return false
-        this.#becomeProspective(null, false)
+        this.#becomeProspective(null)
         return true
       case 'leader': {
         if (now >= this.#checkQuorumDeadlineMs(role)) {
@@ -621,7 +624,15 @@ export class RaftNode {
           }
         }
         for (const [voterId, inflight] of role.unannounced) {
-          if (inflight === null || now >= inflight.sentAtMs + this.config.requestTimeoutMs) {
+          if (now >= inflight.sentAtMs + this.config.requestTimeoutMs) {
+            role.unannounced.set(voterId, this.#sendBeginQuorumEpoch(voterId))
+          }
+        }
+        // A voter silent for half a fetch timeout may have lost track of this leader, or be stuck
+        // in a higher epoch it cannot win (its pre-votes refused): announce again, as Kafka's
+        // leader does. Its answer names its epoch; a higher one makes this leader step down.
+        for (const [voterId, progress] of role.voters) {
+          if (!role.unannounced.has(voterId) && now >= this.#silentUntilMs(role, progress)) {
             role.unannounced.set(voterId, this.#sendBeginQuorumEpoch(voterId))
           }
         }
@@ -629,7 +640,7 @@ export class RaftNode {
       }
       case 'resigned':
         if (now >= role.electionDeadlineMs) {
-          this.#becomeProspective(null, false)
+          this.#becomeProspective(null)
           return true
         }
         for (const [voterId, inflight] of role.unnotified) {
@@ -644,6 +655,12 @@ export class RaftNode {
   #randomElectionTimeoutMs(): number {
     // Kafka: election.timeout.ms plus a uniform random part of the same size.
     return this.config.electionTimeoutMs + this.#random.int(this.config.electionTimeoutMs)
+  }
+
+  /** When a follower gives up on its leader: the fetch timeout, less a random part (see config). */
+  #fetchDeadlineMs(): number {
+    const jitterMax = this.config.fetchTimeoutJitterMsMax
+    return this.#nowMs + this.config.fetchTimeoutMs - (jitterMax > 0 ? this.#random.int(jitterMax + 1) : 0)
   }
 
   #electionBackoffMs(): number {
@@ -662,6 +679,11 @@ export class RaftNode {
     if (position === 0) return 0
     if (position < 0) return this.config.electionBackoffMaxMs
     return Math.min(this.config.electionBackoffMaxMs, ELECTION_BACKOFF_BASE_MS * 2 ** (position - 1))
+  }
+
+  /** When the leader re-announces itself to a voter that has not fetched (Kafka: fetch timeout / 2). */
+  #silentUntilMs(role: Leader, progress: ReplicaProgress): number {
+    return (progress.lastFetchMs ?? role.electedAtMs) + Math.floor(this.config.fetchTimeoutMs / 2)
   }
 
   #checkQuorumDeadlineMs(role: Leader): number {
@@ -741,7 +763,7 @@ export class RaftNode {
     this.#setState(epoch, epoch === this.#epoch ? this.#votedId : null, leaderId)
     this.#role = {
       kind: 'follower',
-      fetchDeadlineMs: this.#nowMs + this.config.fetchTimeoutMs,
+      fetchDeadlineMs: this.#fetchDeadlineMs(),
       hasFetched: false,
       leaderResigned: false,
       fetch: this.#newFetchLoop(),
@@ -753,22 +775,18 @@ export class RaftNode {
    * KIP-996: before bumping its epoch a voter asks for pre-votes; a node cut off from the quorum
    * never wins them, so it cannot disturb the leader by raising the epoch.
    */
-  #becomeProspective(retainedLeaderId: NodeId | null, jitter: boolean): void {
+  #becomeProspective(retainedLeaderId: NodeId | null): void {
     assert(this.#isVoter, 'only voters campaign')
     this.#leaveRole()
-    const jitterMs =
-      jitter && this.config.prospectiveJitterMsMax > 0
-        ? this.#random.int(this.config.prospectiveJitterMsMax + 1)
-        : 0
     const role: Prospective = {
       kind: 'prospective',
       retainedLeaderId,
-      phase: 'jitter',
-      phaseDeadlineMs: this.#nowMs + jitterMs,
+      phase: 'voting',
+      phaseDeadlineMs: this.#nowMs,
       election: newElection(this.nodeId),
     }
     this.#role = role
-    if (jitterMs === 0) this.#startPreVote(role)
+    this.#startPreVote(role)
   }
 
   #startPreVote(role: Prospective): void {
@@ -1033,6 +1051,7 @@ export class RaftNode {
     if (request.preVote) {
       // KIP-996: a pre-vote changes nothing here; refuse it while a leader is alive.
       this.#voteResponse(request, RaftErrorCode.None, logUpToDate && !this.#hasLiveLeader())
+      if (!logUpToDate) this.#askAgainIfRefusalWasStale(request)
       return
     }
     if (request.candidateEpoch > this.#epoch) this.#becomeUnattached(request.candidateEpoch)
@@ -1053,6 +1072,20 @@ export class RaftNode {
       role.electionDeadlineMs = this.#nowMs + this.#randomElectionTimeoutMs()
     }
     this.#voteResponse(request, RaftErrorCode.None, granted)
+  }
+
+  /**
+   * A voter that refused our pre-vote because it still heard from the leader now asks for one
+   * itself: it has lost the leader too, so its refusal is stale. If our log is strictly ahead of
+   * its (we refuse it, so only we can win), ask it again at once instead of waiting for the round
+   * to time out: followers of a dead leader time out a few ms apart. With equal logs we granted
+   * its pre-vote instead, and asking back could split the vote.
+   */
+  #askAgainIfRefusalWasStale(request: VoteRequest): void {
+    const role = this.#role
+    if (role.kind !== 'prospective' || role.phase !== 'voting') return
+    if (!role.election.rejected.delete(request.candidateId)) return
+    role.election.requests.set(request.candidateId, this.#sendVoteRequest(request.candidateId, true))
   }
 
   #onVoteResponse(response: VoteResponse): void {
@@ -1132,7 +1165,8 @@ export class RaftNode {
     const inflight = role.unannounced.get(response.from)
     if (inflight?.correlationId !== response.correlationId) return
     if (this.#observeLeader({ leaderId: response.leaderId, leaderEpoch: response.leaderEpoch })) return
-    if (response.errorCode === RaftErrorCode.None) role.unannounced.delete(response.from)
+    // Acknowledged or not, the voter stays on the list until it fetches: the request is repeated
+    // every request timeout while it stays silent.
   }
 
   #onEndQuorumEpochRequest(request: EndQuorumEpochRequest): void {
@@ -1521,7 +1555,7 @@ export class RaftNode {
   /** A fetch answered by our leader in our epoch: it is alive. */
   #fetchSucceeded(follower: Follower): void {
     follower.hasFetched = true
-    follower.fetchDeadlineMs = this.#nowMs + this.config.fetchTimeoutMs
+    follower.fetchDeadlineMs = this.#fetchDeadlineMs()
     this.#electionRetries = 0
   }
 

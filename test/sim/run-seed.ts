@@ -91,7 +91,7 @@ export function planSeed(seed: number, options: { trace?: boolean } = {}): SeedP
       requestTimeoutMs: ms(2000),
       retryBackoffMs: ms(20),
       fetchMaxWaitMs: ms(500),
-      prospectiveJitterMsMax: ms(50),
+      fetchTimeoutJitterMsMax: ms(200),
       fetchEntriesMax: pick(random, [1, 4, 64, 4096]),
       snapshotChunkBytesMax: pick(random, [64, 1000, 65_536]),
       uncommittedEntriesMax: pick(random, [16, 256, 65_536]),
