@@ -78,7 +78,7 @@ export function startConfig(
       if (!config.has(key)) config.set(key, '1')
     }
   }
-  const overridden = applyOverrides(config, parseOverrides((values.set ?? []).flatMap((s) => ['--set', s])))
+  const overridden = applyOverrides(config, parseOverrides(values.set ?? []))
   return { config: new Map(overridden), quiet: values.quiet === true }
 }
 
