@@ -1,10 +1,6 @@
 /**
- * Raft core benchmarks (figures only, never a pass/fail):
- * 1. committed metadata records per second on an in-process 3-voter quorum (messages handed over
- *    in memory, an in-memory log, no fsync: the core's own cost), by records per proposal;
- * 2. election time after the leader is killed, in simulated time with Kafka's default timeouts on
- *    a 1-3 ms network (test/sim), idle and under load.
- * Run: `node bench/raft.ts [--records 200000] [--kills 200]`.
+ * Raft core figures (never pass/fail): committed records/s on an in-process 3-voter quorum, and the
+ * simulated election time after a leader kill at default timeouts. `node bench/raft.ts [--records N] [--kills N]`
  */
 import { SeededRandom } from '../src/io/random.ts'
 import type { NodeId } from '../src/model/index.ts'

@@ -1,8 +1,6 @@
 /**
- * KRaft's RPCs as plain objects, named and shaped after Kafka's JSON schemas (Vote, BeginQuorumEpoch,
- * EndQuorumEpoch, Fetch, FetchSnapshot), so the quorum shell maps each one field by field onto the
- * generated codec. No encoding here: the single topic-partition (`__cluster_metadata`-0), cluster id
- * and endpoints are the shell's to add.
+ * KRaft's RPCs as plain objects shaped after Kafka's JSON schemas, for the shell to map field by field
+ * onto the generated codec. No encoding here: topic-partition, cluster id and endpoints are the shell's.
  */
 import type { NodeId, Offset } from '../model/index.ts'
 import type { Entry, EpochEndOffset, SnapshotId } from './entry.ts'

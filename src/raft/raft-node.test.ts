@@ -323,6 +323,40 @@ describe('RaftNode: the leader', () => {
     assert.deepEqual([raft.status().role, raft.status().epoch], ['unattached', 5])
   })
 
+  it('keeps serving a replaced snapshot to a replica part-way through fetching it', () => {
+    const raft = electedLeader()
+    raft.propose([bytes('a'), bytes('b')])
+    drain(raft)
+    raft.step(fetch(raft, 2, 3n, 1))
+    drain(raft)
+    const first = raft.snapshot(2n, bytes('image-at-2'))
+    const fetchSnapshot = (position: number, correlationId: number) => {
+      raft.step({
+        type: 'FetchSnapshotRequest',
+        from: n(3),
+        to: n(1),
+        correlationId,
+        replicaId: n(3),
+        currentLeaderEpoch: 1,
+        snapshotId: first,
+        position,
+        maxBytes: 4,
+      })
+      return drain(raft).messages.find(
+        (m) => m.type === 'FetchSnapshotResponse' && m.correlationId === correlationId,
+      )
+    }
+    const start = fetchSnapshot(0, 21)
+    assert.ok(start?.type === 'FetchSnapshotResponse' && start.errorCode === RaftErrorCode.None)
+    raft.snapshot(3n, bytes('image-at-3'))
+    const again = fetchSnapshot(4, 22)
+    assert.ok(again?.type === 'FetchSnapshotResponse' && again.errorCode === RaftErrorCode.None)
+    assert.equal(new TextDecoder().decode(again.unalignedRecords), 'e-at')
+    raft.tick(1000 + 2001) // unused for longer than the request timeout: gone
+    const late = fetchSnapshot(8, 23)
+    assert.ok(late?.type === 'FetchSnapshotResponse' && late.errorCode === RaftErrorCode.SnapshotNotFound)
+  })
+
   it('snapshots only what was applied, then forgets the log below', () => {
     const raft = node(1, [1])
     drain(raft)
@@ -357,6 +391,27 @@ describe('RaftNode: restarts', () => {
     const [first] = drain(raft).messages
     assert.equal(first?.type, 'FetchRequest')
     assert.equal(first?.to, 3)
+  })
+
+  it('stamps deadlines with the last tick: the shell ticks before it steps', () => {
+    const raft = node(2, [1, 2, 3], { state: { epoch: 2, votedId: null, leaderId: n(3) } })
+    const [request] = drain(raft).messages
+    raft.tick(1500)
+    raft.step({
+      type: 'FetchResponse',
+      from: n(3),
+      to: n(2),
+      correlationId: request!.correlationId,
+      errorCode: RaftErrorCode.None,
+      highWatermark: 0n,
+      logStartOffset: 0n,
+      currentLeader: { leaderId: n(3), leaderEpoch: 2 },
+      records: [],
+    })
+    raft.tick(3000)
+    assert.equal(raft.status().role, 'follower', 'the fetch at 1500 holds the leader until 3500')
+    raft.tick(3500)
+    assert.equal(raft.status().role, 'prospective')
   })
 
   it('ignores responses it did not ask for', () => {

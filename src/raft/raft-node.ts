@@ -166,7 +166,7 @@ interface Resigned {
   electionDeadlineMs: number
   readonly preferredSuccessors: readonly NodeId[]
   /** Voters that have not yet acknowledged EndQuorumEpoch. */
-  readonly unnotified: Map<NodeId, Inflight | null>
+  readonly unnotified: Map<NodeId, Inflight>
 }
 
 type Role = Unattached | Follower | Prospective | Candidate | Leader | Resigned
@@ -644,7 +644,7 @@ export class RaftNode {
           return true
         }
         for (const [voterId, inflight] of role.unnotified) {
-          if (inflight === null || now >= inflight.sentAtMs + this.config.requestTimeoutMs) {
+          if (now >= inflight.sentAtMs + this.config.requestTimeoutMs) {
             role.unnotified.set(voterId, this.#sendEndQuorumEpoch(voterId, role.preferredSuccessors))
           }
         }
@@ -1077,7 +1077,7 @@ export class RaftNode {
   /**
    * A voter that refused our pre-vote because it still heard from the leader now asks for one
    * itself: it has lost the leader too, so its refusal is stale. If our log is strictly ahead of
-   * its (we refuse it, so only we can win), ask it again at once instead of waiting for the round
+   * its log (we refuse it, so only we can win), ask it again at once instead of waiting for the round
    * to time out: followers of a dead leader time out a few ms apart. With equal logs we granted
    * its pre-vote instead, and asking back could split the vote.
    */

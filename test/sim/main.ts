@@ -119,9 +119,15 @@ async function main(args: string[]): Promise<number> {
   let done = 0
   let events = 0
   let worstRecoveryMs = 0
+  let crashes = 0
+  let epochs = 0
+  let installs = 0
   await runSeeds(start, count, workers, (s) => {
     done++
     events += s.events
+    crashes += s.crashes
+    epochs += s.maxEpoch
+    installs += s.snapshotsInstalled
     if (s.recoveryMs !== null) worstRecoveryMs = Math.max(worstRecoveryMs, s.recoveryMs / s.timeScale)
     if (!s.ok) {
       failures.push(s)
@@ -132,7 +138,8 @@ async function main(args: string[]): Promise<number> {
   const seconds = (performance.now() - began) / 1000
   console.log(
     `${done} seeds (${start}..${start + count - 1}) in ${seconds.toFixed(1)} s on ${workers} workers: ` +
-      `${failures.length} failed, ${events} events, worst recovery ${worstRecoveryMs.toFixed(0)} ms (at default timeouts)`,
+      `${failures.length} failed; ${events} events, ${crashes} crashes, ${epochs} epochs, ${installs} snapshot installs; ` +
+      `worst recovery ${worstRecoveryMs.toFixed(0)} ms (at default timeouts)`,
   )
   return failures.length === 0 ? 0 : 1
 }

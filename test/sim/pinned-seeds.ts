@@ -1,8 +1,7 @@
 /**
- * Every seed that ever failed, with what it found. `npm run test:sim` replays them all, so a bug
- * once caught stays caught. Seeds found under an earlier version of the scenario generator no
- * longer replay the exact same run; they stay as ordinary regression seeds, and each of their
- * bugs also has a scenario or unit test.
+ * Every seed that ever failed, with what it found; `npm run test:sim` replays them all. Seeds found
+ * under an earlier scenario generator (all but 1776) no longer replay the same run: they stay as
+ * regression seeds, and the core bugs they found have scenario or unit tests.
  */
 export interface PinnedSeed {
   readonly seed: number
