@@ -107,6 +107,22 @@ describe('LogManager', () => {
     await assert.rejects(LogManager.open(ROOT, fresh), /format/)
   })
 
+  it('leaves the KRaft metadata log (__cluster_metadata-0) sharing the directory to the quorum', async () => {
+    const { disk, options } = await setup()
+    await disk.mkdir(`${ROOT}/__cluster_metadata-0`)
+    await disk.syncDir(ROOT)
+    const quorumLog = `${ROOT}/__cluster_metadata-0/00000000000000000000.log`
+    const f = await disk.open(quorumLog, { create: true })
+    await f.append([Buffer.from('not a partition log of ours')])
+    await f.sync()
+    await f.close()
+    const m = await LogManager.open(ROOT, options)
+    assert.deepEqual(m.logs(), [])
+    await m.close()
+    assert.deepEqual(await disk.list(`${ROOT}/__cluster_metadata-0`), ['00000000000000000000.log'])
+    assert.equal((await disk.readFile(quorumLog)).toString(), 'not a partition log of ours')
+  })
+
   it('recovers after a crash from the checkpointed recovery point', async () => {
     const { disk, clock, options } = await setup()
     const m = await LogManager.open(ROOT, options)

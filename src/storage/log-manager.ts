@@ -28,6 +28,9 @@ import {
 } from './offset-checkpoint-file.ts'
 import { type LogHooks, PartitionLog } from './partition-log.ts'
 
+/** The KRaft metadata log's topic (`__cluster_metadata-0`), which only the quorum touches. */
+export const KRAFT_METADATA_TOPIC = '__cluster_metadata'
+
 /** Kafka's per-directory file names. */
 export const LogDirFile = {
   metaProperties: 'meta.properties',
@@ -183,6 +186,9 @@ export class LogManager {
       }
       const tp = parsePartitionDir(name)
       if (tp === null || !(await disk.stat(this.#path(name))).isDirectory) continue
+      // The KRaft metadata log shares the directory when metadata.log.dir is a log dir; the quorum
+      // owns it, so (as Kafka's LogManager) it is never loaded, retained or cleaned here.
+      if (tp.topic === KRAFT_METADATA_TOPIC) continue
       const key = partitionKey(tp.topic, tp.partition)
       const rp = recoveryPoints.get(key)?.offset
       const lso = logStartOffsets.get(key)?.offset
