@@ -99,7 +99,8 @@ test('the Java producer writes keyed records that the Java consumer reads back i
   ])
   const got = out.split('\n').filter((l) => l.includes('key-'))
   assert.equal(got.length, COUNT)
-  got.forEach((line, i) => assert.match(line, new RegExp(`Offset:${i}\\tkey-${i}\\tvalue-${i}$`)))
+  for (const [i, line] of got.entries())
+    assert.match(line, new RegExp(`Offset:${i}\\tkey-${i}\\tvalue-${i}$`))
 })
 
 test('kafka-get-offsets: latest, earliest and max timestamp', async () => {
