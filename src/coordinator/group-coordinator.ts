@@ -1,0 +1,490 @@
+/**
+ * The group coordinator shell: one GroupStateMachine per `__consumer_offsets` partition this broker
+ * leads, loaded from the log on election (COORDINATOR_LOAD_IN_PROGRESS until then), its timers armed
+ * on the Clock, its records appended through the OffsetsLog port, its replies handed to the waiting
+ * requests, and the offsets.retention sweep. It holds no group logic of its own.
+ */
+import type { Clock, Random, TimerHandle } from '../io/index.ts'
+import { assert, type GroupId, type TopicName } from '../model/index.ts'
+import {
+  DecodeError,
+  type DescribeGroupsResponseData,
+  ErrorCode,
+  type ListGroupsResponseData,
+} from '../protocol/index.ts'
+import { decodeRecordBatches, encodeRecordBatch } from './coordinator-records.ts'
+import {
+  AUTHORIZED_OPERATIONS_OMITTED,
+  type CommitInput,
+  type CommitResult,
+  type DeleteOffsetsInput,
+  type DeleteOffsetsResult,
+  type Effect,
+  type GroupConfig,
+  GroupStateMachine,
+  type HeartbeatInput,
+  type JoinInput,
+  type JoinResult,
+  type LeaveInput,
+  type LeaveResult,
+  type LogLevel,
+  type OffsetFetchGroupResult,
+  type Reply,
+  type SyncInput,
+  type SyncResult,
+} from './group-state-machine.ts'
+import { partitionForGroup } from './java-hash.ts'
+import type { OffsetsLog } from './offsets-log.ts'
+
+export interface GroupCoordinatorOptions {
+  readonly config: GroupConfig
+  /** offsets.topic.num.partitions */
+  readonly partitionCount: number
+  /** offsets.retention.check.interval.ms */
+  readonly retentionCheckIntervalMs: number
+  readonly log: OffsetsLog
+  readonly clock: Clock
+  readonly random: Random
+  readonly logger?: (level: LogLevel, message: string) => void
+  /** Bytes asked per read while loading (Kafka's offsets.load.buffer.size). Default 5 MiB. */
+  readonly loadBufferBytes?: number
+  /** Wait before loading again after a failed read. Default 1000 ms. */
+  readonly loadRetryBackoffMs?: number
+}
+
+const LOAD_BUFFER_BYTES_DEFAULT = 5 * 1024 * 1024
+const LOAD_RETRY_BACKOFF_MS_DEFAULT = 1000
+
+/** One partition's coordinator: its state machine, its timers, and whether it is loaded. */
+interface Shard {
+  readonly partition: number
+  readonly epoch: number
+  readonly machine: GroupStateMachine
+  readonly timers: Map<string, TimerHandle>
+  state: 'loading' | 'active' | 'closed'
+  loadRetry: TimerHandle | null
+}
+
+export type CoordinatorStatus =
+  | typeof ErrorCode.None
+  | typeof ErrorCode.NotCoordinator
+  | typeof ErrorCode.CoordinatorLoadInProgress
+
+export class GroupCoordinator {
+  readonly partitionCount: number
+  readonly #options: GroupCoordinatorOptions
+  readonly #clock: Clock
+  readonly #logger: (level: LogLevel, message: string) => void
+  readonly #shards = new Map<number, Shard>()
+  readonly #pending = new Map<number, (reply: Reply) => void>()
+  #nextToken = 1
+  #sweepTimer: TimerHandle | null = null
+  #closed = false
+
+  constructor(options: GroupCoordinatorOptions) {
+    assert(options.partitionCount >= 1, 'offsets.topic.num.partitions must be at least 1')
+    this.partitionCount = options.partitionCount
+    this.#options = options
+    this.#clock = options.clock
+    this.#logger = options.logger ?? (() => {})
+    this.#scheduleSweep()
+  }
+
+  /** The `__consumer_offsets` partition of a group. */
+  partitionFor(groupId: string): number {
+    return partitionForGroup(groupId, this.partitionCount)
+  }
+
+  /** NONE when this broker serves the group now, else NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS. */
+  statusOf(groupId: GroupId): CoordinatorStatus {
+    const shard = this.#shards.get(this.partitionFor(groupId))
+    if (shard === undefined) return ErrorCode.NotCoordinator
+    return shard.state === 'active' ? ErrorCode.None : ErrorCode.CoordinatorLoadInProgress
+  }
+
+  /** Partitions loaded or loading here. */
+  partitions(): { partition: number; epoch: number; state: 'loading' | 'active' }[] {
+    return [...this.#shards.values()].map((s) => ({
+      partition: s.partition,
+      epoch: s.epoch,
+      state: s.state === 'active' ? 'active' : 'loading',
+    }))
+  }
+
+  /**
+   * This broker became the leader of `partition` in `epoch`: load its groups and offsets from the
+   * log, then serve them. Resolves once loaded (or superseded). A newer epoch replaces an older.
+   */
+  async onElection(partition: number, epoch: number): Promise<void> {
+    assert(partition >= 0 && partition < this.partitionCount, `no __consumer_offsets partition ${partition}`)
+    if (this.#closed) return
+    const current = this.#shards.get(partition)
+    if (current !== undefined) {
+      if (current.epoch >= epoch) return
+      this.#unload(current)
+    }
+    const shard: Shard = {
+      partition,
+      epoch,
+      machine: this.#newMachine(partition),
+      timers: new Map(),
+      state: 'loading',
+      loadRetry: null,
+    }
+    this.#shards.set(partition, shard)
+    await this.#load(shard)
+  }
+
+  /** This broker no longer leads `partition` (an epoch older than the loaded one is ignored). */
+  onResignation(partition: number, epoch?: number): void {
+    const shard = this.#shards.get(partition)
+    if (shard === undefined) return
+    if (epoch !== undefined && epoch < shard.epoch) return
+    this.#unload(shard)
+  }
+
+  #newMachine(partition: number): GroupStateMachine {
+    return new GroupStateMachine({
+      config: this.#options.config,
+      clock: this.#clock,
+      random: this.#options.random,
+      log: (level, message) => this.#logger(level, `[__consumer_offsets-${partition}] ${message}`),
+    })
+  }
+
+  async #load(shard: Shard): Promise<void> {
+    const started = this.#clock.monotonicMs()
+    const maxBytes = this.#options.loadBufferBytes ?? LOAD_BUFFER_BYTES_DEFAULT
+    let records = 0
+    try {
+      const bounds = this.#options.log.bounds(shard.partition)
+      if (bounds === null) throw new LoadError(`partition ${shard.partition} is not hosted here`)
+      let offset = bounds.logStartOffset
+      while (offset < bounds.highWatermark) {
+        const r = await this.#options.log.read(shard.partition, offset, maxBytes)
+        if (shard.state !== 'loading') return
+        if (r.errorCode !== ErrorCode.None)
+          throw new LoadError(`read at offset ${offset} failed with error ${r.errorCode}`)
+        const decoded = decodeRecordBatches(r.records)
+        if (decoded.nextOffset === null) break
+        for (const { offset: at, record } of decoded.records) {
+          if (at >= bounds.highWatermark) break
+          if (record.kind === 'foreign') continue
+          shard.machine.replay(record)
+          records++
+        }
+        offset = decoded.nextOffset
+      }
+    } catch (e) {
+      if (!(e instanceof LoadError) && !(e instanceof DecodeError)) throw e
+      if (shard.state !== 'loading') return
+      const backoffMs = this.#options.loadRetryBackoffMs ?? LOAD_RETRY_BACKOFF_MS_DEFAULT
+      this.#logger(
+        'error',
+        `loading __consumer_offsets-${shard.partition} failed: ${e.message}; retrying in ${backoffMs} ms`,
+      )
+      await new Promise<void>((resolve) => {
+        shard.loadRetry = this.#clock.setTimer(backoffMs, () => {
+          shard.loadRetry = null
+          resolve()
+        })
+      })
+      if (shard.state !== 'loading') return
+      const retry: Shard = {
+        ...shard,
+        machine: this.#newMachine(shard.partition),
+        timers: new Map(),
+        loadRetry: null,
+      }
+      shard.state = 'closed'
+      this.#shards.set(shard.partition, retry)
+      return this.#load(retry)
+    }
+    if (shard.state !== 'loading') return
+    shard.machine.onLoaded()
+    shard.state = 'active'
+    this.#drain(shard)
+    this.#logger(
+      'info',
+      `loaded __consumer_offsets-${shard.partition} (epoch ${shard.epoch}): ${shard.machine.groupCount} groups from ${records} records in ${Math.round(this.#clock.monotonicMs() - started)} ms`,
+    )
+  }
+
+  #unload(shard: Shard): void {
+    if (shard.state === 'closed') return
+    shard.state = 'closed'
+    if (shard.loadRetry !== null) this.#clock.clearTimer(shard.loadRetry)
+    shard.machine.unload()
+    this.#drain(shard)
+    for (const handle of shard.timers.values()) this.#clock.clearTimer(handle)
+    shard.timers.clear()
+    if (this.#shards.get(shard.partition) === shard) this.#shards.delete(shard.partition)
+  }
+
+  /** Stops: unloads every partition (waiters answered NOT_COORDINATOR) and the sweep. */
+  close(): void {
+    this.#closed = true
+    if (this.#sweepTimer !== null) this.#clock.clearTimer(this.#sweepTimer)
+    for (const shard of [...this.#shards.values()]) this.#unload(shard)
+  }
+
+  // ----------------------------------------------------------------------------- effects
+
+  #drain(shard: Shard): void {
+    for (const effect of shard.machine.takeEffects()) this.#apply(shard, effect)
+  }
+
+  #apply(shard: Shard, effect: Effect): void {
+    switch (effect.kind) {
+      case 'reply': {
+        const resolve = this.#pending.get(effect.reply.token)
+        assert(resolve !== undefined, `no request waits for reply ${effect.reply.token}`)
+        this.#pending.delete(effect.reply.token)
+        resolve(effect.reply)
+        return
+      }
+      case 'schedule': {
+        if (shard.state === 'closed') return
+        const old = shard.timers.get(effect.key)
+        if (old !== undefined) this.#clock.clearTimer(old)
+        shard.timers.set(
+          effect.key,
+          this.#clock.setTimer(effect.delayMs, () => {
+            shard.timers.delete(effect.key)
+            if (shard.state !== 'active') return
+            shard.machine.fire(effect.key)
+            this.#drain(shard)
+          }),
+        )
+        return
+      }
+      case 'cancel': {
+        const old = shard.timers.get(effect.key)
+        if (old !== undefined) this.#clock.clearTimer(old)
+        shard.timers.delete(effect.key)
+        return
+      }
+      case 'write':
+        if (shard.state === 'closed') return
+        void this.#write(shard, effect.writeId, effect.records)
+        return
+    }
+  }
+
+  async #write(
+    shard: Shard,
+    writeId: number,
+    records: Parameters<typeof encodeRecordBatch>[0],
+  ): Promise<void> {
+    let errorCode: ErrorCode
+    try {
+      const r = await this.#options.log.append(
+        shard.partition,
+        encodeRecordBatch(records, this.#clock.nowMs()),
+      )
+      errorCode = r.errorCode
+      if (r.errorCode !== ErrorCode.None) {
+        this.#logger(
+          'warn',
+          `append to __consumer_offsets-${shard.partition} failed with error ${r.errorCode}`,
+        )
+      }
+    } catch (e) {
+      this.#logger('error', `append to __consumer_offsets-${shard.partition} failed: ${(e as Error).message}`)
+      errorCode = ErrorCode.KafkaStorageError
+    }
+    if (shard.state === 'closed') return
+    shard.machine.onWriteComplete(writeId, errorCode)
+    this.#drain(shard)
+  }
+
+  /** Starts a request that is answered by a reply for its token. */
+  #call(shard: Shard, start: (token: number) => void): Promise<Reply> {
+    const token = this.#nextToken++
+    const reply = new Promise<Reply>((resolve) => this.#pending.set(token, resolve))
+    start(token)
+    this.#drain(shard)
+    return reply
+  }
+
+  /** The active shard of a group, or the error that says why there is none. */
+  #shardOf(groupId: GroupId): Shard | CoordinatorStatus {
+    const shard = this.#shards.get(this.partitionFor(groupId))
+    if (shard === undefined) return ErrorCode.NotCoordinator
+    if (shard.state !== 'active') return ErrorCode.CoordinatorLoadInProgress
+    return shard
+  }
+
+  #scheduleSweep(): void {
+    if (this.#closed) return
+    this.#sweepTimer = this.#clock.setTimer(this.#options.retentionCheckIntervalMs, () => {
+      this.#sweepTimer = null
+      this.expireOffsets()
+      this.#scheduleSweep()
+    })
+  }
+
+  /** Runs the offsets.retention sweep on every loaded partition now (it also runs on its timer). */
+  expireOffsets(): void {
+    for (const shard of this.#shards.values()) {
+      if (shard.state !== 'active') continue
+      shard.machine.expireOffsets()
+      this.#drain(shard)
+    }
+  }
+
+  // ----------------------------------------------------------------------------- the APIs
+
+  async joinGroup(input: JoinInput): Promise<JoinResult> {
+    const shard = this.#shardOf(input.groupId)
+    if (typeof shard === 'number' || input.groupId === '') {
+      return {
+        errorCode: typeof shard === 'number' ? shard : ErrorCode.InvalidGroupId,
+        generationId: -1,
+        protocolType: null,
+        protocolName: null,
+        leader: '',
+        skipAssignment: false,
+        memberId: input.memberId,
+        members: [],
+      }
+    }
+    const reply = await this.#call(shard, (token) => shard.machine.joinGroup(token, input))
+    assert(reply.kind === 'join', `JoinGroup answered by a ${reply.kind} reply`)
+    return reply.result
+  }
+
+  async syncGroup(input: SyncInput): Promise<SyncResult> {
+    const shard = this.#shardOf(input.groupId)
+    if (typeof shard === 'number' || input.groupId === '') {
+      const errorCode = typeof shard === 'number' ? shard : ErrorCode.InvalidGroupId
+      return { errorCode, protocolType: null, protocolName: null, assignment: Buffer.alloc(0) }
+    }
+    const reply = await this.#call(shard, (token) => shard.machine.syncGroup(token, input))
+    assert(reply.kind === 'sync', `SyncGroup answered by a ${reply.kind} reply`)
+    return reply.result
+  }
+
+  heartbeat(input: HeartbeatInput): ErrorCode {
+    if (input.groupId === '') return ErrorCode.InvalidGroupId
+    const shard = this.#shardOf(input.groupId)
+    if (typeof shard === 'number') return shard
+    const errorCode = shard.machine.heartbeat(input)
+    this.#drain(shard)
+    return errorCode
+  }
+
+  leaveGroup(input: LeaveInput): LeaveResult {
+    if (input.groupId === '') return { errorCode: ErrorCode.InvalidGroupId, members: [] }
+    const shard = this.#shardOf(input.groupId)
+    if (typeof shard === 'number') return { errorCode: shard, members: [] }
+    const result = shard.machine.leaveGroup(input)
+    this.#drain(shard)
+    return result
+  }
+
+  async commitOffsets(input: CommitInput): Promise<CommitResult> {
+    const shard = this.#shardOf(input.groupId)
+    if (typeof shard === 'number') {
+      return input.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: shard })),
+      }))
+    }
+    const reply = await this.#call(shard, (token) => shard.machine.commitOffsets(token, input))
+    assert(reply.kind === 'commit', `OffsetCommit answered by a ${reply.kind} reply`)
+    return reply.result
+  }
+
+  /** OffsetFetch of one group (null topics: all). A group-level error comes as `errorCode`. */
+  fetchOffsets(
+    groupId: GroupId,
+    topics: readonly { name: TopicName; partitionIndexes: readonly number[] }[] | null,
+  ): OffsetFetchGroupResult {
+    const shard = groupId === '' ? ErrorCode.InvalidGroupId : this.#shardOf(groupId)
+    if (typeof shard === 'number') return { groupId, errorCode: shard, topics: [] }
+    return shard.machine.fetchOffsets(groupId, topics)
+  }
+
+  async deleteOffsets(input: DeleteOffsetsInput): Promise<DeleteOffsetsResult> {
+    const shard = input.groupId === '' ? ErrorCode.InvalidGroupId : this.#shardOf(input.groupId)
+    if (typeof shard === 'number') return { errorCode: shard, topics: [] }
+    const reply = await this.#call(shard, (token) => shard.machine.deleteOffsets(token, input))
+    assert(reply.kind === 'deleteOffsets', `OffsetDelete answered by a ${reply.kind} reply`)
+    return reply.result
+  }
+
+  /** DeleteGroups: each group on its own partition; answers in the order asked. */
+  async deleteGroups(groupIds: readonly GroupId[]): Promise<{ groupId: GroupId; errorCode: ErrorCode }[]> {
+    const byShard = new Map<Shard, GroupId[]>()
+    const errors = new Map<GroupId, ErrorCode>()
+    for (const groupId of groupIds) {
+      const shard = groupId === '' ? ErrorCode.InvalidGroupId : this.#shardOf(groupId)
+      if (typeof shard === 'number') {
+        errors.set(groupId, shard)
+        continue
+      }
+      const list = byShard.get(shard) ?? []
+      list.push(groupId)
+      byShard.set(shard, list)
+    }
+    const results = await Promise.all(
+      [...byShard].map(async ([shard, ids]) => {
+        const reply = await this.#call(shard, (token) => shard.machine.deleteGroups(token, ids))
+        assert(reply.kind === 'deleteGroups', `DeleteGroups answered by a ${reply.kind} reply`)
+        return reply.result
+      }),
+    )
+    for (const r of results.flat()) errors.set(r.groupId, r.errorCode)
+    return groupIds.map((groupId) => ({
+      groupId,
+      errorCode: errors.get(groupId) ?? ErrorCode.UnknownServerError,
+    }))
+  }
+
+  describeGroups(
+    groupIds: readonly GroupId[],
+    includeAuthorizedOperations: boolean,
+  ): DescribeGroupsResponseData.DescribedGroupIn[] {
+    return groupIds.map((groupId) => {
+      const shard = this.#shardOf(groupId)
+      if (typeof shard !== 'number') return shard.machine.describeGroup(groupId, includeAuthorizedOperations)
+      return {
+        errorCode: shard,
+        groupId,
+        groupState: '',
+        protocolType: '',
+        protocolData: '',
+        members: [],
+        authorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
+      }
+    })
+  }
+
+  /** ListGroups over every loaded partition; COORDINATOR_LOAD_IN_PROGRESS while one still loads. */
+  listGroups(
+    statesFilter: readonly string[],
+    typesFilter: readonly string[],
+  ): { errorCode: ErrorCode; groups: ListGroupsResponseData.ListedGroupIn[] } {
+    let errorCode: ErrorCode = ErrorCode.None
+    const groups: ListGroupsResponseData.ListedGroupIn[] = []
+    for (const shard of this.#shards.values()) {
+      if (shard.state !== 'active') {
+        errorCode = ErrorCode.CoordinatorLoadInProgress
+        continue
+      }
+      groups.push(...shard.machine.listGroups(statesFilter, typesFilter))
+    }
+    return { errorCode, groups }
+  }
+
+  /** The state machine of a loaded partition (tests, admin). */
+  machineOf(partition: number): GroupStateMachine | undefined {
+    const shard = this.#shards.get(partition)
+    return shard?.state === 'active' ? shard.machine : undefined
+  }
+}
+
+class LoadError extends Error {
+  override name = 'LoadError'
+}

@@ -1,0 +1,8 @@
+/** Consumer groups (the classic protocol) and committed offsets in `__consumer_offsets`. See README.md. */
+export * from './coordinator-records.ts'
+export * from './group.ts'
+export * from './group-config.ts'
+export * from './group-coordinator.ts'
+export * from './group-state-machine.ts'
+export * from './java-hash.ts'
+export * from './offsets-log.ts'

@@ -1,0 +1,78 @@
+/**
+ * The persistence port of the group coordinator: append record batches to, and read them back from,
+ * the `__consumer_offsets` partitions this broker leads. Replication implements it for a cluster;
+ * `LocalOffsetsLog` implements it over storage's PartitionLog for one replica (and for tests).
+ */
+import { ErrorCode } from '../protocol/index.ts'
+import { LogOfflineError, type PartitionLog } from '../storage/index.ts'
+
+export type OffsetsLogAppendResult =
+  | { readonly errorCode: 0; readonly baseOffset: bigint }
+  | { readonly errorCode: Exclude<ErrorCode, 0>; readonly errorMessage?: string }
+
+export type OffsetsLogReadResult =
+  | { readonly errorCode: 0; readonly records: Buffer }
+  | { readonly errorCode: Exclude<ErrorCode, 0> }
+
+export interface OffsetsLogBounds {
+  readonly logStartOffset: bigint
+  /** Loading reads up to here; what is above is not committed yet. */
+  readonly highWatermark: bigint
+}
+
+export interface OffsetsLog {
+  /**
+   * Append one record batch (offsets assigned by the log) to `partition`, which this broker leads.
+   * Resolves once the batch is committed (durable, and replicated as acks=all would wait for), or
+   * with a Kafka error code: NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, KAFKA_STORAGE_ERROR, ...
+   */
+  append(partition: number, batch: Buffer): Promise<OffsetsLogAppendResult>
+  /** Whole batches from the one holding `offset`, about `maxBytes` (at least one), below the high watermark. */
+  read(partition: number, offset: bigint, maxBytes: number): Promise<OffsetsLogReadResult>
+  /** Null when this broker does not host the partition. */
+  bounds(partition: number): OffsetsLogBounds | null
+}
+
+/**
+ * OffsetsLog over local PartitionLogs: committed means durable (the append waits for the fsync),
+ * the high watermark is the log end offset (one replica).
+ */
+export class LocalOffsetsLog implements OffsetsLog {
+  readonly #logs: (partition: number) => PartitionLog | undefined
+
+  constructor(logs: (partition: number) => PartitionLog | undefined) {
+    this.#logs = logs
+  }
+
+  async append(partition: number, batch: Buffer): Promise<OffsetsLogAppendResult> {
+    const log = this.#logs(partition)
+    if (log === undefined) return { errorCode: ErrorCode.NotLeaderOrFollower }
+    try {
+      const r = await log.append(batch, { origin: 'coordinator', flush: true })
+      if (r.errorCode !== 0) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
+      return { errorCode: 0, baseOffset: r.baseOffset }
+    } catch (e) {
+      if (e instanceof LogOfflineError) return { errorCode: e.errorCode, errorMessage: e.message }
+      throw e
+    }
+  }
+
+  async read(partition: number, offset: bigint, maxBytes: number): Promise<OffsetsLogReadResult> {
+    const log = this.#logs(partition)
+    if (log === undefined) return { errorCode: ErrorCode.NotLeaderOrFollower }
+    try {
+      const r = await log.read(offset, maxBytes)
+      if (r.errorCode !== 0) return { errorCode: r.errorCode }
+      return { errorCode: 0, records: r.records }
+    } catch (e) {
+      if (e instanceof LogOfflineError) return { errorCode: e.errorCode }
+      throw e
+    }
+  }
+
+  bounds(partition: number): OffsetsLogBounds | null {
+    const log = this.#logs(partition)
+    if (log === undefined) return null
+    return { logStartOffset: log.logStartOffset, highWatermark: log.logEndOffset }
+  }
+}
