@@ -23,9 +23,9 @@ test('ids come from blocks; the next block is fetched ahead, once, while the cur
   assert.equal(asked.length, 3, 'one allocation per block, prefetched near the end of the previous one')
 })
 
-test("the controller's refusal (or an unreachable controller) is the caller's error", async () => {
+test('a refusal or an unreachable controller is COORDINATOR_LOAD_IN_PROGRESS, which producers retry', async () => {
   const refused = new ProducerIdManager(async () => ({ errorCode: ErrorCode.StaleBrokerEpoch }))
-  assert.deepEqual(await refused.generate(), { errorCode: ErrorCode.StaleBrokerEpoch })
+  assert.deepEqual(await refused.generate(), { errorCode: ErrorCode.CoordinatorLoadInProgress })
   const down = new ProducerIdManager(() => Promise.reject(new Error('no controller')))
   assert.deepEqual(await down.generate(), { errorCode: ErrorCode.CoordinatorLoadInProgress })
 })

@@ -31,7 +31,10 @@ export class ProducerIdManager {
     this.#allocate = allocate
   }
 
-  /** The next unused producer id, or the error that kept the controller from allocating a block. */
+  /**
+   * The next unused producer id. When no block could be had (the controller refused or could not be
+   * reached), COORDINATOR_LOAD_IN_PROGRESS, which producers retry, as Kafka's RPCProducerIdManager.
+   */
   async generate(): Promise<{ readonly producerId: bigint } | { readonly errorCode: number }> {
     for (let fetches = 0; ; ) {
       if (this.#next < this.#end) {
@@ -46,7 +49,7 @@ export class ProducerIdManager {
       }
       if (fetches++ >= BLOCK_FETCHES_PER_CALL_MAX) return { errorCode: ErrorCode.CoordinatorLoadInProgress }
       const r = await this.#fetchBlock()
-      if ('errorCode' in r) return r
+      if ('errorCode' in r) return { errorCode: ErrorCode.CoordinatorLoadInProgress }
     }
   }
 

@@ -318,6 +318,25 @@ describe('replica manager', () => {
     assert.equal((await h.produce(batch(1, { producerId: pid, seq: 5 })))[0]!.baseOffset, 5n)
   })
 
+  test('a segment roll writes a producer snapshot at the new segment; a crash replays only after it', async () => {
+    const h = await Harness.create()
+    await h.createTopic({ configs: { 'segment.bytes': '1000' } })
+    for (let i = 0; i < 6; i++)
+      await h.produce(batch(4, { producerId: 9n, seq: i * 4, prefix: 'x'.repeat(60) }))
+    const names = await h.disk.list(`${DIR}/${TOPIC}-0`)
+    const segments = names.filter((n) => n.endsWith('.log'))
+    const snapshots = names.filter((n) => n.endsWith('.snapshot'))
+    assert.ok(segments.length > 2, `rolled: ${names.join(' ')}`)
+    assert.equal(snapshots.length, 2, 'the newest two snapshots are kept')
+    assert.ok(
+      snapshots.every((n) => segments.includes(n.replace('.snapshot', '.log'))),
+      'at segment bases',
+    )
+    await h.restart(true)
+    assert.equal((await h.produce(batch(4, { producerId: 9n, seq: 20 })))[0]!.baseOffset, 20n, 'a retry')
+    assert.equal((await h.produce(batch(1, { producerId: 9n, seq: 24 })))[0]!.baseOffset, 24n)
+  })
+
   test('after a crash, producer state is rebuilt from the log and the epoch cache from its file', async () => {
     const h = await Harness.create()
     await h.createTopic()
