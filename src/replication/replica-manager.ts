@@ -42,12 +42,15 @@ export interface ReplicaManagerLimits {
   readonly fetchWaitMsMax: number
   /** How often idle producers are expired (Kafka's `producer.id.expiration.check.interval.ms`). */
   readonly producerExpirationCheckIntervalMs: number
+  /** Partitions opened or changed at once while reconciling. */
+  readonly reconcileConcurrencyMax: number
 }
 
 export const DEFAULT_REPLICA_MANAGER_LIMITS: ReplicaManagerLimits = {
   delayedOperationsMax: 100_000,
   fetchWaitMsMax: 30 * 60_000,
   producerExpirationCheckIntervalMs: 10 * 60_000,
+  reconcileConcurrencyMax: 16,
 }
 
 export interface ReplicaManagerOptions {
@@ -302,15 +305,23 @@ export class ReplicaManager {
       const s = this.#settingsFor(p.topic, image)
       if (s !== p.settings) p.updateSettings(s)
     }
+    const tasks: Array<() => Promise<void>> = []
     for (const [name, indexes] of touched) {
       const topic = image.topicsByName.get(name)
       if (topic === undefined) continue
       for (const [index, reg] of topic.partitions) {
         if (indexes !== null && !indexes.has(index)) continue
-        if (this.#closed) return
-        await this.#reconcilePartition(name, topic.id, index, reg, image)
+        tasks.push(() => this.#reconcilePartition(name, topic.id, index, reg, image))
       }
     }
+    // Partitions are independent; each opening costs a few fsyncs, so a few run at once.
+    let next = 0
+    const worker = async () => {
+      while (next < tasks.length && !this.#closed) await tasks[next++]!()
+    }
+    await Promise.all(
+      Array.from({ length: Math.min(this.#limits.reconcileConcurrencyMax, tasks.length) }, worker),
+    )
   }
 
   #settingsFor(topic: TopicName, image: MetadataImage): PartitionSettings {
