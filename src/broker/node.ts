@@ -582,8 +582,9 @@ export class WeirNode {
   }
 
   /**
-   * Graceful stop: stop accepting and answer what is in flight; close the logs (flushed and marked
-   * clean so the next start skips recovery); resign leadership; close the quorum.
+   * Graceful stop: answer long polls and waiting produces, stop accepting and answer what is in
+   * flight; write producer snapshots at every log end; close the logs (flushed and marked clean so
+   * the next start skips recovery); resign leadership; close the quorum.
    */
   async stop(graceMs = 5000): Promise<void> {
     if (this.#stopping) return
