@@ -161,6 +161,22 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     )
   }
 
+  /**
+   * CreateTopics of an internal topic (`__consumer_offsets`) on behalf of this broker. A local active
+   * controller allows it; a remote one is sent a plain CreateTopics, which it refuses for internal
+   * names (forwarding with the broker's identity is not built yet).
+   */
+  createInternalTopics(
+    req: CreateTopicsRequestData.CreateTopicsRequest,
+  ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn> {
+    return this.#call(
+      this.#local((c) => c.createTopics(req, { allowInternal: true })),
+      apis.CreateTopics,
+      req,
+      (res) => allNotController(res.topics),
+    )
+  }
+
   deleteTopics(
     req: DeleteTopicsRequestData.DeleteTopicsRequest,
   ): Promise<DeleteTopicsResponseData.DeleteTopicsResponseIn> {

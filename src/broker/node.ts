@@ -65,6 +65,7 @@ import {
 } from '../storage/index.ts'
 import { ControllerChannel, controllerFailure } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
+import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
 import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts'
 import { topicLogConfig, updateLogConfigs } from './topic-log-config.ts'
 
@@ -113,6 +114,7 @@ export class WeirNode {
   readonly #logManagers: LogManager[] = []
   /** The broker's partitions and the handlers that serve them (null on a controller-only node). */
   #dataPath: DataPath | null = null
+  #groups: GroupCoordination | null = null
   #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
   #brokerEpoch = -1n
   #fenced = true
@@ -276,6 +278,17 @@ export class WeirNode {
       })
       this.#dataPath = dataPath
       this.#loader.subscribe((p) => dataPath.onPublish(p))
+      const groups = new GroupCoordination({
+        effective,
+        clock: io.clock,
+        random: io.random,
+        replicas: dataPath.replicas,
+        image: () => this.#loader.image,
+        createInternalTopic: (spec) => this.#channel!.createInternalTopics(internalTopicRequest(spec)),
+        log: this.#log,
+      })
+      this.#groups = groups
+      this.#loader.subscribe(() => groups.onPublish())
     }
     this.#loader.subscribe(() => this.#checkReady())
     const raftConfig = {
@@ -452,6 +465,7 @@ export class WeirNode {
         describeConfigs,
         makeAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
         makeIncrementalAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
+        ...(this.#groups?.handlers() ?? []),
         ...(this.#dataPath?.handlers({
           image: () => this.#loader.image,
           topicNameProblem,
@@ -594,6 +608,7 @@ export class WeirNode {
     for (const b of this.#listeners.filter((x) => !x.isController))
       await b.listener.stop(graceMs).catch(() => {})
     this.#channel?.close()
+    this.#groups?.close()
     await this.#dataPath?.close()
     for (const m of this.#logManagers) await m.close()
     const quorum = this.#quorum

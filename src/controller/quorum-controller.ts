@@ -220,9 +220,14 @@ export class QuorumController {
 
   createTopics(
     req: CreateTopicsRequestData.CreateTopicsRequest,
+    internal: { allowInternal?: boolean } = {},
   ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn> {
-    const options =
-      this.#o.describeTopicConfigs === undefined ? {} : { describeConfigs: this.#o.describeTopicConfigs }
+    const options = {
+      ...(this.#o.describeTopicConfigs === undefined
+        ? {}
+        : { describeConfigs: this.#o.describeTopicConfigs }),
+      ...internal,
+    }
     return this.#write((image) => createTopics(this.#context(image), req, options))
   }
 

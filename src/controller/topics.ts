@@ -204,6 +204,8 @@ export interface CreateTopicsOptions {
     name: TopicName,
     overrides: ReadonlyMap<string, string>,
   ) => CreateTopicsResponseData.CreatableTopicConfigsIn[]
+  /** A broker creating an internal topic (`__consumer_offsets` for its group coordinator). */
+  readonly allowInternal?: boolean
 }
 
 /** CreateTopics (all versions): validates every topic on its own; valid ones are created together. */
@@ -229,7 +231,7 @@ export function createTopics(
       results.push(fail(name, { errorCode: ErrorCode.InvalidTopicException, message: illegal }))
       continue
     }
-    if (INTERNAL_TOPICS.has(name)) {
+    if (INTERNAL_TOPICS.has(name) && options.allowInternal !== true) {
       results.push(
         fail(name, {
           errorCode: ErrorCode.InvalidRequest,

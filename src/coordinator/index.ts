@@ -1,4 +1,6 @@
 /** Consumer groups (the classic protocol) and committed offsets in `__consumer_offsets`. See README.md. */
+
+export * from './coordinator-locator.ts'
 export * from './coordinator-records.ts'
 export * from './group.ts'
 export * from './group-config.ts'

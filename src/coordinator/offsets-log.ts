@@ -4,7 +4,9 @@
  * `LocalOffsetsLog` implements it over storage's PartitionLog for one replica (and for tests).
  */
 import { ErrorCode } from '../protocol/index.ts'
+import type { ReplicaManager } from '../replication/index.ts'
 import { LogOfflineError, type PartitionLog } from '../storage/index.ts'
+import { GROUP_METADATA_TOPIC_NAME } from './coordinator-locator.ts'
 
 export type OffsetsLogAppendResult =
   | { readonly errorCode: 0; readonly baseOffset: bigint }
@@ -74,5 +76,54 @@ export class LocalOffsetsLog implements OffsetsLog {
     const log = this.#logs(partition)
     if (log === undefined) return null
     return { logStartOffset: log.logStartOffset, highWatermark: log.logEndOffset }
+  }
+}
+
+/**
+ * OffsetsLog over the replica manager: appends as a producer with acks=all (answered once the ISR
+ * has the batch, durable with `flush.on.ack`, or REQUEST_TIMED_OUT after `commitTimeoutMs`, Kafka's
+ * offsets.commit.timeout.ms); reads and bounds up to the high watermark of the leader.
+ */
+export class ReplicaOffsetsLog implements OffsetsLog {
+  readonly #replicas: ReplicaManager
+  readonly #commitTimeoutMs: number
+
+  constructor(replicas: ReplicaManager, options: { commitTimeoutMs: number }) {
+    this.#replicas = replicas
+    this.#commitTimeoutMs = options.commitTimeoutMs
+  }
+
+  async append(partition: number, batch: Buffer): Promise<OffsetsLogAppendResult> {
+    const [r] = await this.#replicas.appendRecords(
+      [{ topic: GROUP_METADATA_TOPIC_NAME, partition, records: batch }],
+      { acks: -1, timeoutMs: this.#commitTimeoutMs },
+    )
+    if (r === undefined) return { errorCode: ErrorCode.UnknownServerError }
+    if (r.errorCode !== 0) {
+      return { errorCode: r.errorCode as Exclude<ErrorCode, 0>, errorMessage: r.errorMessage ?? '' }
+    }
+    return { errorCode: 0, baseOffset: r.baseOffset }
+  }
+
+  async read(partition: number, offset: bigint, maxBytes: number): Promise<OffsetsLogReadResult> {
+    const p = this.#replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition)
+    if (p === undefined || !p.isLeader) return { errorCode: ErrorCode.NotLeaderOrFollower }
+    const r = await p.read({
+      fetchOffset: offset,
+      maxBytes,
+      currentLeaderEpoch: -1,
+      lastFetchedEpoch: -1,
+      upTo: 'highWatermark',
+      fetchOnlyFromLeader: true,
+      minOneBatch: true,
+    })
+    if (r.errorCode !== 0) return { errorCode: r.errorCode as Exclude<ErrorCode, 0> }
+    return { errorCode: 0, records: r.records }
+  }
+
+  bounds(partition: number): OffsetsLogBounds | null {
+    const p = this.#replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition)
+    if (p === undefined || !p.isLeader) return null
+    return { logStartOffset: p.logStartOffset, highWatermark: p.highWatermark }
   }
 }

@@ -1,0 +1,233 @@
+/**
+ * The group coordinator, wired: a GroupCoordinator persisting through the replica manager, told
+ * which `__consumer_offsets` partitions this broker leads after each metadata publication, the
+ * topic created through the controller on the first FindCoordinator, and the group handlers. No
+ * group logic of its own.
+ */
+import type { EffectiveConfig } from '../config/index.ts'
+import {
+  type CoordinatorLocation,
+  CoordinatorType,
+  coordinatorError,
+  GROUP_METADATA_TOPIC_NAME,
+  GroupCoordinator,
+  groupConfigFrom,
+  locateGroupCoordinator,
+  offsetsTopicConfigFrom,
+  ReplicaOffsetsLog,
+} from '../coordinator/index.ts'
+import type { Clock, Random } from '../io/index.ts'
+import type { MetadataImage } from '../metadata/index.ts'
+import type { TopicName } from '../model/index.ts'
+import { type CreateTopicsResponseData, ErrorCode } from '../protocol/index.ts'
+import type { ReplicaManager } from '../replication/index.ts'
+import {
+  type Handler,
+  makeDeleteGroupsHandler,
+  makeDescribeGroupsHandler,
+  makeFindCoordinatorHandler,
+  makeHeartbeatHandler,
+  makeJoinGroupHandler,
+  makeLeaveGroupHandler,
+  makeListGroupsHandler,
+  makeOffsetCommitHandler,
+  makeOffsetDeleteHandler,
+  makeOffsetFetchHandler,
+  makeSyncGroupHandler,
+} from '../server/index.ts'
+
+export interface GroupCoordinationOptions {
+  readonly effective: EffectiveConfig
+  readonly clock: Clock
+  readonly random: Random
+  readonly replicas: ReplicaManager
+  readonly image: () => MetadataImage
+  /** CreateTopics of `__consumer_offsets` through the controller, as this broker (`internalTopicRequest`). */
+  readonly createInternalTopic: (
+    spec: InternalTopicSpec,
+  ) => Promise<CreateTopicsResponseData.CreateTopicsResponseIn>
+  readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
+}
+
+export interface InternalTopicSpec {
+  readonly partitions: number
+  readonly replicationFactor: number
+  readonly segmentBytes: number
+}
+
+/** The CreateTopics of `__consumer_offsets`: Kafka's topic configs for it. */
+export function internalTopicRequest(o: InternalTopicSpec) {
+  return {
+    topics: [
+      {
+        name: GROUP_METADATA_TOPIC_NAME,
+        numPartitions: o.partitions,
+        replicationFactor: o.replicationFactor,
+        assignments: [],
+        configs: [
+          { name: 'cleanup.policy', value: 'compact' },
+          { name: 'compression.type', value: 'producer' },
+          { name: 'segment.bytes', value: String(o.segmentBytes) },
+        ],
+      },
+    ],
+    timeoutMs: 30_000,
+    validateOnly: false,
+  }
+}
+
+export class GroupCoordination {
+  #coordinator: GroupCoordinator
+  readonly #o: GroupCoordinationOptions
+  readonly #topic: ReturnType<typeof offsetsTopicConfigFrom>
+  #sync: Promise<void> = Promise.resolve()
+  #creating: Promise<void> | null = null
+  #closed = false
+
+  constructor(options: GroupCoordinationOptions) {
+    this.#o = options
+    this.#topic = offsetsTopicConfigFrom(options.effective)
+    this.#coordinator = this.#newCoordinator(this.#topic.partitionCount)
+  }
+
+  get coordinator(): GroupCoordinator {
+    return this.#coordinator
+  }
+
+  #newCoordinator(partitionCount: number): GroupCoordinator {
+    return new GroupCoordinator({
+      config: groupConfigFrom(this.#o.effective),
+      partitionCount,
+      retentionCheckIntervalMs: this.#topic.retentionCheckIntervalMs,
+      log: new ReplicaOffsetsLog(this.#o.replicas, {
+        commitTimeoutMs: this.#o.effective.int('offsets.commit.timeout.ms'),
+      }),
+      clock: this.#o.clock,
+      random: this.#o.random,
+      logger: (level, message) => this.#o.log(level, `group coordinator: ${message}`),
+    })
+  }
+
+  /** After each metadata publication: load the partitions led here, unload the others. */
+  onPublish(): void {
+    this.#sync = this.#sync
+      .then(() => this.#syncLeadership())
+      .catch((e: unknown) => {
+        this.#o.log('error', `group coordinator: ${(e as Error).stack ?? String(e)}`)
+      })
+  }
+
+  async #syncLeadership(): Promise<void> {
+    await this.#o.replicas.settled()
+    if (this.#closed) return
+    const topic = this.#o.image().topicsByName.get(GROUP_METADATA_TOPIC_NAME)
+    if (topic !== undefined && topic.partitions.size !== this.#coordinator.partitionCount) {
+      // Kafka takes the partition count from the topic once it exists.
+      this.#o.log(
+        'warn',
+        `${GROUP_METADATA_TOPIC_NAME} has ${topic.partitions.size} partitions, offsets.topic.num.partitions says ${this.#coordinator.partitionCount}: using the topic's`,
+      )
+      this.#coordinator.close()
+      this.#coordinator = this.#newCoordinator(topic.partitions.size)
+    }
+    const c = this.#coordinator
+    for (const { partition } of c.partitions()) {
+      if (this.#o.replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition)?.isLeader !== true) {
+        c.onResignation(partition)
+      }
+    }
+    if (topic === undefined) return
+    for (const index of topic.partitions.keys()) {
+      const p = this.#o.replicas.getPartition(GROUP_METADATA_TOPIC_NAME, index)
+      if (p?.isLeader === true) void c.onElection(index, p.leaderEpoch)
+    }
+  }
+
+  /** FindCoordinator: groups only; the first one creates `__consumer_offsets`. */
+  async findCoordinators(
+    keyType: number,
+    keys: readonly string[],
+    listenerName: string,
+  ): Promise<CoordinatorLocation[]> {
+    if (keyType !== CoordinatorType.Group) {
+      return keys.map(() =>
+        coordinatorError(
+          ErrorCode.CoordinatorNotAvailable,
+          'Weir has no transaction or share coordinator yet',
+        ),
+      )
+    }
+    const locate = () => keys.map((key) => locateGroupCoordinator(this.#o.image(), key, listenerName))
+    let found = locate()
+    if (found.some((l) => l === 'no-topic')) {
+      await this.#createTopic()
+      found = locate()
+    }
+    return found.map((l) =>
+      l === 'no-topic'
+        ? coordinatorError(ErrorCode.CoordinatorNotAvailable, 'The coordinator is not available.')
+        : l,
+    )
+  }
+
+  /** Creates `__consumer_offsets` once (concurrent callers share the request). */
+  #createTopic(): Promise<void> {
+    this.#creating ??= (async () => {
+      // A cluster smaller than offsets.topic.replication.factor still gets groups (Kafka would wait).
+      const brokers = Math.max(1, this.#o.image().brokers.size)
+      const replicationFactor = Math.min(this.#topic.replicationFactor, brokers)
+      if (replicationFactor < this.#topic.replicationFactor) {
+        this.#o.log(
+          'warn',
+          `creating ${GROUP_METADATA_TOPIC_NAME} with replication factor ${replicationFactor}: only ${brokers} brokers for offsets.topic.replication.factor ${this.#topic.replicationFactor}`,
+        )
+      }
+      try {
+        const r = await this.#o.createInternalTopic({
+          partitions: this.#topic.partitionCount,
+          replicationFactor,
+          segmentBytes: this.#topic.segmentBytes,
+        })
+        const t = r.topics?.[0]
+        const errorCode = t?.errorCode ?? ErrorCode.None
+        if (errorCode !== ErrorCode.None && errorCode !== ErrorCode.TopicAlreadyExists) {
+          this.#o.log(
+            'warn',
+            `creating ${GROUP_METADATA_TOPIC_NAME} failed: error ${errorCode} ${t?.errorMessage ?? ''}`,
+          )
+        }
+      } catch (e) {
+        this.#o.log('warn', `creating ${GROUP_METADATA_TOPIC_NAME} failed: ${(e as Error).message}`)
+      } finally {
+        this.#creating = null
+      }
+    })()
+    return this.#creating
+  }
+
+  /** The client-facing group handlers. */
+  handlers(): Handler[] {
+    const c = () => this.#coordinator
+    const partitionExists = (topic: TopicName, partition: number) =>
+      this.#o.image().topicsByName.get(topic)?.partitions.has(partition) === true
+    return [
+      makeFindCoordinatorHandler(this),
+      makeJoinGroupHandler({ joinGroup: (input) => c().joinGroup(input) }),
+      makeSyncGroupHandler({ syncGroup: (input) => c().syncGroup(input) }),
+      makeHeartbeatHandler({ heartbeat: (input) => c().heartbeat(input) }),
+      makeLeaveGroupHandler({ leaveGroup: (input) => c().leaveGroup(input) }),
+      makeOffsetCommitHandler({ commitOffsets: (input) => c().commitOffsets(input), partitionExists }),
+      makeOffsetFetchHandler({ fetchOffsets: (groupId, topics) => c().fetchOffsets(groupId, topics) }),
+      makeDescribeGroupsHandler({ describeGroups: (ids, ops) => c().describeGroups(ids, ops) }),
+      makeListGroupsHandler({ listGroups: (states, types) => c().listGroups(states, types) }),
+      makeDeleteGroupsHandler({ deleteGroups: (ids) => c().deleteGroups(ids) }),
+      makeOffsetDeleteHandler({ deleteOffsets: (input) => c().deleteOffsets(input), partitionExists }),
+    ]
+  }
+
+  /** Stops: every partition unloaded, waiting requests answered NOT_COORDINATOR. */
+  close(): void {
+    this.#closed = true
+    this.#coordinator.close()
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * DescribeGroups v0-5: state, protocol, members (metadata and assignment when Stable, instance ids
+ * from v4); authorized operations (v3+) are every operation a group has, as without an authorizer.
+ */
+import type { GroupId } from '../../model/index.ts'
+import { apis, type DescribeGroupsResponseData } from '../../protocol/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+
+export interface DescribeGroupsView {
+  describeGroups(
+    groupIds: readonly GroupId[],
+    includeAuthorizedOperations: boolean,
+  ): DescribeGroupsResponseData.DescribedGroupIn[]
+}
+
+export function makeDescribeGroupsHandler(view: DescribeGroupsView): Handler {
+  return defineHandler(apis.DescribeGroups, {}, (req, ctx) => ({
+    throttleTimeMs: 0,
+    groups: view.describeGroups(req.groups, ctx.apiVersion >= 3 && req.includeAuthorizedOperations),
+  }))
+}

@@ -1,0 +1,59 @@
+/**
+ * FindCoordinator v0-6: group keys (KIP-699 batches from v4) answered with the leader of the
+ * group's `__consumer_offsets` partition on the client's listener. Transaction and share
+ * coordinators are not implemented: COORDINATOR_NOT_AVAILABLE.
+ */
+import { type CoordinatorLocation, coordinatorError } from '../../coordinator/index.ts'
+import { apis, ErrorCode } from '../../protocol/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+
+export interface FindCoordinatorView {
+  /** One location per key, in order. */
+  findCoordinators(
+    keyType: number,
+    keys: readonly string[],
+    listenerName: string,
+  ): Promise<CoordinatorLocation[]>
+}
+
+/** Key types a FindCoordinator version may carry: share groups (2) from v6 (KIP-932). */
+function keyTypeValid(keyType: number, version: number): boolean {
+  return keyType === 0 || keyType === 1 || (keyType === 2 && version >= 6)
+}
+
+export function makeFindCoordinatorHandler(view: FindCoordinatorView): Handler {
+  return defineHandler(apis.FindCoordinator, {}, async (req, ctx) => {
+    const v = ctx.apiVersion
+    const keyType = v >= 1 ? req.keyType : 0
+    const batched = v >= 4
+    const keys = batched ? req.coordinatorKeys : [req.key]
+    const locations = keyTypeValid(keyType, v)
+      ? await view.findCoordinators(keyType, keys, ctx.listenerName)
+      : keys.map(() => coordinatorError(ErrorCode.InvalidRequest, `Invalid coordinator type ${keyType}`))
+    if (batched) {
+      return {
+        throttleTimeMs: 0,
+        coordinators: keys.map((key, i) => {
+          const l = locations[i]!
+          return {
+            key,
+            nodeId: l.nodeId,
+            host: l.host,
+            port: l.port,
+            errorCode: l.errorCode,
+            errorMessage: l.errorMessage,
+          }
+        }),
+      }
+    }
+    const l = locations[0]!
+    return {
+      throttleTimeMs: 0,
+      errorCode: l.errorCode,
+      ...(v >= 1 ? { errorMessage: l.errorMessage } : {}),
+      nodeId: l.nodeId,
+      host: l.host,
+      port: l.port,
+    }
+  })
+}

@@ -1,0 +1,20 @@
+/** Heartbeat v0-4: keeps a classic group member's session; answers REBALANCE_IN_PROGRESS to rejoin. */
+import type { HeartbeatInput } from '../../coordinator/index.ts'
+import { apis, type ErrorCode } from '../../protocol/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+
+export interface HeartbeatView {
+  heartbeat(input: HeartbeatInput): ErrorCode
+}
+
+export function makeHeartbeatHandler(view: HeartbeatView): Handler {
+  return defineHandler(apis.Heartbeat, {}, (req, ctx) => ({
+    throttleTimeMs: 0,
+    errorCode: view.heartbeat({
+      groupId: req.groupId,
+      generationId: req.generationId,
+      memberId: req.memberId,
+      groupInstanceId: ctx.apiVersion >= 3 ? req.groupInstanceId : null,
+    }),
+  }))
+}

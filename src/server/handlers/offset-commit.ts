@@ -1,0 +1,79 @@
+/**
+ * OffsetCommit v0-9 for classic groups and simple consumers (v0 commits without a generation; v1's
+ * commit timestamps and v2-4's retention time kept as Kafka keeps them). Partitions of unknown
+ * topics are UNKNOWN_TOPIC_OR_PARTITION. The consumer protocol's member epochs (KIP-848) are not
+ * implemented: v9 behaves as v8 with GROUP_ID_NOT_FOUND for unknown groups.
+ */
+import type { CommitInput, CommitResult } from '../../coordinator/index.ts'
+import type { TopicName } from '../../model/index.ts'
+import { apis, ErrorCode, type OffsetCommitResponseData } from '../../protocol/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+
+export interface OffsetCommitView {
+  commitOffsets(input: CommitInput): Promise<CommitResult>
+  /** Whether the metadata knows this partition. */
+  partitionExists(topic: TopicName, partition: number): boolean
+}
+
+export function makeOffsetCommitHandler(view: OffsetCommitView): Handler {
+  return defineHandler(apis.OffsetCommit, {}, async (req, ctx) => {
+    const v = ctx.apiVersion
+    const unknown = new Map<TopicName, OffsetCommitResponseData.OffsetCommitResponsePartitionIn[]>()
+    const topics: CommitInput['topics'][number][] = []
+    for (const t of req.topics) {
+      const known = t.partitions.filter((p) => view.partitionExists(t.name, p.partitionIndex))
+      const missing = t.partitions.filter((p) => !view.partitionExists(t.name, p.partitionIndex))
+      if (missing.length > 0) {
+        unknown.set(
+          t.name,
+          missing.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            errorCode: ErrorCode.UnknownTopicOrPartition,
+          })),
+        )
+      }
+      if (known.length === 0) continue
+      topics.push({
+        name: t.name,
+        partitions: known.map((p) => ({
+          partitionIndex: p.partitionIndex,
+          committedOffset: p.committedOffset,
+          committedLeaderEpoch: v >= 6 ? p.committedLeaderEpoch : -1,
+          commitTimestamp: v === 1 ? p.commitTimestamp : -1n,
+          committedMetadata: p.committedMetadata,
+        })),
+      })
+    }
+    const committed =
+      topics.length === 0
+        ? []
+        : await view.commitOffsets({
+            groupId: req.groupId,
+            generationId: v >= 1 ? req.generationIdOrMemberEpoch : -1,
+            memberId: v >= 1 ? req.memberId : '',
+            groupInstanceId: v >= 7 ? req.groupInstanceId : null,
+            retentionTimeMs: v >= 2 && v <= 4 ? Number(req.retentionTimeMs) : -1,
+            apiVersion: v,
+            topics,
+          })
+    // Answer in the order asked: each topic once, its partitions as committed or refused.
+    const byTopic = new Map<TopicName, OffsetCommitResponseData.OffsetCommitResponsePartitionIn[]>()
+    for (const t of committed) byTopic.set(t.name as TopicName, [...(t.partitions ?? [])])
+    return {
+      throttleTimeMs: 0,
+      topics: req.topics.map((t) => {
+        const answered = [...(byTopic.get(t.name) ?? []), ...(unknown.get(t.name) ?? [])]
+        return {
+          name: t.name,
+          partitions: t.partitions.map(
+            (p) =>
+              answered.find((a) => a.partitionIndex === p.partitionIndex) ?? {
+                partitionIndex: p.partitionIndex,
+                errorCode: ErrorCode.UnknownServerError,
+              },
+          ),
+        }
+      }),
+    }
+  })
+}

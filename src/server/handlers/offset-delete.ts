@@ -1,0 +1,45 @@
+/**
+ * OffsetDelete v0: a group's offsets of some partitions, unless the group is alive and not a consumer
+ * group (NON_EMPTY_GROUP) or its members subscribe to the topic (GROUP_SUBSCRIBED_TO_TOPIC).
+ * Partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION.
+ */
+import type { DeleteOffsetsInput, DeleteOffsetsResult } from '../../coordinator/index.ts'
+import type { TopicName } from '../../model/index.ts'
+import { apis, ErrorCode } from '../../protocol/index.ts'
+import { defineHandler, type Handler } from '../handler.ts'
+
+export interface OffsetDeleteView {
+  deleteOffsets(input: DeleteOffsetsInput): Promise<DeleteOffsetsResult>
+  partitionExists(topic: TopicName, partition: number): boolean
+}
+
+export function makeOffsetDeleteHandler(view: OffsetDeleteView): Handler {
+  return defineHandler(apis.OffsetDelete, {}, async (req) => {
+    const known = req.topics
+      .map((t) => ({
+        name: t.name,
+        partitions: t.partitions.filter((p) => view.partitionExists(t.name, p.partitionIndex)),
+      }))
+      .filter((t) => t.partitions.length > 0)
+    const r = await view.deleteOffsets({ groupId: req.groupId, topics: known })
+    if (r.errorCode !== undefined && r.errorCode !== ErrorCode.None) {
+      return { errorCode: r.errorCode, throttleTimeMs: 0, topics: [] }
+    }
+    const answered = new Map<string, number>()
+    for (const t of r.topics ?? []) {
+      for (const p of t.partitions ?? []) answered.set(`${t.name}\u0000${p.partitionIndex}`, p.errorCode ?? 0)
+    }
+    return {
+      errorCode: ErrorCode.None,
+      throttleTimeMs: 0,
+      topics: req.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({
+          partitionIndex: p.partitionIndex,
+          errorCode: (answered.get(`${t.name}\u0000${p.partitionIndex}`) ??
+            ErrorCode.UnknownTopicOrPartition) as ErrorCode,
+        })),
+      })),
+    }
+  })
+}
