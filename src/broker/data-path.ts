@@ -127,7 +127,7 @@ export class DataPath {
     ]
   }
 
-  /** Shutdown begins: long polls and waiting produces answer now. */
+  /** Shutdown begins: long polls answer now (waiting produces may finish until `close`). */
   completeDelayed(): void {
     this.replicas.completeDelayed()
   }

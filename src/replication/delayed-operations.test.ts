@@ -72,3 +72,21 @@ test('no wait when the condition holds, the timeout is zero, or the limit is rea
   assert.equal(first.outcome, 'shutdown')
   assert.equal(await ops.wait([], () => false, 100), 'shutdown', 'after shutdown nothing waits')
 })
+
+test('shutting down fetches first lets waiting produces finish', async () => {
+  const clock = new ManualClock()
+  const ops = new DelayedOperations(clock, { operationsMax: 10 })
+  const w = new Watchers()
+  let durable = false
+  const fetch = track(ops.wait([w], () => false, 1000, 'fetch'))
+  const produce = track(ops.wait([w], () => durable, 1000, 'produce'))
+  ops.complete('fetch')
+  await settle()
+  assert.equal(fetch.outcome, 'shutdown')
+  assert.equal(produce.outcome, null)
+  assert.equal(await ops.wait([], () => false, 1000, 'fetch'), 'shutdown', 'new long polls do not wait')
+  durable = true
+  w.wake()
+  await settle()
+  assert.equal(produce.outcome, 'completed')
+})

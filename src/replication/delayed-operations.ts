@@ -40,7 +40,11 @@ export interface DelayedOperationsLimits {
 /** Why a wait ended. */
 export type WaitOutcome = 'completed' | 'expired' | 'shutdown'
 
+/** What waits: the shutdown ends fetches first and lets produces finish their fsync. */
+export type DelayedKind = 'produce' | 'fetch'
+
 interface Pending {
+  readonly kind: DelayedKind
   readonly finish: (outcome: WaitOutcome) => void
 }
 
@@ -48,6 +52,7 @@ export class DelayedOperations {
   readonly #clock: Clock
   readonly #limits: DelayedOperationsLimits
   readonly #pending = new Set<Pending>()
+  readonly #ended = new Set<DelayedKind>()
   #shutdown = false
 
   constructor(clock: Clock, limits: DelayedOperationsLimits) {
@@ -71,9 +76,14 @@ export class DelayedOperations {
    * const outcome = await delayed.wait([partition.watchers], () => partition.highWatermark >= required, 30_000)
    * ```
    */
-  wait(watched: readonly Watchers[], check: () => boolean, timeoutMs: number): Promise<WaitOutcome> {
+  wait(
+    watched: readonly Watchers[],
+    check: () => boolean,
+    timeoutMs: number,
+    kind: DelayedKind = 'fetch',
+  ): Promise<WaitOutcome> {
     if (check()) return Promise.resolve('completed')
-    if (this.#shutdown) return Promise.resolve('shutdown')
+    if (this.#shutdown || this.#ended.has(kind)) return Promise.resolve('shutdown')
     if (timeoutMs <= 0 || this.#pending.size >= this.#limits.operationsMax) return Promise.resolve('expired')
     return new Promise<WaitOutcome>((resolve) => {
       let timer: TimerHandle | null = null
@@ -89,7 +99,7 @@ export class DelayedOperations {
       const onWake = () => {
         if (!done && check()) finish('completed')
       }
-      const pending: Pending = { finish }
+      const pending: Pending = { kind, finish }
       this.#pending.add(pending)
       for (const w of watched) w.add(onWake)
       timer = this.#clock.setTimer(timeoutMs, () => {
@@ -97,6 +107,12 @@ export class DelayedOperations {
         finish(check() ? 'completed' : 'expired')
       })
     })
+  }
+
+  /** Ends every waiting operation of `kind` now; later ones of that kind end at once. */
+  complete(kind: DelayedKind): void {
+    this.#ended.add(kind)
+    for (const p of [...this.#pending]) if (p.kind === kind) p.finish('shutdown')
   }
 
   /** Ends every waiting operation now (shutdown); later waits end at once. */

@@ -502,6 +502,7 @@ export class ReplicaManager {
       waiting.map((w) => w.p.watchers),
       () => waiting.every((w) => w.p.checkEnoughReplicasReachOffset(w.required).done),
       options.timeoutMs - elapsedMs,
+      'produce',
     )
     return appended.map((a) => {
       if (!('required' in a) || a.p === undefined) return a.r
@@ -596,7 +597,7 @@ export class ReplicaManager {
       return false
     }
     const watchers: Watchers[] = watched.map((w) => w.p.watchers)
-    await this.#delayed.wait(watchers, check, maxWaitMs)
+    await this.#delayed.wait(watchers, check, maxWaitMs, 'fetch')
     return this.#readAll(specs, params)
   }
 
@@ -721,9 +722,12 @@ export class ReplicaManager {
     })
   }
 
-  /** Shutdown begins: delayed fetches and produces answer now, and new ones do not wait. */
+  /**
+   * Shutdown begins: long polls answer now and new ones do not wait; produces waiting for their
+   * fsync or the ISR may still finish (`close` ends them).
+   */
   completeDelayed(): void {
-    this.#delayed.completeAll()
+    this.#delayed.complete('fetch')
   }
 
   /**
