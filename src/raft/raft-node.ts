@@ -1576,17 +1576,24 @@ export class RaftNode {
     match.loop.nextFetchAtMs = this.#nowMs
     if (match.fetchOffset !== this.#log.endOffset) return // the log moved since: fetch again
     if (response.divergingEpoch !== undefined) {
-      this.#truncateToDiverging(response.divergingEpoch)
+      // No progress means an answer that does not fit our log (never from a consistent leader):
+      // back off rather than ask the same question in a tight loop.
+      if (!this.#truncateToDiverging(response.divergingEpoch)) {
+        match.loop.nextFetchAtMs = this.#nowMs + this.config.retryBackoffMs
+      }
       return
     }
     if (response.snapshotId !== undefined) {
       if (response.snapshotId.endOffset > this.#log.startOffset) {
         role.snapshotFetch = { id: response.snapshotId, chunks: [], position: 0, size: -1 }
+      } else {
+        match.loop.nextFetchAtMs = this.#nowMs + this.config.retryBackoffMs // not newer: an odd answer
       }
       return
     }
-    if (response.records.length > 0) {
-      if (!this.#appendFromLeader(response.records)) return
+    if (response.records.length > 0 && !this.#appendFromLeader(response.records)) {
+      match.loop.nextFetchAtMs = this.#nowMs + this.config.retryBackoffMs // records that do not continue our log
+      return
     }
     // The fetch matched our log at fetchOffset and the records continue it, so our whole log is a
     // prefix of the leader's: its high watermark holds for us up to our log end.
@@ -1613,9 +1620,10 @@ export class RaftNode {
   /**
    * KIP-595 truncation: the leader says its log has `diverging.epoch` ending at
    * `diverging.endOffset` (its largest epoch not above our last fetched one). Keep our entries up to
-   * where both logs agree on that epoch's end; the next fetch narrows further if needed.
+   * where both logs agree on that epoch's end; the next fetch narrows further if needed. Returns
+   * false when there was nothing to truncate.
    */
-  #truncateToDiverging(diverging: EpochEndOffset): void {
+  #truncateToDiverging(diverging: EpochEndOffset): boolean {
     const local = this.#log.endOffsetForEpoch(diverging.epoch)
     let truncateTo: Offset
     if (local === undefined) truncateTo = this.#log.startOffset
@@ -1623,13 +1631,14 @@ export class RaftNode {
       truncateTo = minOffset(local.endOffset, diverging.endOffset)
     } else truncateTo = local.endOffset
     if (truncateTo < this.#log.startOffset) truncateTo = this.#log.startOffset
-    if (truncateTo >= this.#log.endOffset) return
+    if (truncateTo >= this.#log.endOffset) return false
     // State-machine safety: committed entries are on every future leader, so never truncated.
     assert(
       truncateTo >= this.#highWatermark,
       `truncation to ${truncateTo} below high watermark ${this.#highWatermark}`,
     )
     this.#truncate(truncateTo)
+    return true
   }
 
   #truncate(offset: Offset): void {

@@ -17,7 +17,11 @@ export const Invariant = {
   LogMatchesBelowHighWatermark: 'LogMatchesBelowHighWatermark',
   /** Every node applies the same entry at each offset (state-machine safety). */
   StateMachineSafety: 'StateMachineSafety',
-  /** A new leader's log (and snapshot) holds every entry committed so far: none is ever lost. */
+  /**
+   * Raft's leader completeness: a leader of epoch E holds every entry committed in an epoch below
+   * E, in its log or its snapshot, so none is ever lost. (A leader of a lower epoch may still win
+   * late, from delayed votes, after a higher epoch committed; it can commit nothing.)
+   */
   LeaderCompleteness: 'LeaderCompleteness',
   /** A snapshot, taken or installed, equals the committed state at its offset. */
   SnapshotMatchesCommitted: 'SnapshotMatchesCommitted',
@@ -56,6 +60,8 @@ interface NodeView {
 export class InvariantChecker {
   /** Committed entries by offset: the first node to commit an offset defines it. */
   readonly committed = new Map<bigint, string>()
+  /** The epoch of the node that first reported each offset committed: the epoch it was committed in. */
+  readonly #commitEpoch = new Map<bigint, number>()
   /** The state machine's hash after applying everything below an offset. */
   readonly #stateHashAt = new Map<bigint, number>([[0n, 0]])
   readonly #leaders = new Map<number, NodeId>()
@@ -103,7 +109,7 @@ export class InvariantChecker {
             `node ${id}: no entry at ${offset} < hw ${s.highWatermark}`,
           )
         }
-        this.#commit(id, offset, entry, Invariant.LogMatchesBelowHighWatermark)
+        this.#commit(id, offset, entry, s.epoch, Invariant.LogMatchesBelowHighWatermark)
       }
       if (s.highWatermark > this.committedEnd) this.committedEnd = s.highWatermark
     }
@@ -112,24 +118,26 @@ export class InvariantChecker {
     view.epoch = s.epoch
   }
 
-  #commit(id: NodeId, offset: bigint, entry: Entry, invariant: Invariant): void {
+  #commit(id: NodeId, offset: bigint, entry: Entry, epoch: number, invariant: Invariant): void {
     const key = entryKey(entry)
     const known = this.committed.get(offset)
     if (known === undefined) {
       this.committed.set(offset, key)
+      this.#commitEpoch.set(offset, epoch)
       this.onCommitted?.(offset, entry)
     } else if (known !== key) {
       fail(invariant, `node ${id}: offset ${offset} holds ${key}, committed is ${known}`)
     }
   }
 
-  /** KIP-595: the winner of an election holds every committed entry. */
+  /** KIP-595: the winner of an election holds every entry committed in an earlier epoch. */
   #checkLeaderCompleteness(id: NodeId, raft: RaftNode): void {
     const start = raft.log.startOffset
+    const epoch = raft.status().epoch
     for (let offset = start; offset < this.committedEnd; offset++) {
       const entry = raft.log.entryAt(offset)
       const known = this.committed.get(offset)
-      if (known === undefined) continue
+      if (known === undefined || this.#commitEpoch.get(offset)! >= epoch) continue
       if (entry === undefined || entryKey(entry) !== known) {
         fail(
           Invariant.LeaderCompleteness,
@@ -155,8 +163,8 @@ export class InvariantChecker {
   }
 
   /** A node applied `entry`, its state machine now at `hashAfter`. */
-  applied(id: NodeId, entry: Entry, hashAfter: number): void {
-    this.#commit(id, entry.offset, entry, Invariant.StateMachineSafety)
+  applied(id: NodeId, entry: Entry, hashAfter: number, epoch: number): void {
+    this.#commit(id, entry.offset, entry, epoch, Invariant.StateMachineSafety)
     this.#stateHash(id, entry.offset + 1n, hashAfter, Invariant.StateMachineSafety)
   }
 

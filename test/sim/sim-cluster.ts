@@ -499,7 +499,7 @@ export class SimCluster {
       }
       for (const entry of ready.committed) {
         node.sm.apply(entry)
-        this.checker.applied(node.id, entry, node.sm.hash)
+        this.checker.applied(node.id, entry, node.sm.hash, raft.status().epoch)
       }
       raft.advance(ready)
     })
