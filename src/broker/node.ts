@@ -82,6 +82,8 @@ export interface WeirNodeOptions {
   readonly log?: Logger
 }
 
+/** The longest a stopping broker waits for the controller to take its leaderships. */
+const CONTROLLED_SHUTDOWN_MS_MAX = 5000
 /** metadata.version this build writes when it bootstraps a cluster (Kafka 4.0-IV3). */
 export const METADATA_VERSION = 25
 export const METADATA_VERSION_MIN = 7
@@ -600,6 +602,35 @@ export class WeirNode {
    * flight; write producer snapshots at every log end; close the logs (flushed and marked clean so
    * the next start skips recovery); resign leadership; close the quorum.
    */
+  /**
+   * Kafka's controlled shutdown: ask the controller to move this broker's leaderships away and
+   * fence it, so clients fail over at once and a restart re-registers without waiting out the
+   * old session. Bounded by `timeoutMs`; a controller that cannot be reached is not waited for.
+   */
+  async #controlledShutdown(timeoutMs: number): Promise<void> {
+    if (!this.config.broker || this.#brokerEpoch < 0n || this.#channel === null) return
+    let timer: ReturnType<Clock['setTimer']> | null = null
+    const timeout = new Promise<void>((resolve) => {
+      timer = this.#clock.setTimer(timeoutMs, resolve)
+    })
+    const shutdown = this.#channel
+      .brokerHeartbeat({
+        brokerId: this.config.nodeId,
+        brokerEpoch: this.#brokerEpoch,
+        currentMetadataOffset: this.#loader.image.provenance.offset,
+        wantFence: false,
+        wantShutDown: true,
+        offlineLogDirs: [],
+      })
+      .then((res) => {
+        if (res.shouldShutDown === true)
+          this.#log('info', 'controlled shutdown: leaderships moved, broker fenced')
+      })
+      .catch((e: unknown) => this.#log('warn', `controlled shutdown failed: ${(e as Error).message}`))
+    await Promise.race([shutdown, timeout])
+    if (timer !== null) this.#clock.clearTimer(timer)
+  }
+
   async stop(graceMs = 5000): Promise<void> {
     if (this.#stopping) return
     this.#stopping = true
@@ -607,6 +638,7 @@ export class WeirNode {
     this.#dataPath?.completeDelayed()
     for (const b of this.#listeners.filter((x) => !x.isController))
       await b.listener.stop(graceMs).catch(() => {})
+    await this.#controlledShutdown(Math.min(graceMs, CONTROLLED_SHUTDOWN_MS_MAX))
     this.#channel?.close()
     this.#groups?.close()
     await this.#dataPath?.close()

@@ -14,6 +14,7 @@ import {
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
 import { type Decision, type PendingRecord, pendingRecord } from './decision.ts'
+import { aliveIn, electLeaderless, moveAwayFrom } from './elections.ts'
 
 /** BrokerRegistrationChangeRecord.fenced values. */
 const FENCE = 1
@@ -76,14 +77,13 @@ export interface HeartbeatContext {
   readonly image: MetadataImage
   /** The offset up to which the metadata log is committed (the controller's high watermark). */
   readonly committedOffset: bigint
-  /** Partitions the broker still leads (controlled shutdown completes at zero). */
-  readonly leadershipsOf: (id: BrokerId) => number
 }
 
 /**
  * A heartbeat: stale epochs are refused; a fenced broker that has caught up with the metadata log
- * (its offset reached its own registration) and does not want to be fenced is unfenced; a broker
- * asking to shut down enters controlled shutdown and is told to stop once it leads nothing.
+ * (its offset reached its own registration) is unfenced and leads again where it is the first live
+ * ISR member of a leaderless partition; a broker asking to shut down hands its leaderships over,
+ * is fenced, and is told it may stop.
  */
 export function brokerHeartbeat(
   ctx: HeartbeatContext,
@@ -104,41 +104,52 @@ export function brokerHeartbeat(
   const caughtUp = req.currentMetadataOffset >= b.epoch
   const records: PendingRecord[] = []
   let fenced = b.fenced
-  let shuttingDown = b.inControlledShutdown
-  if (req.wantShutDown && !b.inControlledShutdown) {
-    records.push(
-      pendingRecord(T.BrokerRegistrationChange, 1, {
-        brokerId: b.id,
-        brokerEpoch: b.epoch,
-        inControlledShutdown: 1,
-      }),
-    )
-    shuttingDown = true
+  let shouldShutDown = false
+  if (req.wantShutDown) {
+    // Controlled shutdown: leaderships move to live ISR members, then the broker is fenced, so a
+    // restart re-registers at once and is given its leaderships back when it unfences.
+    if (!b.inControlledShutdown) {
+      records.push(
+        pendingRecord(T.BrokerRegistrationChange, 1, {
+          brokerId: b.id,
+          brokerEpoch: b.epoch,
+          inControlledShutdown: 1,
+        }),
+      )
+    }
+    records.push(...moveAwayFrom(ctx.image, b.id))
+    if (!b.fenced)
+      records.push(
+        pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: b.id, brokerEpoch: b.epoch, fenced: FENCE }),
+      )
+    fenced = true
+    shouldShutDown = true
   } else if (req.wantFence && !b.fenced) {
     records.push(
       pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: b.id, brokerEpoch: b.epoch, fenced: FENCE }),
     )
+    records.push(...moveAwayFrom(ctx.image, b.id))
     fenced = true
-  } else if (!req.wantFence && !req.wantShutDown && b.fenced && caughtUp) {
+  } else if (!req.wantFence && b.fenced && caughtUp && !b.inControlledShutdown) {
     records.push(
       pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: b.id, brokerEpoch: b.epoch, fenced: UNFENCE }),
     )
+    const alive = aliveIn(ctx.image)
+    records.push(...electLeaderless(ctx.image, (id) => id === b.id || alive(id)))
     fenced = false
   }
   return {
     records,
-    response: {
-      errorCode: ErrorCode.None,
-      isCaughtUp: caughtUp,
-      isFenced: fenced,
-      shouldShutDown: shuttingDown && ctx.leadershipsOf(b.id) === 0,
-    },
+    response: { errorCode: ErrorCode.None, isCaughtUp: caughtUp, isFenced: fenced, shouldShutDown },
   }
 }
 
-/** Fences a broker whose session lapsed (`broker.session.timeout.ms`). */
+/** Fences a broker whose session lapsed (`broker.session.timeout.ms`) and moves its leaderships away. */
 export function fenceBroker(image: MetadataImage, id: BrokerId): PendingRecord[] {
   const b = image.brokers.get(id)
   if (b === undefined || b.fenced) return []
-  return [pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: id, brokerEpoch: b.epoch, fenced: FENCE })]
+  return [
+    pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: id, brokerEpoch: b.epoch, fenced: FENCE }),
+    ...moveAwayFrom(image, id),
+  ]
 }

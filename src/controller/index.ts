@@ -3,6 +3,7 @@
 export * from './brokers.ts'
 export * from './configs.ts'
 export * from './decision.ts'
+export * from './elections.ts'
 export * from './placement.ts'
 export * from './producer-ids.ts'
 export * from './quorum-controller.ts'

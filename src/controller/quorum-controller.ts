@@ -293,7 +293,6 @@ export class QuorumController {
         {
           image,
           committedOffset: this.#committed?.provenance.offset ?? -1n,
-          leadershipsOf: (id) => countLeaderships(image, id),
         },
         req,
       )
@@ -303,7 +302,9 @@ export class QuorumController {
     })
   }
 
+  /** As Kafka's BrokerHeartbeatManager.hasValidSession: a fenced broker has no session. */
   #hasLiveSession(id: BrokerId): boolean {
+    if (this.#pending?.brokers.get(id)?.fenced !== false) return false
     const last = this.#lastHeartbeatMs.get(id)
     return last !== undefined && this.#o.clock.monotonicMs() - last < this.#o.brokerSessionTimeoutMs
   }
@@ -333,10 +334,4 @@ export class QuorumController {
     this.#closed = true
     this.#deactivate()
   }
-}
-
-function countLeaderships(image: MetadataImage, id: BrokerId): number {
-  let n = 0
-  for (const t of image.topicsById.values()) for (const p of t.partitions.values()) if (p.leader === id) n++
-  return n
 }

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { applyRecords, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
+import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import { decodeMetadataRecord, encodeMetadataRecord, metadataRecordTypes as T } from '../protocol/index.ts'
+import { brokerHeartbeat, fenceBroker } from './brokers.ts'
+import { type PendingRecord, pendingRecord } from './decision.ts'
+
+const b = (n: number) => n as BrokerId
+const topicId = Buffer.alloc(16, 9).toString('base64url') as Uuid
+
+function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
+  return applyRecords(
+    image,
+    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
+  )
+}
+
+/** Three live brokers; partition 0 led by 1 with ISR [1,2,3]; partition 1 only on broker 1. */
+function cluster(): MetadataImage {
+  const records: PendingRecord[] = []
+  for (const id of [1, 2, 3]) {
+    records.push(
+      pendingRecord(T.RegisterBroker, 0, {
+        brokerId: b(id),
+        brokerEpoch: BigInt(id),
+        incarnationId: Buffer.alloc(16, id).toString('base64url') as Uuid,
+        fenced: false,
+      }),
+    )
+  }
+  records.push(pendingRecord(T.Topic, 0, { name: 't' as TopicName, topicId }))
+  records.push(
+    pendingRecord(T.Partition, 0, {
+      topicId,
+      partitionId: 0,
+      replicas: [b(1), b(2), b(3)],
+      isr: [1, 2, 3],
+      leader: b(1),
+      leaderEpoch: 0,
+      partitionEpoch: 0,
+    }),
+  )
+  records.push(
+    pendingRecord(T.Partition, 0, {
+      topicId,
+      partitionId: 1,
+      replicas: [b(1)],
+      isr: [1],
+      leader: b(1),
+      leaderEpoch: 0,
+      partitionEpoch: 0,
+    }),
+  )
+  return commit(EMPTY_IMAGE, records)
+}
+
+const part = (image: MetadataImage, p: number) => image.topicsById.get(topicId)!.partitions.get(p)!
+
+test('fencing a leader moves leadership to the next live ISR member; a sole replica waits leaderless', () => {
+  const after = commit(cluster(), fenceBroker(cluster(), b(1)))
+  assert.equal(after.brokers.get(b(1))?.fenced, true)
+  assert.deepEqual([part(after, 0).leader, part(after, 0).isr, part(after, 0).leaderEpoch], [2, [2, 3], 1])
+  // The last ISR member stays in the ISR, so no unclean leader can be chosen.
+  assert.deepEqual([part(after, 1).leader, part(after, 1).isr], [-1, [1]])
+})
+
+test('controlled shutdown fences and hands leaderships over; unfencing after restart takes them back', () => {
+  const image = cluster()
+  const down = brokerHeartbeat(
+    { image, committedOffset: 100n },
+    {
+      brokerId: b(1),
+      brokerEpoch: 1n,
+      currentMetadataOffset: 100n,
+      wantFence: false,
+      wantShutDown: true,
+      offlineLogDirs: [],
+    },
+  )
+  assert.equal(down.response.shouldShutDown, true)
+  const stopped = commit(image, down.records)
+  assert.equal(stopped.brokers.get(b(1))?.fenced, true)
+  assert.equal(part(stopped, 0).leader, 2)
+  assert.equal(part(stopped, 1).leader, -1)
+  // Restart: a new registration (fenced), then a caught-up heartbeat unfences it and it leads partition 1 again.
+  const reregistered = commit(stopped, [
+    pendingRecord(T.RegisterBroker, 0, {
+      brokerId: b(1),
+      brokerEpoch: 200n,
+      incarnationId: Buffer.alloc(16, 7).toString('base64url') as Uuid,
+      fenced: true,
+    }),
+  ])
+  const up = brokerHeartbeat(
+    { image: reregistered, committedOffset: 300n },
+    {
+      brokerId: b(1),
+      brokerEpoch: 200n,
+      currentMetadataOffset: 300n,
+      wantFence: false,
+      wantShutDown: false,
+      offlineLogDirs: [],
+    },
+  )
+  assert.equal(up.response.isFenced, false)
+  const back = commit(reregistered, up.records)
+  assert.equal(part(back, 1).leader, 1)
+  assert.equal(part(back, 0).leader, 2, 'a partition with a live leader keeps it')
+})

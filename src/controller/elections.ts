@@ -1,0 +1,74 @@
+/**
+ * Leader changes that follow a broker's state: when a broker is fenced or shuts down, its
+ * leaderships move to another live ISR member (or the partition waits leaderless, keeping its last
+ * ISR member, as Kafka does); when a broker is unfenced, leaderless partitions it can lead get it
+ * back. Clean elections only: a leader always comes from the ISR. Pure.
+ */
+import { type MetadataImage, NO_LEADER, type PartitionRegistration } from '../metadata/index.ts'
+import type { BrokerId } from '../model/index.ts'
+import { metadataRecordTypes as T } from '../protocol/index.ts'
+import { type PendingRecord, pendingRecord } from './decision.ts'
+
+/** Whether a broker can lead or stay in the ISR: registered, unfenced, not shutting down. */
+export type IsAlive = (id: BrokerId) => boolean
+
+export function aliveIn(image: MetadataImage, except?: BrokerId): IsAlive {
+  return (id) => {
+    if (id === except) return false
+    const b = image.brokers.get(id)
+    return b !== undefined && !b.fenced && !b.inControlledShutdown
+  }
+}
+
+/** The first live ISR member in replica order (Kafka's preferred-replica-first choice), or null. */
+export function electLeader(p: PartitionRegistration, alive: IsAlive): BrokerId | null {
+  for (const r of p.replicas) if (p.isr.includes(r) && alive(r)) return r
+  return null
+}
+
+/**
+ * Takes `broker` out of every partition it leads or is in the ISR of: a new leader from the live
+ * ISR; the ISR without it unless it is the last member (then the partition waits leaderless with
+ * that ISR, so no acknowledged write can be lost to an unclean election).
+ */
+export function moveAwayFrom(image: MetadataImage, broker: BrokerId): PendingRecord[] {
+  const alive = aliveIn(image, broker)
+  const records: PendingRecord[] = []
+  for (const topic of image.topicsById.values()) {
+    for (const [partitionId, p] of topic.partitions) {
+      const inIsr = p.isr.includes(broker)
+      if (p.leader !== broker && !inIsr) continue
+      const isr = p.isr.length > 1 ? p.isr.filter((r) => r !== broker) : p.isr
+      const leader =
+        p.leader === broker || p.leader === NO_LEADER
+          ? (electLeader({ ...p, isr }, alive) ?? NO_LEADER)
+          : p.leader
+      const leaderChanged = leader !== p.leader
+      const isrChanged = isr.length !== p.isr.length
+      if (!leaderChanged && !isrChanged) continue
+      records.push(
+        pendingRecord(T.PartitionChange, 0, {
+          topicId: topic.id,
+          partitionId,
+          ...(isrChanged ? { isr } : {}),
+          ...(leaderChanged ? { leader } : {}),
+        }),
+      )
+    }
+  }
+  return records
+}
+
+/** Elects a leader for every leaderless partition that now has a live ISR member. */
+export function electLeaderless(image: MetadataImage, alive: IsAlive): PendingRecord[] {
+  const records: PendingRecord[] = []
+  for (const topic of image.topicsById.values()) {
+    for (const [partitionId, p] of topic.partitions) {
+      if (p.leader !== NO_LEADER) continue
+      const leader = electLeader(p, alive)
+      if (leader !== null)
+        records.push(pendingRecord(T.PartitionChange, 0, { topicId: topic.id, partitionId, leader }))
+    }
+  }
+  return records
+}
