@@ -592,9 +592,10 @@ export class WeirNode {
   }
 
   /** Resolves once the node serves: the broker is unfenced (or, controller-only, a leader is known). */
-  ready(): Promise<void> {
-    if (this.#isReady()) return Promise.resolve()
-    return new Promise((resolve) => this.#readyWaiters.push(resolve))
+  async ready(): Promise<void> {
+    if (!this.#isReady()) await new Promise<void>((resolve) => this.#readyWaiters.push(resolve))
+    // Unfencing hands the broker its leaderships back: serve once the replicas have taken them.
+    await this.#dataPath?.replicas.settled()
   }
 
   /**
