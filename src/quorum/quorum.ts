@@ -151,7 +151,13 @@ export class Quorum {
   }
 
   /** Leader only: appends records; see RaftNode.propose. */
+  /** The core's only clock: tick it before every step, propose, resign and advance. */
+  #tick(): void {
+    this.#node.tick(this.#options.clock.monotonicMs())
+  }
+
   propose(data: readonly Uint8Array[]): ProposeResult {
+    this.#tick()
     const result = this.#node.propose(data)
     this.#kick()
     return result
@@ -159,6 +165,7 @@ export class Quorum {
 
   /** Leader only: resign gracefully (EndQuorumEpoch). */
   resign(): boolean {
+    this.#tick()
     const done = this.#node.resign()
     this.#kick()
     return done
@@ -166,6 +173,7 @@ export class Quorum {
 
   /** The state machine's durable snapshot of everything below `atOffset`. */
   async snapshot(atOffset: bigint, bytes: Uint8Array): Promise<void> {
+    this.#tick()
     const id = this.#node.snapshot(atOffset, bytes)
     if (id.endOffset !== atOffset) return
     await writeSnapshot(this.#options.disk, this.#options.dir, { id, bytes })
@@ -192,6 +200,7 @@ export class Quorum {
         resolve(m)
       })
     })
+    this.#tick()
     this.#node.step(request)
     this.#kick()
     return response
@@ -217,12 +226,13 @@ export class Quorum {
     try {
       do {
         this.#again = false
-        this.#node.tick(this.#options.clock.monotonicMs())
+        this.#tick()
         while (!this.#closed && this.#node.hasReady()) {
           const ready = this.#node.ready()
           await this.#persist(ready)
           this.#send(ready.messages)
           this.#apply(ready)
+          this.#tick()
           this.#node.advance(ready)
         }
       } while (this.#again && !this.#closed)
@@ -375,6 +385,7 @@ export class Quorum {
           break
       }
       if (this.#closed) return
+      this.#tick()
       this.#node.step(response)
       this.#kick()
     } catch (e) {
