@@ -66,7 +66,10 @@ export type DecodedRequest =
 
 /**
  * Decodes a request frame. Malformed bytes throw `DecodeError` (the connection should close);
- * an unknown api or version is a value, so the caller can answer it.
+ * an unknown api or version is a value, so the caller can answer it. Bytes after the body are
+ * ignored, as Kafka's broker ignores them (`RequestContext.parseRequest` reads the body and
+ * stops): librdkafka 2.x sends Metadata v9+ for all topics with a 4-byte array-count placeholder
+ * where the compact null takes 1 byte, so 3 bytes follow the body.
  */
 export function decodeRequest(frame: Buffer): DecodedRequest {
   const prefix = readRequestPrefix(frame)
@@ -78,8 +81,6 @@ export function decodeRequest(frame: Buffer): DecodedRequest {
   const r = new Reader(frame)
   const header = readRequestHeader(r, requestHeaderVersion(api, prefix.apiVersion))
   const body = api.readRequest(r, prefix.apiVersion)
-  if (r.remaining !== 0)
-    throw new DecodeError(`${api.name} v${prefix.apiVersion}: ${r.remaining} bytes left over`)
   return { kind: 'ok', api, header, body }
 }
 
