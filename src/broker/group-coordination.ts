@@ -14,6 +14,7 @@ import {
   groupConfigFrom,
   locateGroupCoordinator,
   offsetsTopicConfigFrom,
+  partitionForGroup,
   ReplicaOffsetsLog,
 } from '../coordinator/index.ts'
 import type { Clock, Random } from '../io/index.ts'
@@ -163,8 +164,14 @@ export class GroupCoordination {
       await this.#createTopic()
       found = locate()
     }
-    return found.map((l) =>
-      l === 'no-topic'
+    // The image can name this broker before its coordinator is told of the partition (the replica
+    // manager opens the partitions first, ~100 ms for a new __consumer_offsets): not a coordinator
+    // yet, or the client's next request gets NOT_COORDINATOR (librdkafka's committed() fails on it).
+    const myId = this.#o.effective.int('node.id')
+    const known = new Set(this.#coordinator.partitions().map((p) => p.partition))
+    const told = (key: string) => known.has(partitionForGroup(key, this.#coordinator.partitionCount))
+    return found.map((l, i) =>
+      l === 'no-topic' || (l.errorCode === ErrorCode.None && l.nodeId === myId && !told(keys[i]!))
         ? coordinatorError(ErrorCode.CoordinatorNotAvailable, 'The coordinator is not available.')
         : l,
     )
