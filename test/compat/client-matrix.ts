@@ -1,0 +1,431 @@
+/**
+ * The client matrix's common part (java-client, franz-go, confluent-kafka and platformatic tests):
+ * the records every client produces (keys, values with binary bytes, headers, timestamps), the
+ * shapes its driver prints, and the checks on what it read back. A driver runs one command a
+ * process and prints one JSON object on its last line; what it read is compared byte for byte
+ * (hex) with what this file says was sent.
+ */
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { KafkaConnection } from '../../src/client/index.ts'
+import { nodeTransport, systemClock } from '../../src/io/index.ts'
+import type { TopicName } from '../../src/model/index.ts'
+import { apis } from '../../src/protocol/index.ts'
+import { freePorts, tempDir, WeirProcess } from '../support/weir-process.ts'
+
+export const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
+export const PER_CODEC = 30
+export const PARTITIONS = 3
+export const BASE_TS = 1_600_000_000_000
+/** ListOffsets by time asks for the first record at or after the first snappy record's time. */
+export const BY_TIME_TS = BASE_TS + 2 * 1000
+
+const hex = (s: string) => Buffer.from(s).toString('hex')
+
+/** What record `i` of codec `codec` is, as every driver builds it. */
+export function expected(codec: string, i: number) {
+  const c = CODECS.indexOf(codec as (typeof CODECS)[number])
+  assert.ok(c >= 0, `unknown codec ${codec}`)
+  return {
+    key: hex(`k-${codec}-${i}`),
+    value: Buffer.concat([
+      Buffer.from(`${codec}-${i}:${'weir-compat-'.repeat(8)}`),
+      Buffer.from([0, 0xff, i & 0xff]),
+    ]).toString('hex'),
+    headers: [
+      ['codec', hex(codec)],
+      ['index', hex(String(i))],
+      ['bin', Buffer.from([0, 0xff, i & 0xff]).toString('hex')],
+    ],
+    timestamp: BASE_TS + c * 1000 + i,
+  }
+}
+
+/** Send order of a codec record by its hex key: codec by codec, then index. */
+function rankOf(keyHex: string): number {
+  const m = /^k-(\w+)-(\d+)$/.exec(Buffer.from(keyHex, 'hex').toString())
+  assert.ok(m !== null, `unexpected key ${Buffer.from(keyHex, 'hex').toString()}`)
+  return CODECS.indexOf(m[1] as (typeof CODECS)[number]) * 1000 + Number(m[2])
+}
+
+export interface ReadRecord {
+  readonly partition: number
+  readonly offset: number
+  readonly key: string | null
+  readonly value: string | null
+  readonly headers: ReadonlyArray<readonly [string, string | null]>
+  readonly timestamp: number
+}
+
+export interface SentRecord {
+  readonly key: string
+  readonly partition: number
+  readonly offset: number
+  readonly timestamp: number
+}
+
+export type ByPartition = Readonly<Record<string, number>>
+
+/** Every codec record exactly once, byte-equal, and in send order within each partition. */
+export function checkCodecRecords(records: readonly ReadRecord[], sent?: readonly SentRecord[]): void {
+  assert.equal(records.length, CODECS.length * PER_CODEC, 'every record, once')
+  const seen = new Set<string>()
+  for (const r of records) {
+    assert.ok(r.key !== null && !seen.has(r.key), `${r.key} read twice`)
+    seen.add(r.key)
+    const [, codec, i] = /^k-(\w+)-(\d+)$/.exec(Buffer.from(r.key, 'hex').toString()) ?? []
+    const want = expected(codec!, Number(i))
+    assert.deepEqual(
+      { key: r.key, value: r.value, headers: r.headers, timestamp: r.timestamp },
+      want,
+      `record ${codec}-${i}`,
+    )
+  }
+  const partitions = new Set(records.map((r) => r.partition))
+  assert.equal(partitions.size, PARTITIONS, 'the keys spread over every partition')
+  for (const p of partitions) {
+    const mine = records.filter((r) => r.partition === p)
+    for (let j = 1; j < mine.length; j++) {
+      assert.ok(mine[j]!.offset > mine[j - 1]!.offset, `partition ${p}: offsets increase`)
+      assert.ok(rankOf(mine[j]!.key!) > rankOf(mine[j - 1]!.key!), `partition ${p}: send order kept`)
+    }
+  }
+  if (sent !== undefined) {
+    assert.equal(sent.length, records.length)
+    const at = new Map(sent.map((s) => [s.key, s]))
+    for (const r of records) {
+      const s = at.get(r.key!)
+      assert.deepEqual([r.partition, r.offset], [s?.partition, s?.offset], 'read where the ack said')
+    }
+  }
+}
+
+/** The end offset of each partition, from the records read from offset 0. */
+export function endsOf(records: readonly ReadRecord[]): Record<string, number> {
+  const ends: Record<string, number> = {}
+  for (const r of records) ends[r.partition] = Math.max(ends[r.partition] ?? 0, r.offset + 1)
+  return ends
+}
+
+export interface OffsetsResult {
+  readonly earliest: ByPartition
+  readonly latest: ByPartition
+  readonly byTime: ByPartition
+  readonly byTimeTimestamp?: ByPartition
+  readonly consumerByTime?: ByPartition
+}
+
+/** ListOffsets: 0, the end, and by time the first record at or after BY_TIME_TS. */
+export function checkOffsets(o: OffsetsResult, records: readonly ReadRecord[]): void {
+  const ends = endsOf(records)
+  const byTime: Record<string, number> = {}
+  const byTimeTs: Record<string, number> = {}
+  for (const p of Object.keys(ends)) {
+    const first = records
+      .filter((r) => String(r.partition) === p && r.timestamp >= BY_TIME_TS)
+      .sort((a, b) => a.offset - b.offset)[0]!
+    byTime[p] = first.offset
+    byTimeTs[p] = first.timestamp
+  }
+  assert.deepEqual(o.earliest, Object.fromEntries(Object.keys(ends).map((p) => [p, 0])), 'earliest')
+  assert.deepEqual(o.latest, ends, 'latest')
+  assert.deepEqual(o.byTime, byTime, 'by timestamp')
+  if (o.byTimeTimestamp !== undefined) assert.deepEqual(o.byTimeTimestamp, byTimeTs, 'timestamps found')
+  if (o.consumerByTime !== undefined) assert.deepEqual(o.consumerByTime, byTime, "the consumer's lookup")
+}
+
+export interface AdminResult {
+  readonly again: string
+  readonly listed: readonly string[]
+  readonly partitions: ReadonlyArray<readonly number[]>
+  readonly retention: string
+  readonly cleanup: string
+  readonly partitionsAfter: number
+  readonly listedAfterDelete: readonly string[]
+  readonly describeDeleted: string
+}
+
+/**
+ * The admin command on `<prefix>-a` (3 partitions, then retention.ms=86400000 and 5 partitions)
+ * and `<prefix>-b` (cleanup.policy=compact, then deleted); the error names are the client's own.
+ */
+export function checkAdmin(
+  a: AdminResult,
+  prefix: string,
+  errors: { readonly exists: string; readonly unknown: string },
+): void {
+  assert.equal(a.again, errors.exists, 'creating it again')
+  assert.ok(a.listed.includes(`${prefix}-a`) && a.listed.includes(`${prefix}-b`), 'both listed')
+  assert.deepEqual(
+    a.partitions,
+    [0, 1, 2].map((p) => [p, 1, 1, 1]),
+    'three partitions led by node 1, one replica in sync',
+  )
+  assert.equal(a.retention, '86400000')
+  assert.equal(a.cleanup, 'compact')
+  assert.equal(a.partitionsAfter, 5)
+  assert.ok(a.listedAfterDelete.includes(`${prefix}-a`))
+  assert.ok(!a.listedAfterDelete.includes(`${prefix}-b`), 'the deleted topic is not listed')
+  assert.equal(a.describeDeleted, errors.unknown)
+}
+
+/** Records read after the `more` command: its plain records, keys and values more-<i>. */
+export function checkMore(records: readonly ReadRecord[], count: number): void {
+  assert.deepEqual(
+    records.map((r) => Buffer.from(r.key ?? '', 'hex').toString()).sort(),
+    Array.from({ length: count }, (_, i) => `more-${i}`).sort(),
+  )
+  for (const r of records) assert.equal(r.value, r.key)
+}
+
+/** A client port whose neighbour (the controller listener: `--listen` uses port + 1) is free too. */
+export async function freePortPair(): Promise<number> {
+  for (;;) {
+    const [port] = await freePorts(1)
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = createServer()
+      s.once('error', () => resolve(false))
+      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
+    })
+    if (ok) return port!
+  }
+}
+
+/** One Weir node in its own data directory, restartable on the same port. */
+export class MatrixNode {
+  readonly dir = tempDir('weir-matrix-')
+  port = 0
+  node: WeirProcess | null = null
+
+  get bootstrap(): string {
+    return `127.0.0.1:${this.port}`
+  }
+
+  async start(): Promise<void> {
+    if (this.port === 0) this.port = await freePortPair()
+    this.node = new WeirProcess([
+      '--data-dir',
+      join(this.dir.path, 'data'),
+      '--listen',
+      this.bootstrap,
+      '--set',
+      'group.initial.rebalance.delay.ms=300',
+      // A restarted controller waits out the last broker session before re-registration.
+      '--set',
+      'broker.heartbeat.interval.ms=300',
+      '--set',
+      'broker.session.timeout.ms=1200',
+    ])
+    await this.node.start()
+  }
+
+  /** SIGTERM, a clean exit, and a start on the same data and port. */
+  async restart(): Promise<void> {
+    assert.equal(await this.node?.stop(), 0, 'a clean exit')
+    await this.start()
+  }
+
+  async close(): Promise<void> {
+    await this.node?.kill()
+    this.dir.remove()
+  }
+}
+
+/**
+ * Runs a driver command and returns the JSON object on its last stdout line; a failure (exit code,
+ * no JSON) throws with the driver's output, so that a test says what went wrong.
+ */
+export async function runDriver<T>(
+  command: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = 120_000,
+): Promise<T> {
+  const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: unknown }>(
+    (resolve) => {
+      execFile(
+        command,
+        args,
+        { env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+        (error, stdout, stderr) =>
+          resolve({ stdout, stderr, code: error === null ? 0 : (error.code ?? error) }),
+      )
+    },
+  )
+  const last = stdout.trim().split('\n').at(-1) ?? ''
+  if (code !== 0 || !last.startsWith('{')) {
+    throw new Error(
+      `${[command, ...args].join(' ')} failed (${String(code)}):\n${stdout.slice(-4000)}\n${stderr.slice(-8000)}`,
+    )
+  }
+  return JSON.parse(last) as T
+}
+
+export interface ProducerState {
+  readonly partition: number
+  readonly producerId: number
+  readonly epoch: number
+  readonly lastSequence: number
+}
+
+/** DescribeProducers of every partition of `topic`, straight from Weir (no client needed). */
+export async function describeProducers(
+  port: number,
+  topic: string,
+  partitions: number,
+): Promise<ProducerState[]> {
+  const c = await KafkaConnection.open(
+    { host: '127.0.0.1', port },
+    {
+      clientId: 'weir-matrix',
+      clock: systemClock,
+      transport: nodeTransport,
+      requestTimeoutMs: 10_000,
+      inFlightRequestsMax: 1,
+      responseBytesMax: 1 << 24,
+      connectTimeoutMs: 2_000,
+    },
+  )
+  try {
+    const res = await c.request(apis.DescribeProducers, 0, {
+      topics: [
+        { name: topic as TopicName, partitionIndexes: Array.from({ length: partitions }, (_, i) => i) },
+      ],
+    })
+    const out: ProducerState[] = []
+    for (const p of res.topics[0]?.partitions ?? []) {
+      assert.equal(p.errorCode, 0, `DescribeProducers ${topic}-${p.partitionIndex}`)
+      for (const s of p.activeProducers) {
+        out.push({
+          partition: p.partitionIndex,
+          producerId: Number(s.producerId),
+          epoch: s.producerEpoch,
+          lastSequence: s.lastSequence,
+        })
+      }
+    }
+    return out
+  } finally {
+    c.close()
+  }
+}
+
+/** The idempotent producer's topic: one producer id, each record once in order, the last sequence. */
+export async function checkIdempotent(
+  port: number,
+  topic: string,
+  acked: readonly number[],
+  read: readonly ReadRecord[],
+): Promise<ProducerState[]> {
+  const count = acked.length
+  assert.deepEqual(
+    [...acked].sort((a, b) => a - b),
+    Array.from({ length: count }, (_, i) => i),
+    'acked offsets 0..n-1',
+  )
+  assert.deepEqual(
+    read.map((r) => [r.offset, Buffer.from(r.value ?? '', 'hex').toString()]),
+    Array.from({ length: count }, (_, i) => [i, `v${i}`]),
+    'each record once, in order',
+  )
+  const producers = await describeProducers(port, topic, 1)
+  assert.equal(producers.length, 1, 'one producer')
+  assert.ok(producers[0]!.producerId >= 0, 'a producer id from InitProducerId')
+  assert.equal(producers[0]!.lastSequence, count - 1, 'sequences 0..n-1')
+  return producers
+}
+
+/** How a test runs its client's commands: a driver process, or in-process for a Node client. */
+export type MatrixDriver = (command: string, ...args: string[]) => Promise<unknown>
+
+export interface MatrixOptions {
+  /** Installs or builds the client (fails loudly if it cannot) and returns its driver. */
+  readonly driver: (bootstrap: () => string) => Promise<MatrixDriver>
+  /** The client's names for TOPIC_ALREADY_EXISTS and UNKNOWN_TOPIC_OR_PARTITION. */
+  readonly errors: { readonly exists: string; readonly unknown: string }
+  /** Checks of the client's own beyond the common ones, after each step. */
+  readonly also?: {
+    readonly produced?: (out: { sent: SentRecord[] }, node: MatrixNode) => Promise<void> | void
+    readonly idempotent?: (out: Record<string, unknown>, producers: ProducerState[]) => void
+    readonly committed?: (out: Record<string, unknown>) => void
+  }
+}
+
+/**
+ * The matrix's steps for one client, as node:test tests against one Weir node: admin; every codec
+ * produced and read back by a group consumer that commits; an idempotent producer; ListOffsets;
+ * a clean restart after which everything reads again and the group resumes where it committed.
+ */
+export function clientMatrix(o: MatrixOptions): void {
+  const weir = new MatrixNode()
+  let run: MatrixDriver
+  let codecs: ReadRecord[] = []
+  let idempotentAcked: number[] = []
+  const GROUP = 'matrix-group'
+
+  before(async () => {
+    run = await o.driver(() => weir.bootstrap)
+    await weir.start()
+  })
+  after(async () => {
+    await weir.close()
+  })
+
+  test('admin: create, list, describe, alter (configs, partitions) and delete topics', async () => {
+    checkAdmin((await run('admin', 'adm')) as AdminResult, 'adm', o.errors)
+  })
+
+  test('keyed records with headers in every codec: a group consumer reads each once, in order, and commits', async () => {
+    const produced = (await run('produce', 'codecs', String(PARTITIONS))) as { sent: SentRecord[] }
+    await o.also?.produced?.(produced, weir)
+    const consumed = (await run('consume', 'codecs', GROUP)) as {
+      records: ReadRecord[]
+      committed: ByPartition
+    }
+    checkCodecRecords(consumed.records, produced.sent.some((s) => s.offset >= 0) ? produced.sent : undefined)
+    assert.deepEqual(consumed.committed, endsOf(consumed.records), 'committed the end offsets')
+    codecs = consumed.records
+  })
+
+  test('an idempotent producer: one producer id, each record once and in order, sequences 0..n-1', async () => {
+    const out = (await run('idempotent', 'idempotent', '200')) as { offsets: number[] } & Record<
+      string,
+      unknown
+    >
+    idempotentAcked = out.offsets
+    const read = (await run('read', 'idempotent')) as { records: ReadRecord[] }
+    const producers = await checkIdempotent(weir.port, 'idempotent', out.offsets, read.records)
+    o.also?.idempotent?.(out, producers)
+  })
+
+  test('ListOffsets: earliest, latest and by timestamp', async () => {
+    assert.ok(codecs.length > 0, 'the codec records were read')
+    checkOffsets((await run('offsets', 'codecs', String(BY_TIME_TS))) as OffsetsResult, codecs)
+  })
+
+  test('after a clean restart everything reads again, and the group resumes from its commits', async () => {
+    await weir.restart()
+    const again = (await run('read', 'codecs')) as { records: ReadRecord[] }
+    checkCodecRecords(again.records)
+    assert.deepEqual(
+      again.records.map((r) => [r.partition, r.offset, r.key]).sort(),
+      codecs.map((r) => [r.partition, r.offset, r.key]).sort(),
+      'the same offsets as before the restart',
+    )
+    const idempotent = (await run('read', 'idempotent')) as { records: ReadRecord[] }
+    assert.equal(idempotent.records.length, idempotentAcked.length)
+    const committed = (await run('committed', 'codecs', GROUP)) as { committed: ByPartition }
+    assert.deepEqual(committed.committed, endsOf(codecs), 'the commits survived')
+    o.also?.committed?.(committed)
+    await run('more', 'codecs', '10')
+    const resumed = (await run('consume', 'codecs', GROUP)) as {
+      records: ReadRecord[]
+      committed: ByPartition
+    }
+    checkMore(resumed.records, 10)
+    assert.deepEqual(resumed.committed, endsOf([...codecs, ...resumed.records]))
+  })
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Installs or builds the clients of the compat matrix (test/compat/{java-client,franz-go,
+# confluent-kafka}.test.ts) into .cache/compat/. Idempotent: each part is redone only when its
+# sources or pinned versions change (a stamp beside its output). CI runs it with no argument; each
+# test runs it for its own client, and fails (does not skip) when it cannot.
+#
+#   tools/compat-install.sh                   # all three
+#   tools/compat-install.sh java              # prints the classpath on its last line
+#   tools/compat-install.sh franz-go          # prints the binary
+#   tools/compat-install.sh confluent-kafka   # prints the venv's python
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+clients="$root/test/compat/clients"
+cache="$root/.cache/compat"
+mkdir -p "$cache"
+
+need() { command -v "$1" >/dev/null || { echo "compat-install.sh: $1 is required ($2)" >&2; exit 1; }; }
+# A digest of files and extra words: what a stamp records.
+digest() { { cat "$@"; echo "${extra:-}"; } | sha256sum | cut -d' ' -f1; }
+
+java_client() {
+  need javac "a JDK 17+"
+  local libs out stamp want
+  libs=$("$root/tools/kafka/install.sh" | tail -n 1)
+  out="$cache/java-classes"
+  stamp="$out/.stamp"
+  want=$(extra="$libs $(javac -version 2>&1)" digest "$clients/java/CompatMatrix.java")
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    rm -rf "$out.tmp"
+    mkdir -p "$out.tmp"
+    javac -Xlint:all -Werror -d "$out.tmp" -cp "$libs/*" "$clients/java/CompatMatrix.java" >&2
+    echo "$want" >"$out.tmp/.stamp"
+    rm -rf "$out"
+    mv "$out.tmp" "$out"
+    echo "compat-install.sh: compiled CompatMatrix.java against $libs" >&2
+  fi
+  echo "$out:$libs/*"
+}
+
+franz_go() {
+  need go "Go 1.26+; modules come from the Go module proxy"
+  local dir="$clients/franz-go" bin="$cache/franz-go-compat" want
+  want=$(extra="$(go version)" digest "$dir/go.mod" "$dir/go.sum" "$dir"/compat/*.go)
+  if [ ! -x "$bin" ] || [ ! -f "$bin.stamp" ] || [ "$(cat "$bin.stamp")" != "$want" ]; then
+    (cd "$dir" && go build -o "$bin.tmp" ./compat) >&2
+    mv "$bin.tmp" "$bin"
+    echo "$want" >"$bin.stamp"
+    echo "compat-install.sh: built $bin ($(go version))" >&2
+  fi
+  echo "$bin"
+}
+
+confluent_kafka() {
+  need python3 "Python 3.9+ with venv"
+  local venv="$cache/pyvenv" requirements="$clients/python/matrix-requirements.txt" want
+  want=$(extra="$(python3 --version 2>&1)" digest "$requirements")
+  if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.stamp" ] || [ "$(cat "$venv/.stamp")" != "$want" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv" >&2
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" >&2
+    echo "$want" >"$venv/.stamp"
+    echo "compat-install.sh: $("$venv/bin/python" -c 'import confluent_kafka as c; print("confluent-kafka", c.__version__, "librdkafka", c.libversion()[0])') in $venv" >&2
+  fi
+  echo "$venv/bin/python"
+}
+
+case "${1:-all}" in
+  java) java_client ;;
+  franz-go) franz_go ;;
+  confluent-kafka) confluent_kafka ;;
+  all)
+    java_client >/dev/null
+    franz_go >/dev/null
+    confluent_kafka >/dev/null
+    echo "compat-install.sh: the Java client, franz-go and confluent-kafka are ready in $cache" >&2
+    ;;
+  *) echo "usage: compat-install.sh [java|franz-go|confluent-kafka|all]" >&2; exit 2 ;;
+esac
