@@ -41,9 +41,9 @@ java_client() {
 franz_go() {
   need go "Go 1.26+; modules come from the Go module proxy"
   local dir="$clients/franz-go" bin="$cache/franz-go-compat" want
-  want=$(extra="$(go version)" digest "$dir/go.mod" "$dir/go.sum" "$dir"/compat/*.go)
+  want=$(extra="$(go version) -buildvcs=false" digest "$dir/go.mod" "$dir/go.sum" "$dir"/compat/*.go)
   if [ ! -x "$bin" ] || [ ! -f "$bin.stamp" ] || [ "$(cat "$bin.stamp")" != "$want" ]; then
-    (cd "$dir" && go build -o "$bin.tmp" ./compat) >&2
+    (cd "$dir" && go build -buildvcs=false -o "$bin.tmp" ./compat) >&2
     mv "$bin.tmp" "$bin"
     echo "$want" >"$bin.stamp"
     echo "compat-install.sh: built $bin ($(go version))" >&2
