@@ -8,6 +8,9 @@
 #   tools/compat-install.sh java              # prints the classpath on its last line
 #   tools/compat-install.sh franz-go          # prints the binary
 #   tools/compat-install.sh confluent-kafka   # prints the venv's python
+#   tools/compat-install.sh capture-venv      # the Python venv of tools/capture (kafka-python,
+#                                             # confluent-kafka), which the kafka-python and
+#                                             # Python group tests use; prints its python
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,15 +68,33 @@ confluent_kafka() {
   echo "$venv/bin/python"
 }
 
+# The venv tools/capture makes (tools/capture/clients.ts, pythonVenv: same path, same stamp), so
+# that kafka-python-data-path and groups-python-kcat run in CI instead of skipping.
+capture_venv() {
+  need python3 "Python 3.9+ with venv"
+  local venv="$root/.cache/capture/venv" requirements="$clients/python/requirements.txt"
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv" >&2
+  fi
+  if [ ! -f "$venv/.requirements" ] || ! cmp -s "$requirements" "$venv/.requirements"; then
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" >&2
+    cp "$requirements" "$venv/.requirements"
+    echo "compat-install.sh: installed $requirements into $venv" >&2
+  fi
+  echo "$venv/bin/python"
+}
+
 case "${1:-all}" in
   java) java_client ;;
   franz-go) franz_go ;;
   confluent-kafka) confluent_kafka ;;
+  capture-venv) capture_venv ;;
   all)
     java_client >/dev/null
     franz_go >/dev/null
     confluent_kafka >/dev/null
-    echo "compat-install.sh: the Java client, franz-go and confluent-kafka are ready in $cache" >&2
+    capture_venv >/dev/null
+    echo "compat-install.sh: the Java client, franz-go, confluent-kafka and the capture venv are ready" >&2
     ;;
-  *) echo "usage: compat-install.sh [java|franz-go|confluent-kafka|all]" >&2; exit 2 ;;
+  *) echo "usage: compat-install.sh [java|franz-go|confluent-kafka|capture-venv|all]" >&2; exit 2 ;;
 esac
