@@ -1,8 +1,8 @@
 /**
  * Metadata v0-12: brokers reachable on the request's listener, topics with partitions, leaders,
  * leader epochs, replicas, ISR and offline replicas, from the metadata image. Unknown topics are
- * created when `auto.create.topics.enable` and the client allow it (answered LEADER_NOT_AVAILABLE
- * until they exist, as Kafka does). Not implemented: ACLs (every operation is authorized).
+ * created when `auto.create.topics.enable` and the client allow it (answered UNKNOWN_TOPIC_OR_PARTITION
+ * until they exist, as a KRaft Kafka broker does). Not implemented: ACLs (every operation is authorized).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../../model/index.ts'
@@ -133,7 +133,8 @@ export function makeMetadataHandler(view: MetadataView): Handler {
         let errorCode: number = ErrorCode.UnknownTopicOrPartition
         if (problem !== null) errorCode = ErrorCode.InvalidTopicException
         else if (allowAutoCreate && !INTERNAL_TOPIC_NAMES.has(wanted.name)) {
-          errorCode = ErrorCode.LeaderNotAvailable
+          // Kafka 4.0 (AutoTopicCreationManager.sendCreateTopicRequest) answers UNKNOWN_TOPIC_OR_PARTITION
+          // while the controller creates the topic; LEADER_NOT_AVAILABLE was ZooKeeper mode's answer.
           toCreate.push(wanted.name)
         }
         topics.push({
