@@ -1,9 +1,17 @@
 /**
  * The handlers a node serves, by api key. ApiVersions is derived from here, never hand-listed, so
- * what a node advertises is exactly what it can answer.
+ * what a node advertises is what it can answer (one exception, `ADVERTISED_MIN_VERSION`).
  */
-import type { ApiVersionsResponseData } from '../protocol/index.ts'
+import { ApiKey, type ApiVersionsResponseData } from '../protocol/index.ts'
 import type { Handler } from './handler.ts'
+
+/**
+ * KAFKA-18659: Kafka 4.0 advertises Produce from v0 although it refuses v0-2, because librdkafka
+ * (kcat, confluent-kafka) silently stops compressing, and drops other features, for a broker whose
+ * Produce range does not start at 0. Weir does the same; a Produce v0-2 request still closes the
+ * connection as any version the handler does not serve.
+ */
+const ADVERTISED_MIN_VERSION: ReadonlyMap<number, number> = new Map([[ApiKey.Produce, 0]])
 
 export class HandlerRegistry {
   readonly #byKey: Array<Handler | undefined> = []
@@ -25,8 +33,10 @@ export class HandlerRegistry {
   apiVersions(): ApiVersionsResponseData.ApiVersion[] {
     const out: ApiVersionsResponseData.ApiVersion[] = []
     for (const h of this.#byKey) {
-      if (h !== undefined)
-        out.push({ apiKey: h.api.apiKey, minVersion: h.minVersion, maxVersion: h.maxVersion })
+      if (h !== undefined) {
+        const minVersion = Math.min(h.minVersion, ADVERTISED_MIN_VERSION.get(h.api.apiKey) ?? h.minVersion)
+        out.push({ apiKey: h.api.apiKey, minVersion, maxVersion: h.maxVersion })
+      }
     }
     return out
   }

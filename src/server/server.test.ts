@@ -37,7 +37,7 @@ function apiVersionsFrame(version: number, correlationId: number, name = 'weir-t
 describe('dispatcher (injected frames)', () => {
   const dispatcher = new Dispatcher(makeRegistry())
 
-  test('ApiVersions lists exactly the registered handlers and their versions', async () => {
+  test('ApiVersions lists exactly the registered handlers and their versions (Produce from v0, as Kafka 4.0)', async () => {
     const r = await dispatcher.dispatch(apiVersionsFrame(3, 7).subarray(4), CONN)
     assert.equal(r.kind, 'response')
     if (r.kind !== 'response') return
@@ -47,7 +47,8 @@ describe('dispatcher (injected frames)', () => {
     assert.deepEqual(
       body.apiKeys.map((k) => [k.apiKey, k.minVersion, k.maxVersion]),
       [
-        [apis.Produce.apiKey, 3, apis.Produce.maxVersion],
+        // KAFKA-18659: librdkafka stops compressing unless Produce's range starts at 0.
+        [apis.Produce.apiKey, 0, apis.Produce.maxVersion],
         [apis.ApiVersions.apiKey, 0, apis.ApiVersions.maxVersion],
       ],
     )
