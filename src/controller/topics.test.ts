@@ -109,17 +109,17 @@ test('CreateTopics answers each bad topic with Kafka error codes and creates the
   })
   const codes = Object.fromEntries(d.response.topics!.map((t, i) => [`${i}:${t.name}`, t.errorCode]))
   assert.deepEqual(codes, {
+    // A name given twice gets one result, as Kafka's.
     '0:dup': ErrorCode.InvalidRequest,
-    '1:dup': ErrorCode.InvalidRequest,
-    '2:bad name!': ErrorCode.InvalidTopicException,
-    '3:a.b': ErrorCode.TopicAlreadyExists,
-    '4:a_b': ErrorCode.InvalidTopicException,
-    '5:__consumer_offsets': ErrorCode.InvalidRequest,
-    '6:rf': ErrorCode.InvalidReplicationFactor,
-    '7:zero': ErrorCode.InvalidPartitions,
-    '8:cfg': ErrorCode.InvalidConfig,
-    '9:manual': ErrorCode.InvalidRequest,
-    '10:ok': ErrorCode.None,
+    '1:bad name!': ErrorCode.InvalidTopicException,
+    '2:a.b': ErrorCode.TopicAlreadyExists,
+    '3:a_b': ErrorCode.InvalidTopicException,
+    '4:__consumer_offsets': ErrorCode.InvalidRequest,
+    '5:rf': ErrorCode.InvalidReplicationFactor,
+    '6:zero': ErrorCode.InvalidPartitions,
+    '7:cfg': ErrorCode.InvalidConfig,
+    '8:manual': ErrorCode.InvalidRequest,
+    '9:ok': ErrorCode.None,
   })
   assert.deepEqual(
     d.records.map((r) => r.type.name),
@@ -193,6 +193,38 @@ test('DeleteTopics by name and by id; unknown ones get their own error', () => {
   )
   const after = commit(image, d.records)
   assert.equal(after.topicsByName.size, 0)
+})
+
+test('DeleteTopics refuses names or ids given twice, both or neither, as Kafka does', () => {
+  let image = cluster(1)
+  image = commit(
+    image,
+    createTopics(ctx(image), { topics: [topic('a'), topic('b')], timeoutMs: 0, validateOnly: false }).records,
+  )
+  const idB = image.topicsByName.get(name('b'))!.id
+  const zero = 'AAAAAAAAAAAAAAAAAAAAAA' as Uuid
+  const d = deleteTopics(ctx(image), {
+    topicNames: [],
+    topics: [
+      { name: name('a'), topicId: zero },
+      { name: name('a'), topicId: zero },
+      { name: null, topicId: idB },
+      { name: null, topicId: idB },
+      { name: name('b'), topicId: idB },
+      { name: null, topicId: zero },
+    ],
+    timeoutMs: 0,
+  })
+  assert.deepEqual(
+    d.response.responses!.map((r) => [r.name, r.errorCode, r.errorMessage]),
+    [
+      ['b', ErrorCode.InvalidRequest, 'You may not specify both topic name and topic id.'],
+      [null, ErrorCode.InvalidRequest, 'Neither topic name nor id were specified.'],
+      ['a', ErrorCode.InvalidRequest, 'Duplicate topic name.'],
+      [null, ErrorCode.InvalidRequest, 'Duplicate topic id.'],
+    ],
+  )
+  assert.deepEqual(d.records, [])
 })
 
 test('CreatePartitions grows a topic and refuses to shrink it', () => {

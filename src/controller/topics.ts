@@ -4,7 +4,7 @@
  * error codes. Pure.
  */
 import { ConfigResourceType, type MetadataImage, NO_LEADER } from '../metadata/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import { type BrokerId, type TopicName, type Uuid, ZERO_UUID } from '../model/index.ts'
 import {
   type CreatePartitionsRequestData,
   type CreatePartitionsResponseData,
@@ -220,10 +220,14 @@ export function createTopics(
   for (const name of ctx.image.topicsByName.keys()) collisions.set(collisionName(name), name)
   const results: TopicResult[] = []
   const plans: TopicPlan[] = []
+  const duplicates = new Set<string>()
   for (const topic of req.topics) {
     const name = topic.name
     if ((counts.get(name) ?? 0) > 1) {
-      results.push(fail(name, { errorCode: ErrorCode.InvalidRequest, message: 'Duplicate topic name.' }))
+      // One result per duplicated name, as Kafka's ControllerApis answers.
+      if (!duplicates.has(name))
+        results.push(fail(name, { errorCode: ErrorCode.InvalidRequest, message: 'Duplicate topic name.' }))
+      duplicates.add(name)
       continue
     }
     const illegal = topicNameProblem(name)
@@ -316,14 +320,36 @@ export function deleteTopics(
   ctx: DecisionContext,
   req: DeleteTopicsRequestData.DeleteTopicsRequest,
 ): Decision<DeleteTopicsResponseData.DeleteTopicsResponseIn> {
-  const wanted: Array<{ name: TopicName | null; topicId: Uuid | null }> = [
-    ...req.topicNames.map((name) => ({ name, topicId: null })),
-    ...req.topics.map((t) => ({ name: t.name, topicId: t.name === null ? t.topicId : null })),
-  ]
   const responses: DeleteTopicsResponseData.DeletableTopicResultIn[] = []
+  const invalid = (name: TopicName | null, topicId: Uuid, errorMessage: string) =>
+    responses.push({ name, topicId, errorCode: ErrorCode.InvalidRequest, errorMessage })
+  // As Kafka's ControllerApis.deleteTopics: a topic named both ways, or by neither, is refused; a
+  // name or id given twice gets one INVALID_REQUEST result and is not deleted.
+  const wanted: Array<{ name: TopicName | null; topicId: Uuid | null }> = []
+  for (const name of req.topicNames) wanted.push({ name, topicId: null })
+  for (const t of req.topics) {
+    if (t.name === null && t.topicId === ZERO_UUID)
+      invalid(null, ZERO_UUID, 'Neither topic name nor id were specified.')
+    else if (t.name !== null && t.topicId !== ZERO_UUID)
+      invalid(t.name, t.topicId, 'You may not specify both topic name and topic id.')
+    else wanted.push({ name: t.name, topicId: t.name === null ? t.topicId : null })
+  }
+  const counts = new Map<string, number>()
+  const keyOf = (w: { name: TopicName | null; topicId: Uuid | null }) =>
+    w.topicId !== null ? `id:${w.topicId}` : `name:${w.name}`
+  for (const w of wanted) counts.set(keyOf(w), (counts.get(keyOf(w)) ?? 0) + 1)
   const records: PendingRecord[] = []
   const deleting = new Set<Uuid>()
+  const duplicates = new Set<string>()
   for (const w of wanted) {
+    if ((counts.get(keyOf(w)) ?? 0) > 1) {
+      if (!duplicates.has(keyOf(w))) {
+        if (w.topicId !== null) invalid(null, w.topicId, 'Duplicate topic id.')
+        else invalid(w.name, ZERO_UUID, 'Duplicate topic name.')
+      }
+      duplicates.add(keyOf(w))
+      continue
+    }
     const topic =
       w.topicId !== null
         ? ctx.image.topicsById.get(w.topicId)
@@ -376,11 +402,14 @@ export function createPartitions(
   const records: PendingRecord[] = []
   const counts = new Map<string, number>()
   for (const t of req.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1)
+  const duplicates = new Set<string>()
   for (const t of req.topics) {
-    const failWith = (errorCode: number, errorMessage: string) =>
+    const failWith = (errorCode: number, errorMessage: string | null) =>
       results.push({ name: t.name, errorCode, errorMessage })
     if ((counts.get(t.name) ?? 0) > 1) {
-      failWith(ErrorCode.InvalidRequest, 'Duplicate topic name.')
+      // One result per duplicated name, as Kafka's ControllerApis answers.
+      if (!duplicates.has(t.name)) failWith(ErrorCode.InvalidRequest, 'Duplicate topic name.')
+      duplicates.add(t.name)
       continue
     }
     const topic = ctx.image.topicsByName.get(t.name)
