@@ -414,7 +414,8 @@ export function createPartitions(
     }
     const topic = ctx.image.topicsByName.get(t.name)
     if (topic === undefined) {
-      failWith(ErrorCode.UnknownTopicOrPartition, `The topic '${t.name}' does not exist.`)
+      // Kafka throws a bare UnknownTopicOrPartitionException here: no message.
+      failWith(ErrorCode.UnknownTopicOrPartition, null)
       continue
     }
     const current = topic.partitions.size
