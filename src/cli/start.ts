@@ -116,19 +116,25 @@ export async function runStart(argv: readonly string[]): Promise<number> {
       `  data dir:  ${node.config.logDirs.join(',')}\n` +
       `  cluster:   ${node.clusterId}\n`,
   )
-  await new Promise<void>((resolveStop) => {
+  const stopped = await new Promise<boolean>((resolveStop) => {
     let stopping = false
     const stop = (signal: string) => {
       if (stopping) return
       stopping = true
       log('info', `${signal}: shutting down`)
-      node
-        .stop()
-        .catch((e: unknown) => log('error', `shutdown: ${(e as Error).message}`))
-        .finally(resolveStop)
+      node.stop().then(
+        () => resolveStop(true),
+        (e: unknown) => {
+          log('error', `shutdown: ${(e as Error).message}`)
+          resolveStop(false)
+        },
+      )
     }
     process.once('SIGTERM', () => stop('SIGTERM'))
     process.once('SIGINT', () => stop('SIGINT'))
   })
+  // A stop that failed (a log dir gone or failing) can leave listeners and timers open, and the
+  // process would never end: exit as after a crash; the next start recovers the logs.
+  if (!stopped) process.exit(1)
   return 0
 }
