@@ -9,7 +9,7 @@ import { type EffectiveConfig, resolveTopicConfig } from '../config/index.ts'
 import { type NodeConfigSource, topicConfigLayers } from '../controller/index.ts'
 import type { Clock, Disk, Random } from '../io/index.ts'
 import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
-import type { BrokerId, TopicName } from '../model/index.ts'
+import type { BrokerId } from '../model/index.ts'
 import type { AllocateProducerIdsResponseData } from '../protocol/index.ts'
 import { ProducerIdManager, ReplicaManager } from '../replication/index.ts'
 import {
@@ -96,20 +96,13 @@ export class DataPath {
   }
 
   /** The client-facing handlers of the data path. */
-  handlers(o: {
-    image: () => MetadataImage
-    createTopics: (names: readonly TopicName[]) => Promise<unknown>
-    topicNameProblem: (name: string) => string | null
-  }): Handler[] {
+  handlers(o: { image: () => MetadataImage }): Handler[] {
     const replicas = this.replicas
     const e = this.#o.effective
     return [
       makeProduceHandler({
         image: o.image,
         appendRecords: (entries, options) => replicas.appendRecords(entries, options),
-        autoCreateTopics: e.boolean('auto.create.topics.enable'),
-        createTopics: o.createTopics,
-        topicNameProblem: o.topicNameProblem,
       }),
       makeFetchHandler({
         image: o.image,

@@ -468,22 +468,7 @@ export class WeirNode {
         makeAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
         makeIncrementalAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
         ...(this.#groups?.handlers() ?? []),
-        ...(this.#dataPath?.handlers({
-          image: () => this.#loader.image,
-          topicNameProblem,
-          createTopics: (names) =>
-            channel.createTopics({
-              topics: names.map((name) => ({
-                name,
-                numPartitions: -1,
-                replicationFactor: -1,
-                assignments: [],
-                configs: [],
-              })),
-              timeoutMs: 30_000,
-              validateOnly: false,
-            }),
-        }) ?? []),
+        ...(this.#dataPath?.handlers({ image: () => this.#loader.image }) ?? []),
         defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
           try {
             return await channel.describeQuorum(

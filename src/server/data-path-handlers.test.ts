@@ -43,7 +43,6 @@ interface Node {
   readonly rm: ReplicaManager
   readonly loader: MetadataLoader
   readonly clock: ManualClock
-  readonly created: TopicName[]
   commit(...records: Buffer[]): Promise<void>
 }
 
@@ -109,7 +108,6 @@ async function startNode(options: { configs?: Record<string, string> } = {}): Pr
       }),
     ),
   )
-  const created: TopicName[] = []
   let nextBlock = 5000n
   const producerIds = new ProducerIdManager(async () => {
     const start = nextBlock
@@ -121,11 +119,6 @@ async function startNode(options: { configs?: Record<string, string> } = {}): Pr
     makeProduceHandler({
       image: () => loader.image,
       appendRecords: (e, o) => rm.appendRecords(e, o),
-      autoCreateTopics: true,
-      createTopics: async (names) => {
-        created.push(...names)
-      },
-      topicNameProblem: () => null,
     }),
     makeFetchHandler({
       image: () => loader.image,
@@ -144,7 +137,7 @@ async function startNode(options: { configs?: Record<string, string> } = {}): Pr
     }),
     makeDescribeProducersHandler(rm),
   )
-  return { dispatcher: new Dispatcher(registry), rm, loader, clock, created, commit }
+  return { dispatcher: new Dispatcher(registry), rm, loader, clock, commit }
 }
 
 let correlation = 0
@@ -274,7 +267,6 @@ describe('Produce and Fetch through the dispatcher', () => {
     )
     const unknown = await code(9, produceBody(batch(['x']), { topic: 'nope' }))
     assert.equal(unknown.errorCode, ErrorCode.UnknownTopicOrPartition)
-    assert.deepEqual(node.created, ['nope'], 'auto-created when enabled')
     assert.equal(
       (await code(9, produceBody(batch(['x']), { partition: 7 }))).errorCode,
       ErrorCode.UnknownTopicOrPartition,

@@ -34,11 +34,6 @@ export interface ProduceView {
     entries: readonly ProduceEntry[],
     options: { readonly acks: number; readonly timeoutMs: number },
   ): Promise<ProduceResult[]>
-  /** `auto.create.topics.enable` */
-  readonly autoCreateTopics: boolean
-  /** Creates topics with the broker defaults (through the controller); fire and forget. */
-  createTopics(names: readonly TopicName[]): Promise<unknown>
-  readonly topicNameProblem: (name: string) => string | null
 }
 
 type PartitionOut = ProduceResponseData.PartitionProduceResponseIn
@@ -94,7 +89,6 @@ export function makeProduceHandler(view: ProduceView): Handler {
     /** Per request partition, in order: either an early answer or an index into `entries`. */
     const slots: Array<{ topic: TopicName; index: number; early: PartitionOut | null; entry: number }> = []
     const entries: ProduceEntry[] = []
-    const toCreate = new Set<TopicName>()
     const early = (index: number, errorCode: number, errorMessage: string | null = null): PartitionOut => ({
       index,
       errorCode,
@@ -120,15 +114,8 @@ export function makeProduceHandler(view: ProduceView): Handler {
           )
           continue
         }
+        // Kafka creates topics on Metadata requests only, never on Produce.
         if (topic === undefined || !topic.partitions.has(p.index)) {
-          if (
-            topic === undefined &&
-            view.autoCreateTopics &&
-            view.topicNameProblem(t.name) === null &&
-            !INTERNAL_TOPIC_NAMES.has(t.name)
-          ) {
-            toCreate.add(t.name)
-          }
           slot.early = early(p.index, ErrorCode.UnknownTopicOrPartition)
           continue
         }
@@ -141,7 +128,6 @@ export function makeProduceHandler(view: ProduceView): Handler {
         entries.push({ topic: t.name, partition: p.index, records: p.records! })
       }
     }
-    if (toCreate.size > 0) void view.createTopics([...toCreate]).catch(() => {})
     const results =
       entries.length === 0
         ? []
