@@ -12,8 +12,15 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { KafkaConnection } from '../../src/client/index.ts'
 import { nodeTransport, systemClock } from '../../src/io/index.ts'
-import type { TopicName } from '../../src/model/index.ts'
-import { apis } from '../../src/protocol/index.ts'
+import type { BrokerId, TopicName } from '../../src/model/index.ts'
+import {
+  apis,
+  Compression,
+  compressionOf,
+  decodeBatch,
+  LOG_OVERHEAD,
+  readBatchHeader,
+} from '../../src/protocol/index.ts'
 import { freePorts, tempDir, WeirProcess } from '../support/weir-process.ts'
 
 export const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
@@ -313,6 +320,91 @@ export async function describeProducers(
   }
 }
 
+/**
+ * The compression of the batch holding each record of `topic`, by hex key, straight from Weir's
+ * log (Fetch without a client): a client that silently stops compressing still reads back fine.
+ */
+export async function batchCompressions(
+  port: number,
+  topic: string,
+  partitions: number,
+): Promise<Map<string, number>> {
+  const c = await KafkaConnection.open(
+    { host: '127.0.0.1', port },
+    {
+      clientId: 'weir-matrix',
+      clock: systemClock,
+      transport: nodeTransport,
+      requestTimeoutMs: 10_000,
+      inFlightRequestsMax: 1,
+      responseBytesMax: 1 << 24,
+      connectTimeoutMs: 2_000,
+    },
+  )
+  const out = new Map<string, number>()
+  try {
+    for (let partition = 0; partition < partitions; partition++) {
+      let fetchOffset = 0n
+      for (let round = 0; round < 1000; round++) {
+        const res = await c.request(apis.Fetch, 11, {
+          replicaId: -1 as BrokerId,
+          maxWaitMs: 0,
+          minBytes: 0,
+          maxBytes: 1 << 20,
+          isolationLevel: 0,
+          sessionId: 0,
+          sessionEpoch: -1,
+          topics: [
+            {
+              topic: topic as TopicName,
+              partitions: [
+                {
+                  partition,
+                  currentLeaderEpoch: -1,
+                  fetchOffset,
+                  lastFetchedEpoch: -1,
+                  logStartOffset: -1n,
+                  partitionMaxBytes: 1 << 20,
+                },
+              ],
+            },
+          ],
+          forgottenTopicsData: [],
+          rackId: '',
+        })
+        const p = res.responses[0]?.partitions[0]
+        assert.equal(p?.errorCode, 0, `Fetch ${topic}-${partition}`)
+        const buf = (p.records ?? Buffer.alloc(0)) as Buffer
+        let at = 0
+        while (at + LOG_OVERHEAD <= buf.length) {
+          const size = LOG_OVERHEAD + buf.readInt32BE(at + 8)
+          if (at + size > buf.length) break
+          const header = readBatchHeader(buf, at)
+          for (const r of decodeBatch(buf, at).records) {
+            if (r.key !== null) out.set(r.key.toString('hex'), compressionOf(header.attributes))
+          }
+          fetchOffset = header.baseOffset + BigInt(header.lastOffsetDelta) + 1n
+          at += size
+        }
+        if (fetchOffset >= p.highWatermark) break
+      }
+    }
+    return out
+  } finally {
+    c.close()
+  }
+}
+
+/** Each codec record sits in a batch compressed with its codec. */
+export function checkCompressions(compressions: ReadonlyMap<string, number>): void {
+  for (const codec of CODECS) {
+    for (let i = 0; i < PER_CODEC; i++) {
+      const key = expected(codec, i).key
+      assert.equal(compressions.get(key), Compression[codec], `k-${codec}-${i}: the batch's compression`)
+    }
+  }
+}
+
 /** The idempotent producer's topic: one producer id, each record once in order, the last sequence. */
 export async function checkIdempotent(
   port: number,
@@ -386,6 +478,7 @@ export function clientMatrix(o: MatrixOptions): void {
       committed: ByPartition
     }
     checkCodecRecords(consumed.records, produced.sent.some((s) => s.offset >= 0) ? produced.sent : undefined)
+    checkCompressions(await batchCompressions(weir.port, 'codecs', PARTITIONS))
     assert.deepEqual(consumed.committed, endsOf(consumed.records), 'committed the end offsets')
     codecs = consumed.records
   })
