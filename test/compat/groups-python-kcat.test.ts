@@ -4,7 +4,7 @@
  * confluent-kafka static members (group.instance.id) split a topic and one restarts after kill -9
  * without a rebalance (the other is never revoked); `kcat -G` (librdkafka 2.0) consumes as a group
  * and resumes. The Python clients come from the capture venv (tools/capture), kcat from Debian's
- * package; each part is skipped when its client is missing.
+ * package; CI installs every one of them, and a missing one fails the test.
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
@@ -21,8 +21,11 @@ const run = promisify(execFile)
 const PYTHON = join(REPO, '.cache/capture/venv/bin/python')
 const SCRIPT = join(REPO, 'test/compat/clients/python/groups_scenario.py')
 const KCAT = ['/usr/bin/kcat', '/usr/local/bin/kcat'].find((p) => existsSync(p))
-const skipPython = existsSync(PYTHON) ? false : 'no Python client venv (run tools/capture to make it)'
-const skipKcat = KCAT !== undefined ? false : 'no kcat (apt-get install kcat)'
+// CI installs both (.ci/run: tools/compat-install.sh and apt-get install kcat): a missing one fails.
+const skipPython = false as const
+const skipKcat = false as const
+assert.ok(existsSync(PYTHON), 'no Python client venv: run tools/compat-install.sh')
+assert.ok(KCAT !== undefined, 'no kcat: apt-get install kcat')
 
 const dir = tempDir('weir-groups-py-')
 let weir: WeirProcess | null = null
