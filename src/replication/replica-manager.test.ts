@@ -303,6 +303,14 @@ describe('replica manager', () => {
     assert.equal(h.partition.logEndOffset, 5n, 'nothing appended twice')
     const gap = await h.produce(batch(1, { producerId: pid, seq: 9 }))
     assert.equal(gap[0]!.errorCode, ErrorCode.OutOfOrderSequenceNumber)
+    assert.equal(gap[0]!.logStartOffset, 0n, "a refusal of the records carries the log start, as Kafka's")
+    const corrupt = batch(1)
+    corrupt[corrupt.length - 1]! ^= 0xff
+    assert.deepEqual(
+      [(await h.produce(corrupt))[0]!.errorCode, (await h.produce(corrupt))[0]!.logStartOffset],
+      [ErrorCode.CorruptMessage, -1n],
+      'a corrupt batch does not (Kafka answers UNKNOWN_LOG_APPEND_INFO)',
+    )
     assert.equal(
       (await h.produce(batch(1, { producerId: pid, seq: 0, epoch: -5 })))[0]!.errorCode,
       ErrorCode.InvalidProducerEpoch,

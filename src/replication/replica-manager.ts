@@ -119,9 +119,27 @@ export interface LogDirDescription {
   }>
 }
 
-function produceError(errorCode: number, errorMessage: string | null = null): ProduceResult {
-  return { errorCode, errorMessage, baseOffset: -1n, logAppendTimeMs: -1, logStartOffset: -1n }
+function produceError(
+  errorCode: number,
+  errorMessage: string | null = null,
+  logStartOffset = -1n,
+): ProduceResult {
+  return { errorCode, errorMessage, baseOffset: -1n, logAppendTimeMs: -1, logStartOffset }
 }
+
+/**
+ * The append errors Kafka answers without the partition's log start offset (ReplicaManager's
+ * `UNKNOWN_LOG_APPEND_INFO` cases); every other refusal of a hosted partition carries it.
+ */
+const ERRORS_WITHOUT_LOG_START: ReadonlySet<number> = new Set([
+  ErrorCode.UnknownTopicOrPartition,
+  ErrorCode.NotLeaderOrFollower,
+  ErrorCode.MessageTooLarge,
+  ErrorCode.RecordListTooLarge,
+  ErrorCode.CorruptMessage,
+  ErrorCode.KafkaStorageError,
+  ErrorCode.UnknownTopicId,
+])
 
 function readError(errorCode: number): ReadOutcome {
   return {
@@ -480,7 +498,8 @@ export class ReplicaManager {
         if (p === undefined) return { p, r: produceError(this.#unhosted(e.topic, e.partition)) }
         const a = await p.appendAsLeader(e.records, options.acks)
         if (a.errorCode !== 0 || !('firstOffset' in a)) {
-          return { p, r: produceError(a.errorCode, 'errorMessage' in a ? a.errorMessage : null) }
+          const logStart = ERRORS_WITHOUT_LOG_START.has(a.errorCode) ? -1n : p.log.logStartOffset
+          return { p, r: produceError(a.errorCode, 'errorMessage' in a ? a.errorMessage : null, logStart) }
         }
         const r: ProduceResult = {
           errorCode: 0,
