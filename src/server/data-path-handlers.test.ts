@@ -383,6 +383,17 @@ describe('offsets, producers and log dirs through the dispatcher', () => {
     assert.equal(byTime!.topics[0]!.partitions[0]!.offset, 0n)
     const max = await call(node, apis.ListOffsets, 9, body(-3n))
     assert.equal(max!.topics[0]!.partitions[0]!.errorCode, ErrorCode.None)
+    // Each special timestamp from the version that brought it, as Kafka: -3 v7, -4 v8, -5 v9.
+    for (const [timestamp, first] of [
+      [-3n, 7],
+      [-4n, 8],
+      [-5n, 9],
+    ] as const) {
+      const older = await call(node, apis.ListOffsets, first - 1, body(timestamp))
+      assert.equal(older!.topics[0]!.partitions[0]!.errorCode, ErrorCode.UnsupportedVersion)
+      const served = await call(node, apis.ListOffsets, first, body(timestamp))
+      assert.equal(served!.topics[0]!.partitions[0]!.errorCode, ErrorCode.None)
+    }
     const dup = body(-1n)
     dup.topics[0]!.partitions.push({ ...dup.topics[0]!.partitions[0]! })
     const d = await call(node, apis.ListOffsets, 5, dup)

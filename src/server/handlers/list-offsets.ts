@@ -1,6 +1,6 @@
 /**
  * ListOffsets v0-10: earliest (-2), latest (-1: the high watermark, or the LSO under read_committed),
- * max timestamp (-3), earliest local (-4, the log start), by timestamp, with the leader epoch of the
+ * max timestamp (-3, v7+), earliest local (-4, the log start, v8+), by timestamp, with the leader epoch of the
  * offset from v4; v0 in its old form (segment offsets before a time). Not implemented: tiered
  * storage (-5, latest tiered, answers -1), quotas (throttle 0).
  */
@@ -11,6 +11,16 @@ import { defineHandler, type Handler } from '../handler.ts'
 
 /** Kafka's ListOffsetsRequest.LATEST_TIERED_TIMESTAMP. */
 const LATEST_TIERED_TIMESTAMP = -5n
+
+/**
+ * The version that brought each special timestamp (max timestamp -3 in v7, earliest local -4 in
+ * v8, latest tiered -5 in v9); asked in an older version, Kafka answers UNSUPPORTED_VERSION.
+ */
+const SPECIAL_TIMESTAMP_VERSION_MIN: ReadonlyMap<bigint, number> = new Map([
+  [-3n, 7],
+  [-4n, 8],
+  [LATEST_TIERED_TIMESTAMP, 9],
+])
 
 export interface ListOffsetsView {
   listOffset(topic: TopicName, partition: number, params: ListOffsetParams): Promise<OffsetForTimestamp>
@@ -61,6 +71,10 @@ export function makeListOffsetsHandler(view: ListOffsetsView): Handler {
         })
         if (duplicates.has(`${t.name}\u0000${p.partitionIndex}`)) {
           partitions.push(failed(ErrorCode.InvalidRequest))
+          continue
+        }
+        if (v < (SPECIAL_TIMESTAMP_VERSION_MIN.get(p.timestamp) ?? 0)) {
+          partitions.push(failed(ErrorCode.UnsupportedVersion))
           continue
         }
         if (p.timestamp === LATEST_TIERED_TIMESTAMP) {
