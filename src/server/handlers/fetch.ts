@@ -126,18 +126,23 @@ function partitionData(
       highWatermark: -1n,
       lastStableOffset: -1n,
       logStartOffset: -1n,
-      abortedTransactions: null,
+      abortedTransactions: [],
       preferredReadReplica: -1 as BrokerId,
       records: Buffer.alloc(0),
     }
   }
+  // Kafka refuses a partition its metadata does not know before reading (KafkaApis'
+  // `FetchResponse.partitionResponse`), which leaves the aborted transactions an empty list, not null.
+  const unknown =
+    r.errorCode === ErrorCode.UnknownTopicOrPartition || r.errorCode === ErrorCode.UnknownTopicId
   const out: MutablePartitionData = {
     partitionIndex: p.partition,
     errorCode: r.errorCode,
     highWatermark: r.highWatermark,
     lastStableOffset: r.lastStableOffset,
     logStartOffset: r.logStartOffset,
-    abortedTransactions: isolationLevel === READ_COMMITTED && r.errorCode === ErrorCode.None ? [] : null,
+    abortedTransactions:
+      unknown || (isolationLevel === READ_COMMITTED && r.errorCode === ErrorCode.None) ? [] : null,
     preferredReadReplica: -1 as BrokerId,
     records: r.records,
   }
