@@ -45,6 +45,7 @@ export function makeListOffsetsHandler(view: ListOffsetsView): Handler {
         seen.add(key)
       }
     }
+    const answered = new Set<string>()
     const topics: ListOffsetsResponseData.ListOffsetsTopicResponseIn[] = []
     for (const t of req.topics) {
       const partitions: PartitionOut[] = []
@@ -69,8 +70,11 @@ export function makeListOffsetsHandler(view: ListOffsetsView): Handler {
           offset: -1n,
           ...(v >= 4 ? { leaderEpoch: -1 } : {}),
         })
-        if (duplicates.has(`${t.name}\u0000${p.partitionIndex}`)) {
-          partitions.push(failed(ErrorCode.InvalidRequest))
+        const key = `${t.name}\u0000${p.partitionIndex}`
+        if (duplicates.has(key)) {
+          // One INVALID_REQUEST per partition asked twice, as Kafka answers.
+          if (!answered.has(key)) partitions.push(failed(ErrorCode.InvalidRequest))
+          answered.add(key)
           continue
         }
         if (v < (SPECIAL_TIMESTAMP_VERSION_MIN.get(p.timestamp) ?? 0)) {
