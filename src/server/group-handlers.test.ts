@@ -137,7 +137,9 @@ describe('group handlers (injected frames)', () => {
     assert.equal(v0.port, 9092)
     const v1 = await call(node, apis.FindCoordinator, 1, { key: 't', keyType: 1 })
     assert.equal(v1.errorCode, ErrorCode.CoordinatorNotAvailable)
-    assert.equal(v1.errorMessage, 'not here')
+    // v1-3 carry the error's own text, as Kafka's prepareOldResponse ("NONE" on success).
+    assert.equal(v1.errorMessage, 'The coordinator is not available.')
+    assert.equal((await call(node, apis.FindCoordinator, 3, { key: 'g' })).errorMessage, 'NONE')
     const bad = await call(node, apis.FindCoordinator, 3, { key: 'g', keyType: 2 })
     assert.equal(bad.errorCode, ErrorCode.InvalidRequest, 'share groups need v6')
     const v4 = await call(node, apis.FindCoordinator, 4, { keyType: 0, coordinatorKeys: ['a', 'elsewhere'] })

@@ -4,7 +4,7 @@
  * coordinators are not implemented: COORDINATOR_NOT_AVAILABLE.
  */
 import { type CoordinatorLocation, coordinatorError } from '../../coordinator/index.ts'
-import { apis, ErrorCode } from '../../protocol/index.ts'
+import { apis, ErrorCode, errorInfo } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface FindCoordinatorView {
@@ -50,10 +50,18 @@ export function makeFindCoordinatorHandler(view: FindCoordinatorView): Handler {
     return {
       throttleTimeMs: 0,
       errorCode: l.errorCode,
-      ...(v >= 1 ? { errorMessage: l.errorMessage } : {}),
+      // Kafka's v1-3 answer (FindCoordinatorResponse.prepareOldResponse) carries the error's own
+      // text, "NONE" on success, never a custom message.
+      ...(v >= 1 ? { errorMessage: oldErrorMessage(l.errorCode) } : {}),
       nodeId: l.nodeId,
       host: l.host,
       port: l.port,
     }
   })
+}
+
+/** Kafka's `Errors.message()`: the error's default text, or its name when it has none ("NONE"). */
+function oldErrorMessage(errorCode: number): string {
+  const info = errorInfo(errorCode) ?? errorInfo(ErrorCode.UnknownServerError)!
+  return info.message === '' ? info.name : info.message
 }
