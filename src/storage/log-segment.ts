@@ -101,8 +101,14 @@ export class LogSegment {
   /** When this process created or opened the segment (ms): `segment.ms` fallback. */
   readonly createdMs: number
   #bytesSinceLastIndexEntry = 0
-  /** Bytes written since the last sync (the log's flush uses it). */
-  unsynced = false
+  /**
+   * Bytes of the file a completed sync covers, counting only writes that had completed when that
+   * sync started (a write still in flight then may reach the file after the fsync). -1 after a
+   * truncation until a sync that started after it completes.
+   */
+  #syncedSize: number
+  /** Truncations so far: a sync that spans one does not vouch for the new size. */
+  #truncations = 0
   /** Whether the index files on disk match the in-memory indexes. */
   indexFilesCurrent = false
 
@@ -122,6 +128,7 @@ export class LogSegment {
     this.#settings = settings
     this.size = file.size()
     this.writtenSize = this.size
+    this.#syncedSize = this.size
     this.createdMs = nowMs
     this.offsetOfMaxTimestamp = baseOffset
     this.#suffix = suffix
@@ -304,8 +311,8 @@ export class LogSegment {
     const { validBytes, problem } = await this.rebuild('validate')
     const truncatedBytes = before - validBytes
     if (truncatedBytes > 0) {
-      await this.#file.truncate(validBytes)
-      await this.#file.sync()
+      await this.#truncateFile(validBytes)
+      await this.sync()
     }
     this.size = this.writtenSize = validBytes
     return { truncatedBytes, problem }
@@ -383,7 +390,6 @@ export class LogSegment {
     for (const b of buffers) n += b.length
     if (n === 0) return
     assert(this.#file.size() + n === this.size, 'written bytes must match the registered batches')
-    this.unsynced = true
     await this.#file.append(buffers)
     this.writtenSize = this.#file.size()
   }
@@ -479,10 +485,9 @@ export class LogSegment {
     const removed = this.writtenSize - found.position
     this.#offsetIndex!.truncateToPosition(found.position)
     this.#timeIndex!.truncateToOffset(this.relative(found.header.baseOffset))
-    await this.#file.truncate(found.position)
+    await this.#truncateFile(found.position)
     this.size = this.writtenSize = found.position
     this.indexFilesCurrent = false
-    this.unsynced = true
     // Recompute the end and timestamps from the last index entry on.
     const timeLast = this.#timeIndex!.lastEntry
     this.maxTimestampMs = timeLast?.timestampMs ?? -1
@@ -504,8 +509,7 @@ export class LogSegment {
     if (this.maxTimestampMs >= 0 && this.#nextOffset !== null) {
       this.#timeIndex!.maybeAppend(this.maxTimestampMs, this.relative(this.offsetOfMaxTimestamp), true)
     }
-    await this.#file.sync()
-    this.unsynced = false
+    await this.sync()
     await this.writeIndexFiles()
   }
 
@@ -530,10 +534,26 @@ export class LogSegment {
     this.indexFilesCurrent = true
   }
 
-  /** Sync the log file if it has unsynced writes. */
+  /** Whether completed writes or a truncation are not yet covered by a completed sync. */
+  get unsynced(): boolean {
+    return this.#syncedSize !== this.writtenSize
+  }
+
+  /**
+   * Sync the log file. Covers the writes completed when it starts; a write in flight meanwhile stays
+   * `unsynced` (its bytes may reach the file after the fsync), so the next flush syncs again.
+   */
   async sync(): Promise<void> {
-    this.unsynced = false
+    const upTo = this.writtenSize
+    const truncations = this.#truncations
     await this.#file.sync()
+    if (truncations === this.#truncations && upTo > this.#syncedSize) this.#syncedSize = upTo
+  }
+
+  async #truncateFile(size: number): Promise<void> {
+    this.#truncations++
+    this.#syncedSize = -1
+    await this.#file.truncate(size)
   }
 
   /** Rename all files from the current suffix to `suffix` (`.deleted`, `.swap`, '' ...). */

@@ -33,6 +33,25 @@ describe('PartitionLog flush', () => {
     assert.ok(disk.syncs - before <= 2, `${disk.syncs - before} fsyncs`)
   })
 
+  it('an fsync that started while a write was in flight does not count for that write', async () => {
+    const { log, disk } = await openSimLog()
+    await log.append(valuesBatch(1, 'first'), { flush: true })
+    let release: () => void = () => undefined
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    disk.setHook((op) => (op === 'append' ? held.then(() => undefined) : undefined))
+    const appended = log.append(valuesBatch(1, 'in flight'), { flush: true })
+    // Let the write reach the disk (held there), then flush: this fsync starts before the bytes land.
+    for (let i = 0; i < 10; i++) await null
+    await log.flush()
+    disk.setHook(null)
+    release()
+    const r = await appended
+    assert.equal(r.errorCode, 0)
+    assert.equal(disk.unsyncedBytes(`${seg0}.log`), 0, 'acknowledged with flush but not durable')
+  })
+
   it('flushes by itself after flush.messages records', async () => {
     const { log, disk } = await openSimLog({ flushMessages: 5 })
     for (let i = 0; i < 4; i++) await log.append(valuesBatch(1, 'x'))
