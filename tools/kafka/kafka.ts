@@ -38,6 +38,8 @@ export interface KafkaOptions {
   config?: Record<string, string>
   heapMb?: number
   startTimeoutMs?: number
+  /** true: the broker's warnings go to its log file only, not to this process's stdout/stderr. */
+  quiet?: boolean
 }
 
 export interface KafkaBroker {
@@ -176,7 +178,7 @@ export async function startKafka(options: KafkaOptions): Promise<KafkaBroker> {
 
   const started = performance.now()
   const child = spawn('java', java(libs, ['kafka.Kafka', propsFile], heapMb, logsDir), {
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: options.quiet === true ? 'ignore' : ['ignore', 'inherit', 'inherit'],
   })
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)))
   let running = true
