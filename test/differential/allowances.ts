@@ -1,0 +1,253 @@
+/**
+ * The accepted differences between Apache Kafka 4.0 and Weir, as the differential tests see them.
+ * Each entry matches a difference by API, optional versions and step (globs with `*`), field path
+ * (a glob) and, when given, exactly what each side answered (after the harness's masks: an error
+ * message is `'<message>'` or null, a field one side lacks is ABSENT). Each entry's `doc` names its
+ * row in docs/compatibility.md ("Differences from Apache Kafka 4.0"); allowances.test.ts checks it.
+ * An entry tied to a step whose request ran without its difference fails the test as stale: remove
+ * it and its row. An entry without a step accepts a class of differences (an order, a message) that
+ * only some requests show, and is never stale.
+ */
+
+/** A field, array element or API one side's answer does not have. */
+export const ABSENT: unique symbol = Symbol('absent')
+
+export interface Allowance {
+  readonly api: string
+  /** The field, as the harness prints it: `topics[name=t].partitions[partitionIndex=0].leaderEpoch`. */
+  readonly path: string
+  readonly step?: string
+  readonly versions?: readonly number[]
+  readonly kafka?: unknown
+  readonly weir?: unknown
+  /** The second column of this difference's row in docs/compatibility.md. */
+  readonly doc: string
+  /** Why the difference is accepted. */
+  readonly reason: string
+  /** The difference depends on timing: its absence does not make the entry stale. */
+  readonly sometimes?: boolean
+}
+
+/** The APIs Kafka 4.0 serves and Weir does not (yet), with Kafka's version ranges. */
+const NOT_SERVED: readonly [number, string, number, number][] = [
+  [17, 'SaslHandshake', 0, 1],
+  [24, 'AddPartitionsToTxn', 0, 5],
+  [25, 'AddOffsetsToTxn', 0, 4],
+  [26, 'EndTxn', 0, 5],
+  [27, 'WriteTxnMarkers', 1, 1],
+  [28, 'TxnOffsetCommit', 0, 5],
+  [29, 'DescribeAcls', 1, 3],
+  [30, 'CreateAcls', 1, 3],
+  [31, 'DeleteAcls', 1, 3],
+  [34, 'AlterReplicaLogDirs', 1, 2],
+  [36, 'SaslAuthenticate', 0, 2],
+  [38, 'CreateDelegationToken', 1, 3],
+  [39, 'RenewDelegationToken', 1, 2],
+  [40, 'ExpireDelegationToken', 1, 2],
+  [41, 'DescribeDelegationToken', 1, 3],
+  [43, 'ElectLeaders', 0, 2],
+  [45, 'AlterPartitionReassignments', 0, 0],
+  [46, 'ListPartitionReassignments', 0, 0],
+  [48, 'DescribeClientQuotas', 0, 1],
+  [49, 'AlterClientQuotas', 0, 1],
+  [50, 'DescribeUserScramCredentials', 0, 0],
+  [51, 'AlterUserScramCredentials', 0, 0],
+  [57, 'UpdateFeatures', 0, 2],
+  [64, 'UnregisterBroker', 0, 0],
+  [65, 'DescribeTransactions', 0, 0],
+  [66, 'ListTransactions', 0, 1],
+  [68, 'ConsumerGroupHeartbeat', 0, 1],
+  [69, 'ConsumerGroupDescribe', 0, 1],
+  [74, 'ListClientMetricsResources', 0, 0],
+  [75, 'DescribeTopicPartitions', 0, 0],
+  [80, 'AddRaftVoter', 0, 0],
+  [81, 'RemoveRaftVoter', 0, 0],
+]
+
+/** Versions Kafka 4.0 added after the schemas Weir's codec is generated from: [key, name, Kafka, Weir]. */
+const NEWER_MAX: readonly [number, string, number, number][] = [
+  [0, 'Produce', 12, 11],
+  [3, 'Metadata', 13, 12],
+  [15, 'DescribeGroups', 6, 5],
+  [60, 'DescribeCluster', 2, 1],
+]
+
+/** Versions Kafka 4.0 removed (KIP-896) that Weir still serves: [key, name, Kafka's first]. */
+const REMOVED_MIN: readonly [number, string, number][] = [
+  [2, 'ListOffsets', 1],
+  [8, 'OffsetCommit', 2],
+  [9, 'OffsetFetch', 1],
+  [11, 'JoinGroup', 2],
+  [19, 'CreateTopics', 2],
+  [20, 'DeleteTopics', 1],
+  [23, 'OffsetForLeaderEpoch', 2],
+  [32, 'DescribeConfigs', 1],
+  [35, 'DescribeLogDirs', 1],
+]
+
+/** Features (KIP-584) Kafka 4.0 advertises for what Weir does not implement: [name, max, finalized]. */
+const FEATURES: readonly [string, number, number | null][] = [
+  ['group.version', 1, 1],
+  ['kraft.version', 1, null],
+  ['transaction.version', 2, 2],
+  ['eligible.leader.replicas.version', 1, null],
+]
+
+const ORDER_REASON =
+  'Kafka lists these in the order of its hash maps; clients key them by name or index, and Weir answers in a fixed order.'
+
+export const allowances: readonly Allowance[] = [
+  ...NOT_SERVED.map(
+    ([apiKey, name, minVersion, maxVersion]): Allowance => ({
+      api: 'ApiVersions',
+      step: 'api-versions*',
+      path: `apiKeys[apiKey=${apiKey}]`,
+      kafka: { apiKey, minVersion, maxVersion },
+      weir: ABSENT,
+      doc: 'apiKeys: APIs Weir does not serve',
+      reason: `${name} is not implemented (yet).`,
+    }),
+  ),
+  ...NEWER_MAX.map(
+    ([apiKey, name, kafka, weir]): Allowance => ({
+      api: 'ApiVersions',
+      step: 'api-versions*',
+      path: `apiKeys[apiKey=${apiKey}].maxVersion`,
+      kafka,
+      weir,
+      doc: 'apiKeys[].maxVersion',
+      reason: `${name} v${kafka} came into Kafka 4.0.0 after the 4.0.0-SNAPSHOT schemas Weir's codec is generated from.`,
+    }),
+  ),
+  ...REMOVED_MIN.map(
+    ([apiKey, name, kafka]): Allowance => ({
+      api: 'ApiVersions',
+      step: 'api-versions*',
+      path: `apiKeys[apiKey=${apiKey}].minVersion`,
+      kafka,
+      weir: 0,
+      doc: 'apiKeys[].minVersion',
+      reason: `Kafka 4.0 removed ${name} below v${kafka} (KIP-896); Weir still serves them for old clients.`,
+    }),
+  ),
+  ...FEATURES.flatMap(([name, max, finalized]): Allowance[] => [
+    {
+      api: 'ApiVersions',
+      step: 'api-versions',
+      path: `supportedFeatures[name=${name}]`,
+      kafka: { name, minVersion: 0, maxVersion: max },
+      weir: ABSENT,
+      doc: 'supportedFeatures, finalizedFeatures',
+      reason: `Weir does not implement what ${name} gates.`,
+    },
+    ...(finalized === null
+      ? []
+      : [
+          {
+            api: 'ApiVersions',
+            step: 'api-versions',
+            path: `finalizedFeatures[name=${name}]`,
+            kafka: { name, maxVersionLevel: finalized, minVersionLevel: finalized },
+            weir: ABSENT,
+            doc: 'supportedFeatures, finalizedFeatures',
+            reason: `Weir does not implement what ${name} gates.`,
+          },
+        ]),
+  ]),
+  {
+    api: 'Metadata',
+    path: 'topics[name=*].partitions[#order]',
+    doc: 'order of partitions',
+    reason: ORDER_REASON,
+  },
+  {
+    api: 'ListOffsets',
+    path: 'topics[name=*].partitions[#order]',
+    doc: 'order of partitions',
+    reason: ORDER_REASON,
+  },
+  {
+    api: 'DescribeLogDirs',
+    path: 'results[*].topics[name=*].partitions[#order]',
+    doc: 'order of partitions',
+    reason: ORDER_REASON,
+  },
+  {
+    api: 'DescribeConfigs',
+    path: 'results[resourceName=*].configs[#order]',
+    doc: 'order of configs',
+    reason: ORDER_REASON,
+  },
+  {
+    api: 'DeleteTopics',
+    path: 'responses[#order]',
+    doc: 'order of topics',
+    reason: ORDER_REASON,
+  },
+  {
+    api: 'ListGroups',
+    path: 'groups[#order]',
+    doc: 'order of groups',
+    reason: ORDER_REASON,
+  },
+  {
+    api: 'CreateTopics',
+    path: 'topics[name=*].configs[name=flush.on.ack]',
+    kafka: ABSENT,
+    doc: 'configs: flush.on.ack',
+    reason:
+      'A Weir topic config (fsync before acknowledging, durable-before-visible); Kafka has no such key.',
+  },
+  {
+    api: 'DescribeConfigs',
+    path: 'results[resourceName=*].configs[name=flush.on.ack]',
+    kafka: ABSENT,
+    doc: 'configs: flush.on.ack',
+    reason:
+      'A Weir topic config (fsync before acknowledging, durable-before-visible); Kafka has no such key.',
+  },
+  {
+    api: 'CreateTopics',
+    step: 'create-topics/internal',
+    path: 'topics[name=__consumer_offsets].*',
+    doc: 'creating `__consumer_offsets` by hand',
+    reason:
+      "Weir's group coordinator creates and owns the topic (its partition count and compaction); a hand-made one could break groups, so only a broker's own request may create it.",
+  },
+  {
+    api: 'Produce',
+    path: 'responses[name=*].partitionResponses[*].errorMessage',
+    kafka: null,
+    weir: '<message>',
+    doc: 'partitionResponses[].errorMessage',
+    reason:
+      'Weir says why it refused the records; Kafka sends a message only for INVALID_TIMESTAMP and INVALID_RECORD found while validating records. Clients show the message or the error name.',
+  },
+  {
+    api: 'Produce',
+    step: 'produce/future-timestamp',
+    path: 'responses[name=data].partitionResponses[0].recordErrors[0]',
+    weir: ABSENT,
+    doc: 'partitionResponses[].recordErrors',
+    reason:
+      "Weir refuses the whole batch as Kafka does (INVALID_TIMESTAMP, with the log start offset and a message) but checks the batch's timestamps without decoding its records, so it does not name the culprit records (KIP-467).",
+  },
+  {
+    api: 'DescribeProducers',
+    path: 'topics[name=*].partitions[partitionIndex=*].errorMessage',
+    kafka: null,
+    weir: '<message>',
+    doc: 'partitions[].errorMessage',
+    reason: 'Weir says which partition it does not host; Kafka sends the code alone.',
+  },
+  {
+    api: 'FindCoordinator',
+    step: 'find-coordinator/transaction',
+    path: 'coordinators[nodeId=-1].errorMessage',
+    kafka: null,
+    weir: '<message>',
+    doc: 'coordinators[].errorMessage for a transaction key',
+    reason:
+      'Both answer COORDINATOR_NOT_AVAILABLE; Weir adds that it has no transaction coordinator, where Kafka (still loading its own) sends an empty message.',
+  },
+]
