@@ -4,7 +4,7 @@
  * NOT_LEADER_OR_FOLLOWER for the partition, as Kafka does. Not implemented: directory ids (zero).
  */
 import type { BrokerId } from '../../model/index.ts'
-import { apis, ErrorCode } from '../../protocol/index.ts'
+import { apis, ErrorCode, errorInfo } from '../../protocol/index.ts'
 import { METADATA_TOPIC, type Quorum } from '../../quorum/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
@@ -22,13 +22,25 @@ export interface QuorumEndpoints {
 
 export function makeDescribeQuorumHandler(quorum: Quorum, endpoints: QuorumEndpoints): Handler {
   return defineHandler(apis.DescribeQuorum, {}, (req, ctx) => {
-    const asked = req.topics.some(
-      (t) => t.topicName === METADATA_TOPIC && t.partitions.some((p) => p.partitionIndex === 0),
-    )
+    // Kafka's hasValidTopicPartition: exactly __cluster_metadata-0, or every partition asked gets
+    // UNKNOWN_TOPIC_OR_PARTITION (getPartitionLevelErrorResponse), the request itself none.
+    const asked =
+      req.topics.length === 1 &&
+      req.topics[0]!.topicName === METADATA_TOPIC &&
+      req.topics[0]!.partitions.length === 1 &&
+      req.topics[0]!.partitions[0]!.partitionIndex === 0
     if (!asked) {
+      const errorMessage = errorInfo(ErrorCode.UnknownTopicOrPartition)!.message
       return {
-        errorCode: ErrorCode.UnknownTopicOrPartition,
-        errorMessage: 'Only __cluster_metadata-0 is a quorum partition.',
+        errorCode: ErrorCode.None,
+        topics: req.topics.map((t) => ({
+          topicName: t.topicName,
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            errorCode: ErrorCode.UnknownTopicOrPartition,
+            errorMessage,
+          })),
+        })),
       }
     }
     const d = quorum.describeQuorum()
