@@ -142,6 +142,44 @@ scenario(
         replicationFactor: 1,
         configs: [{ name: 'retention.ms', value: null }],
       },
+      {
+        name: topic('bad-config-below-min'),
+        numPartitions: 1,
+        replicationFactor: 1,
+        configs: [{ name: 'segment.bytes', value: '100' }],
+      },
+      {
+        name: topic('bad-config-negative'),
+        numPartitions: 1,
+        replicationFactor: 1,
+        configs: [{ name: 'retention.ms', value: '-5' }],
+      },
+      {
+        name: topic('bad-config-list'),
+        numPartitions: 1,
+        replicationFactor: 1,
+        configs: [{ name: 'cleanup.policy', value: 'compact,shred' }],
+      },
+      {
+        name: topic('bad-config-broker-key'),
+        numPartitions: 1,
+        replicationFactor: 1,
+        configs: [{ name: 'log.retention.ms', value: '1000' }],
+      },
+    ])
+    await create('odd-configs', [
+      {
+        name: topic('odd-configs'),
+        numPartitions: 1,
+        replicationFactor: 1,
+        configs: [
+          { name: 'min.insync.replicas', value: '3' },
+          { name: 'cleanup.policy', value: 'compact,delete' },
+          { name: 'compression.type', value: 'zstd' },
+          { name: 'message.timestamp.type', value: 'LogAppendTime' },
+          { name: 'retention.ms', value: '-1' },
+        ],
+      },
     ])
     await create(
       'validate-only',
@@ -558,5 +596,61 @@ scenario(
     await pair.both('describe-cluster', apis.DescribeCluster, v, {
       includeClusterAuthorizedOperations: false,
     })
+    await pair.both('describe-cluster/authorized-operations', apis.DescribeCluster, v, {
+      includeClusterAuthorizedOperations: true,
+    })
+  },
+)
+
+scenario(
+  'DescribeQuorum: the metadata quorum of one voter',
+  () => pair,
+  async () => {
+    const v = pair.version(apis.DescribeQuorum)
+    const body = (name: string, partition = 0) => ({
+      topics: [{ topicName: topic(name), partitions: [{ partitionIndex: partition }] }],
+    })
+    // Offsets and times are each log's own history.
+    const history = [
+      '*.highWatermark',
+      '*.logEndOffset',
+      '*.lastFetchTimestamp',
+      '*.lastCaughtUpTimestamp',
+      '*.leaderEpoch',
+    ]
+    await pair.both('describe-quorum', apis.DescribeQuorum, v, body('__cluster_metadata'), {
+      ignore: history,
+    })
+    await pair.both('describe-quorum/unknown-topic', apis.DescribeQuorum, v, body('no-such-topic'))
+    await pair.both(
+      'describe-quorum/unknown-partition',
+      apis.DescribeQuorum,
+      v,
+      body('__cluster_metadata', 3),
+    )
+  },
+)
+
+scenario(
+  'Metadata by topic id, with authorized operations',
+  () => pair,
+  async () => {
+    const v = pair.version(apis.Metadata)
+    const named = await pair.each(apis.Metadata, v, {
+      topics: [{ name: topic('created') }],
+      allowAutoTopicCreation: false,
+    })
+    await pair.both('metadata/by-id', apis.Metadata, v, (side) => ({
+      topics: [{ name: null, topicId: named[side].topics[0]!.topicId }],
+      allowAutoTopicCreation: false,
+      includeTopicAuthorizedOperations: true,
+    }))
+    for (const o of [8, 10].filter((x) => pair.serves(apis.Metadata, x)))
+      await pair.both(`metadata/v${o}-cluster-operations`, apis.Metadata, o, {
+        topics: [{ name: topic('created') }],
+        allowAutoTopicCreation: false,
+        includeClusterAuthorizedOperations: true,
+        includeTopicAuthorizedOperations: true,
+      })
   },
 )
