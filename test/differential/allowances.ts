@@ -233,6 +233,24 @@ export const allowances: readonly Allowance[] = [
       "Weir refuses the whole batch as Kafka does (INVALID_TIMESTAMP, with the log start offset and a message) but checks the batch's timestamps without decoding its records, so it does not name the culprit records (KIP-467).",
   },
   {
+    api: 'InitProducerId',
+    step: 'transactions/init-producer-id',
+    path: 'errorCode',
+    weir: 15,
+    doc: 'errorCode for a transactional id',
+    reason:
+      'Weir has no transaction coordinator: COORDINATOR_NOT_AVAILABLE. Kafka answers NOT_COORDINATOR while it creates __transaction_state, then a producer id.',
+    sometimes: true,
+  },
+  {
+    api: 'Produce',
+    step: 'transactions/produce',
+    path: 'responses[name=idempotent].partitionResponses[0].*',
+    doc: 'a transactional batch',
+    reason:
+      "Weir does not support transactions and refuses the batch with INVALID_TXN_STATE; Kafka's KIP-890 verification finds no open transaction and answers NOT_ENOUGH_REPLICAS (retriable).",
+  },
+  {
     api: 'DescribeProducers',
     path: 'topics[name=*].partitions[partitionIndex=*].errorMessage',
     kafka: null,

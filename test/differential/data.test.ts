@@ -3,7 +3,7 @@
  * with encodeBatch and sent as the same bytes to both; Fetch must then give back the same bytes.
  */
 import { after, before } from 'node:test'
-import type { BrokerId, ProducerId, TopicName, Uuid } from '../../src/model/index.ts'
+import type { BrokerId, ProducerId, TopicName, TransactionalId, Uuid } from '../../src/model/index.ts'
 import {
   apis,
   BatchOffsets,
@@ -119,14 +119,21 @@ function fetchBody(
     maxBytes?: number
     currentLeaderEpoch?: number
   }[],
-  o: { maxBytes?: number; isolationLevel?: number; sessionId?: number; sessionEpoch?: number } = {},
+  o: {
+    maxBytes?: number
+    isolationLevel?: number
+    sessionId?: number
+    sessionEpoch?: number
+    maxWaitMs?: number
+    minBytes?: number
+  } = {},
 ) {
   const byTopic = new Map<string, typeof partitions>()
   for (const p of partitions) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p])
   return {
     replicaId: -1 as BrokerId,
-    maxWaitMs: 0,
-    minBytes: 0,
+    maxWaitMs: o.maxWaitMs ?? 0,
+    minBytes: o.minBytes ?? 0,
     maxBytes: o.maxBytes ?? 50 * 1024 * 1024,
     isolationLevel: o.isolationLevel ?? 0,
     sessionId: o.sessionId ?? 0,
@@ -344,6 +351,8 @@ scenario(
     )
     await fetch('fenced-epoch', [{ topic: 'data', partition: 0, offset: 0n, currentLeaderEpoch: 5 }])
     await fetch('read-committed', [{ topic: 'data', partition: 0, offset: 0n }], { isolationLevel: 1 })
+    // A long poll at the end of the log: both wait out maxWaitMs and answer empty.
+    await fetch('long-poll', [{ topic: 'data', partition: 1, offset: 2n }], { maxWaitMs: 300, minBytes: 1 })
     // A session: epoch 0 opens it with every partition, epoch 1 with none answers only what changed.
     const opened = await fetch(
       'session-open',
@@ -531,6 +540,27 @@ scenario(
         producerEpoch: init[side].producerEpoch,
       }),
     )
+    // Transactions: Weir has no transaction coordinator.
+    await pair.both('transactions/init-producer-id', apis.InitProducerId, pair.version(apis.InitProducerId), {
+      transactionalId: 'differential-tx' as TransactionalId,
+      transactionTimeoutMs: 60_000,
+      producerId: -1n as ProducerId,
+      producerEpoch: -1,
+    })
+    await pair.both('transactions/produce', apis.Produce, v, {
+      ...produceBody(
+        'idempotent',
+        0,
+        encodeBatch({
+          records: records(1, 'tx'),
+          producerId: TEST_PRODUCER_ID_MIN + 3n,
+          producerEpoch: 0,
+          baseSequence: 0,
+          transactional: true,
+        }),
+      ),
+      transactionalId: 'differential-tx' as TransactionalId,
+    })
   },
 )
 

@@ -9,6 +9,7 @@ import {
   apis,
   ConsumerProtocolAssignmentData,
   ConsumerProtocolSubscriptionData,
+  encodeBatch,
   Writer,
 } from '../../src/protocol/index.ts'
 import { Pair, type Side, scenario } from './harness.ts'
@@ -82,6 +83,25 @@ scenario(
     await pair.both('find-coordinator/metadata', apis.Metadata, pair.version(apis.Metadata), {
       topics: [{ name: topic('__consumer_offsets') }],
       allowAutoTopicCreation: false,
+    })
+    // The offsets topic as each coordinator made it, and what a client may do with it.
+    await pair.both('offsets-topic/configs', apis.DescribeConfigs, pair.version(apis.DescribeConfigs), {
+      resources: [{ resourceType: 2, resourceName: '__consumer_offsets', configurationKeys: null }],
+      includeSynonyms: false,
+      includeDocumentation: false,
+    })
+    await pair.both('offsets-topic/produce', apis.Produce, pair.version(apis.Produce), {
+      transactionalId: null,
+      acks: -1,
+      timeoutMs: 30_000,
+      topicData: [
+        {
+          name: topic('__consumer_offsets'),
+          partitionData: [
+            { index: 0, records: encodeBatch({ records: [{ key: Buffer.from('k'), value: null }] }) },
+          ],
+        },
+      ],
     })
   },
 )
