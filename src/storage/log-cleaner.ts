@@ -256,11 +256,11 @@ export class LogCleaner {
           const isLast = g === group.length - 1 && b === null
           const out = filterBatch(bytes, header, retain(header, isLast), stats)
           if (out === null) continue
-          cleaned.registerAppend({
-            size: out.length,
-            lastOffset: header.baseOffset + BigInt(header.lastOffsetDelta),
-            maxTimestampMs: Number(out.readBigInt64BE(BatchOffsets.maxTimestamp)),
-          })
+          cleaned.registerAppend(
+            out.length,
+            cleaned.relative(header.baseOffset + BigInt(header.lastOffsetDelta)),
+            Number(out.readBigInt64BE(BatchOffsets.maxTimestamp)),
+          )
           pending.push(out)
           pendingBytes += out.length
           if (pendingBytes >= this.#settings.ioBufferBytes) await flushPending()

@@ -26,6 +26,8 @@ export const SegmentFile = {
 
 const OFFSET_DIGITS = 20
 const INT32_MAX = 0x7fffffff
+const INT32_MAX_BIG = BigInt(INT32_MAX)
+const UINT32_RANGE = 0x100000000
 
 /** `00000000000000000042` for 42n: the 20-digit base offset Kafka names files with. */
 export function offsetFileName(offset: bigint): string {
@@ -52,14 +54,6 @@ export interface SegmentSettings {
   readonly segmentIndexBytes: number
   /** Buffer for walking batches (recovery, index rebuilds, lookups). */
   readonly readBufferBytes: number
-}
-
-/** A batch as the log registers it on append. */
-export interface SegmentBatch {
-  readonly size: number
-  readonly lastOffset: bigint
-  /** Largest timestamp in the batch, ms (-1 when none). */
-  readonly maxTimestampMs: number
 }
 
 /** What a full scan of the file found. */
@@ -92,10 +86,15 @@ export class LogSegment {
   size: number
   /** Bytes written to the file: the limit for readers. */
   writtenSize: number
-  #nextOffset: bigint | null = null
+  /** The offset after the last batch, relative to the base (null when not known yet). */
+  #nextRelative: number | null = null
   /** Largest batch maxTimestamp seen (ms), -1 when none; with the last offset of that batch. */
   maxTimestampMs = -1
-  offsetOfMaxTimestamp: bigint
+  /** `offsetOfMaxTimestamp` relative to the base. */
+  #maxTimestampRelative = 0
+  /** The base offset as two uint32 halves, to write absolute offsets without BigInt arithmetic. */
+  readonly #baseHigh: number
+  readonly #baseLow: number
   /** The first batch's maxTimestamp, what `segment.ms` is judged by (null until known). */
   rollingBasedTimestampMs: number | null = null
   /** When this process created or opened the segment (ms): `segment.ms` fallback. */
@@ -130,8 +129,9 @@ export class LogSegment {
     this.writtenSize = this.size
     this.#syncedSize = this.size
     this.createdMs = nowMs
-    this.offsetOfMaxTimestamp = baseOffset
     this.#suffix = suffix
+    this.#baseHigh = Number(baseOffset >> 32n)
+    this.#baseLow = Number(baseOffset & 0xffffffffn)
   }
 
   /** Create an empty segment (its `.log` file); an existing empty file is reused. */
@@ -155,7 +155,7 @@ export class LogSegment {
     const segment = new LogSegment(disk, dir, baseOffset, file, settings, nowMs, suffix)
     segment.#offsetIndex = new OffsetIndex(settings.segmentIndexBytes)
     segment.#timeIndex = new TimeIndex(settings.segmentIndexBytes)
-    segment.#nextOffset = baseOffset
+    segment.#nextRelative = 0
     return segment
   }
 
@@ -185,7 +185,17 @@ export class LogSegment {
 
   /** The offset after the last batch, when known (always for the active segment). */
   get nextOffset(): bigint | null {
-    return this.#nextOffset
+    return this.#nextRelative === null ? null : this.baseOffset + BigInt(this.#nextRelative)
+  }
+
+  /** The offset after the last batch relative to the base (the active segment always knows it). */
+  get nextRelativeOffset(): number | null {
+    return this.#nextRelative
+  }
+
+  /** The last offset of the batch holding `maxTimestampMs` (the base offset when none). */
+  get offsetOfMaxTimestamp(): bigint {
+    return this.baseOffset + BigInt(this.#maxTimestampRelative)
   }
 
   get isEmpty(): boolean {
@@ -200,14 +210,31 @@ export class LogSegment {
   /** The offset relative to the base, which must fit an int32 (else the log rolls). */
   relative(offset: bigint): number {
     const rel = offset - this.baseOffset
-    assert(rel >= 0n && rel <= BigInt(INT32_MAX), `offset ${offset} is outside segment ${this.baseOffset}`)
+    if (!(rel >= 0n && rel <= INT32_MAX_BIG))
+      assert(false, `offset ${offset} is outside segment ${this.baseOffset}`)
     return Number(rel)
+  }
+
+  /**
+   * Write `baseOffset + relativeOffset` as the int64 at `buf[at]` (a batch's baseOffset field), with
+   * number arithmetic: the append path assigns offsets without allocating BigInts.
+   */
+  writeOffset(buf: Buffer, at: number, relativeOffset: number): void {
+    let low = this.#baseLow + relativeOffset
+    let high = this.#baseHigh
+    if (low >= UINT32_RANGE) {
+      low -= UINT32_RANGE
+      high++
+      if (high > INT32_MAX) assert(false, `offset overflows int64 in segment ${this.baseOffset}`)
+    }
+    buf.writeUInt32BE(high, at)
+    buf.writeUInt32BE(low, at + 4)
   }
 
   /** Whether `offset` fits this segment's relative-offset range. */
   canHoldOffset(offset: bigint): boolean {
     const rel = offset - this.baseOffset
-    return rel >= 0n && rel <= BigInt(INT32_MAX)
+    return rel >= 0n && rel <= INT32_MAX_BIG
   }
 
   /** Load the index files, rebuilding them from the log when missing or not sane. */
@@ -238,7 +265,7 @@ export class LogSegment {
     this.#timeIndex = timeIndex
     if (timeLast !== null && timeLast !== undefined && timeLast.timestampMs > this.maxTimestampMs) {
       this.maxTimestampMs = timeLast.timestampMs
-      this.offsetOfMaxTimestamp = this.baseOffset + BigInt(timeLast.relativeOffset)
+      this.#maxTimestampRelative = timeLast.relativeOffset
     }
     this.indexFilesCurrent = true
   }
@@ -259,7 +286,7 @@ export class LogSegment {
     }
     if (last !== null && last !== undefined) {
       this.maxTimestampMs = last.timestampMs
-      this.offsetOfMaxTimestamp = this.baseOffset + BigInt(last.relativeOffset)
+      this.#maxTimestampRelative = last.relativeOffset
     }
   }
 
@@ -273,10 +300,10 @@ export class LogSegment {
     this.#offsetIndex = new OffsetIndex(segmentIndexBytes)
     this.#timeIndex = new TimeIndex(segmentIndexBytes)
     this.maxTimestampMs = -1
-    this.offsetOfMaxTimestamp = this.baseOffset
+    this.#maxTimestampRelative = 0
     this.rollingBasedTimestampMs = null
     this.#bytesSinceLastIndexEntry = 0
-    this.#nextOffset = this.baseOffset
+    this.#nextRelative = 0
     this.indexFilesCurrent = false
     const reader = new FileBatchReader(this.#file, 0, this.writtenSize, this.#settings.readBufferBytes)
     let previousLast = this.baseOffset - 1n
@@ -294,7 +321,7 @@ export class LogSegment {
         problem = `at position ${b.position}: batch offsets ${baseOffset}..${b.lastOffset} out of order after ${previousLast}`
         break
       }
-      this.#register(b.position, b.size, b.lastOffset, Number(b.header.maxTimestamp), true)
+      this.#register(b.position, b.size, this.relative(b.lastOffset), Number(b.header.maxTimestamp), true)
       previousLast = b.lastOffset
       validBytes = b.position + b.size
     }
@@ -324,64 +351,70 @@ export class LogSegment {
    */
   async loadEnd(): Promise<void> {
     await this.ensureIndexes()
-    if (this.#nextOffset !== null && this.rollingBasedTimestampMs !== null) return
+    if (this.#nextRelative !== null && this.rollingBasedTimestampMs !== null) return
     const first = await new FileBatchReader(this.#file, 0, this.writtenSize, 4096).next('header')
     if (first !== null && !isProblem(first)) this.rollingBasedTimestampMs = Number(first.header.maxTimestamp)
     const from = this.#offsetIndex?.lastEntry?.position ?? 0
     const reader = new FileBatchReader(this.#file, from, this.writtenSize, this.#settings.readBufferBytes)
-    let next = this.baseOffset
+    let next = 0
     for (;;) {
       const b = await reader.next('header')
       if (b === null) break
       if (isProblem(b)) throw new Error(`segment ${this.path(SegmentFile.log)} is damaged ${b.reason}`)
       const ts = Number(b.header.maxTimestamp)
+      const lastRelative = this.relative(b.lastOffset)
       if (ts > this.maxTimestampMs) {
         this.maxTimestampMs = ts
-        this.offsetOfMaxTimestamp = b.lastOffset
+        this.#maxTimestampRelative = lastRelative
       }
-      next = b.lastOffset + 1n
+      next = lastRelative + 1
     }
     // A segment whose every batch precedes the last index entry's position cannot exist.
-    this.#nextOffset = next
+    this.#nextRelative = next
     this.#bytesSinceLastIndexEntry = this.writtenSize - from
   }
 
-  /** Index one batch placed at `position`; updates size, next offset and timestamps. */
+  /**
+   * Index one batch placed at `position` whose last offset is `lastRelative` past the base; updates
+   * size, next offset and timestamps.
+   */
   #register(
     position: number,
     size: number,
-    lastOffset: bigint,
+    lastRelative: number,
     maxTimestampMs: number,
     rebuilding: boolean,
   ): void {
-    const offsetIndex = this.#offsetIndex!
-    const timeIndex = this.#timeIndex!
     if (maxTimestampMs > this.maxTimestampMs) {
       this.maxTimestampMs = maxTimestampMs
-      this.offsetOfMaxTimestamp = lastOffset
+      this.#maxTimestampRelative = lastRelative
     }
     if (this.#bytesSinceLastIndexEntry > this.#settings.indexIntervalBytes) {
+      const offsetIndex = this.#offsetIndex!
+      const timeIndex = this.#timeIndex!
       // A rebuild under a smaller segment.index.bytes than the data was written with: sparser index.
       if (!(rebuilding && (offsetIndex.isFull || timeIndex.isFull))) {
-        offsetIndex.append(this.relative(lastOffset), position)
-        timeIndex.maybeAppend(this.maxTimestampMs, this.relative(this.offsetOfMaxTimestamp))
+        offsetIndex.append(lastRelative, position)
+        timeIndex.maybeAppend(this.maxTimestampMs, this.#maxTimestampRelative)
       }
       this.#bytesSinceLastIndexEntry = 0
     }
     this.#bytesSinceLastIndexEntry += size
     if (this.rollingBasedTimestampMs === null) this.rollingBasedTimestampMs = maxTimestampMs
-    this.#nextOffset = lastOffset + 1n
-    this.size = Math.max(this.size, position + size)
+    this.#nextRelative = lastRelative + 1
+    const end = position + size
+    if (end > this.size) this.size = end
   }
 
   /**
-   * Register a batch about to be appended at the end (the active segment only). The caller then
-   * writes its bytes with `write`; until then readers do not see it.
+   * Register a batch about to be appended at the end (the active segment only): `size` bytes whose
+   * last offset is `lastRelative` past the base (at most 2^31 - 1: the log rolls first). The caller
+   * then writes its bytes with `write`; until then readers do not see it.
    */
-  registerAppend(batch: SegmentBatch): void {
-    assert(this.#offsetIndex !== null, 'append to a segment whose indexes are not loaded')
+  registerAppend(size: number, lastRelative: number, maxTimestampMs: number): void {
+    if (this.#offsetIndex === null) assert(false, 'append to a segment whose indexes are not loaded')
     this.indexFilesCurrent = false
-    this.#register(this.size, batch.size, batch.lastOffset, batch.maxTimestampMs, false)
+    this.#register(this.size, size, lastRelative, maxTimestampMs, false)
   }
 
   /** Write registered bytes (one vectored append) and make them visible to readers. */
@@ -401,7 +434,7 @@ export class LogSegment {
   async translateOffset(offset: bigint): Promise<FileBatch | null> {
     await this.ensureIndexes()
     const rel = offset - this.baseOffset
-    const relNum = rel < 0n ? 0 : rel > BigInt(INT32_MAX) ? INT32_MAX : Number(rel)
+    const relNum = rel < 0n ? 0 : rel > INT32_MAX_BIG ? INT32_MAX : Number(rel)
     const start = this.#offsetIndex!.lookup(relNum).position
     const bufferBytes = Math.min(
       this.#settings.readBufferBytes,
@@ -454,7 +487,7 @@ export class LogSegment {
     const entry = this.#timeIndex!.lookup(timestampMs)
     let rel = entry === null ? 0 : entry.relativeOffset
     const startRel = startOffset - this.baseOffset
-    if (startRel > BigInt(rel)) rel = startRel > BigInt(INT32_MAX) ? INT32_MAX : Number(startRel)
+    if (startRel > BigInt(rel)) rel = startRel > INT32_MAX_BIG ? INT32_MAX : Number(startRel)
     const position = this.#offsetIndex!.lookup(rel).position
     const reader = new FileBatchReader(this.#file, position, this.writtenSize, this.#settings.readBufferBytes)
     for (;;) {
@@ -491,9 +524,8 @@ export class LogSegment {
     // Recompute the end and timestamps from the last index entry on.
     const timeLast = this.#timeIndex!.lastEntry
     this.maxTimestampMs = timeLast?.timestampMs ?? -1
-    this.offsetOfMaxTimestamp =
-      timeLast === null ? this.baseOffset : this.baseOffset + BigInt(timeLast.relativeOffset)
-    this.#nextOffset = null
+    this.#maxTimestampRelative = timeLast === null ? 0 : timeLast.relativeOffset
+    this.#nextRelative = null
     this.rollingBasedTimestampMs = this.size === 0 ? null : this.rollingBasedTimestampMs
     await this.loadEnd()
     if (this.size === 0) this.rollingBasedTimestampMs = null
@@ -506,8 +538,8 @@ export class LogSegment {
    */
   async seal(): Promise<void> {
     await this.ensureIndexes()
-    if (this.maxTimestampMs >= 0 && this.#nextOffset !== null) {
-      this.#timeIndex!.maybeAppend(this.maxTimestampMs, this.relative(this.offsetOfMaxTimestamp), true)
+    if (this.maxTimestampMs >= 0 && this.#nextRelative !== null) {
+      this.#timeIndex!.maybeAppend(this.maxTimestampMs, this.#maxTimestampRelative, true)
     }
     await this.sync()
     await this.writeIndexFiles()

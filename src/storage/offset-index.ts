@@ -68,13 +68,19 @@ export class OffsetIndex {
   /** Add an entry; both fields must be greater than the last entry's. */
   append(relativeOffset: number, position: number): void {
     assert(!this.isFull, 'offset index is full')
-    const last = this.lastEntry
-    assert(
-      last === null || (relativeOffset > last.relativeOffset && position > last.position),
-      `offset index entries must increase: (${relativeOffset}, ${position}) after (${last?.relativeOffset}, ${last?.position})`,
-    )
-    assert(relativeOffset >= 0 && relativeOffset <= 0x7fffffff, 'relative offset out of int32 range')
     const at = this.#entries * OFFSET_INDEX_ENTRY_BYTES
+    if (at > 0) {
+      // Read in place (no entry object) and build the message only on failure: once per index entry.
+      const lastRelative = this.#buf.readInt32BE(at - OFFSET_INDEX_ENTRY_BYTES)
+      const lastPosition = this.#buf.readInt32BE(at - OFFSET_INDEX_ENTRY_BYTES + 4)
+      if (!(relativeOffset > lastRelative && position > lastPosition)) {
+        assert(
+          false,
+          `offset index entries must increase: (${relativeOffset}, ${position}) after (${lastRelative}, ${lastPosition})`,
+        )
+      }
+    }
+    assert(relativeOffset >= 0 && relativeOffset <= 0x7fffffff, 'relative offset out of int32 range')
     if (at + OFFSET_INDEX_ENTRY_BYTES > this.#buf.length) {
       const grown = Buffer.alloc(Math.min(this.#buf.length * 2, this.maxEntries * OFFSET_INDEX_ENTRY_BYTES))
       this.#buf.copy(grown)

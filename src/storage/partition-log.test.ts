@@ -107,6 +107,11 @@ describe('PartitionLog append and read', () => {
     const { log, clock } = await openSimLog({ messageTimestampAfterMaxMs: 1000 })
     const future = await log.append(valuesBatch(1, 'x', clock.nowMs() + 5000))
     assert.equal(future.errorCode, ErrorCode.InvalidTimestamp)
+    // Under the default bounds (NEVER_MS) only a timestamp past NEVER_MS is too far ahead.
+    const { log: unbounded } = await openSimLog()
+    assert.equal((await unbounded.append(valuesBatch(1, 'x', 2 ** 52))).errorCode, 0)
+    const farFuture = await unbounded.append(valuesBatch(1, 'x', 2 ** 60))
+    assert.equal(farFuture.errorCode, ErrorCode.InvalidTimestamp)
     const { log: lat, clock: c2 } = await openSimLog({ messageTimestampType: 'LogAppendTime' })
     const r = await lat.append(valuesBatch(2, 'x', 5))
     assert.ok(r.errorCode === 0)

@@ -6,19 +6,17 @@ import { type Clock, type Disk, isNotFound, joinPath, parentDir, type TimerHandl
 import { assert } from '../model/index.ts'
 import {
   type BatchHeader,
+  BatchOffsets,
   type BatchScanError,
   decodeBatch,
   ERRORS,
   ErrorCode,
+  LOG_OVERHEAD,
   readBatchHeader,
-  type ScannedBatch,
-  scanBatches,
-  setBaseOffset,
   setMaxTimestampAndLogAppendTime,
-  setPartitionLeaderEpoch,
 } from '../protocol/index.ts'
 import { FileBatchReader, isProblem } from './file-batch-reader.ts'
-import type { LogConfig } from './log-config.ts'
+import { type LogConfig, NEVER_MS } from './log-config.ts'
 import {
   type FoundTimestamp,
   LogSegment,
@@ -26,6 +24,7 @@ import {
   SegmentFile,
   type SegmentSettings,
 } from './log-segment.ts'
+import { type AppendScan, readInt64AsNumber, scanAppend } from './scan-append.ts'
 
 /** Special timestamps of ListOffsets (Kafka's ListOffsetsRequest constants). */
 export const ListOffsetsTimestamp = {
@@ -158,18 +157,50 @@ const APPEND_QUEUE_BYTES_MAX_DEFAULT = 64 * 1024 * 1024
 const WRITE_ROUND_BYTES_MAX = 1024 * 1024
 const EMPTY = Buffer.alloc(0)
 
-interface PendingAppend {
+const INT32_MAX = 0x7fffffff
+const INT32_MAX_BIG = BigInt(INT32_MAX)
+
+/** One append call waiting in the queue: its bytes (whole, validated batches) and its promise. */
+class PendingAppend {
   readonly buf: Buffer
-  readonly batches: readonly ScannedBatch[]
-  readonly origin: 'client' | 'coordinator' | 'replication'
+  readonly batchCount: number
+  /** False for replication: the batches keep their offsets. */
+  readonly assignOffsets: boolean
   readonly leaderEpoch: number | undefined
   readonly flush: boolean
   readonly recordCount: number
   readonly logAppendTimeMs: number
-  result: AppendResult | null
-  error: unknown
+  result: AppendResult | null = null
+  error: unknown = null
   readonly resolve: (r: AppendResult) => void
   readonly reject: (e: unknown) => void
+
+  constructor(
+    buf: Buffer,
+    scan: AppendScan,
+    options: AppendOptions,
+    logAppendTimeMs: number,
+    resolve: (r: AppendResult) => void,
+    reject: (e: unknown) => void,
+  ) {
+    this.buf = buf
+    this.batchCount = scan.batches
+    this.recordCount = scan.records
+    this.assignOffsets = options.origin !== 'replication'
+    this.leaderEpoch = options.leaderEpoch
+    this.flush = options.flush === true
+    this.logAppendTimeMs = logAppendTimeMs
+    this.resolve = resolve
+    this.reject = reject
+  }
+}
+
+/** Resolve (or reject, for a refused append) every append of a written round. */
+function settle(round: readonly PendingAppend[]): void {
+  for (const p of round) {
+    if (p.error !== null) p.reject(p.error)
+    else p.resolve(p.result!)
+  }
 }
 
 function scanError(e: BatchScanError): AppendResult {
@@ -207,8 +238,13 @@ export class PartitionLog {
   // Append queue and writer.
   #queue: PendingAppend[] = []
   #queuedBytes = 0
+  /** The writer, from the append that found it idle until the queue is empty. */
   #writing: Promise<void> | null = null
   #spaceWaiters: (() => void)[] = []
+  /** Scratch for `scanAppend` (one append validates at a time: it is synchronous). */
+  readonly #scan: AppendScan = { batches: 0, records: 0 }
+  /** LogAppendTime stamped by the last `#validate` (-1 under CreateTime). */
+  #logAppendTimeMs = -1
 
   // Group commit.
   #flushRound: Promise<void> | null = null
@@ -504,59 +540,27 @@ export class PartitionLog {
    * compacted log. Resolves once the bytes are written (readable), or durable with `flush`.
    * Refusals are values (`errorCode`); a disk failure throws LogOfflineError.
    *
+   * Appends made in the same event-loop turn, or while a write is under way, are written together
+   * (one vectored write), and `flush` appends share fsyncs (group commit).
+   *
    * ```ts
    * const r = await log.append(produceRecords, { leaderEpoch: 3, flush: config.flushOnAck })
    * if (r.errorCode === 0) respond(r.baseOffset)
    * ```
    */
-  async append(batches: Buffer, options: AppendOptions = {}): Promise<AppendResult> {
-    this.#checkUsable()
-    const origin = options.origin ?? 'client'
-    const config = this.#config
-    const scan = scanBatches(
-      batches,
-      origin === 'replication'
-        ? { origin: 'log', requireBatch: false }
-        : {
-            origin: origin === 'client' ? 'client' : 'log',
-            batchBytesMax: config.maxMessageBytes,
-            requireBatch: false,
-          },
-    )
-    if (!scan.ok) return scanError(scan.error)
-    if (batches.length > config.segmentBytes && origin !== 'replication') {
-      return {
-        errorCode: ErrorCode.RecordListTooLarge,
-        errorMessage: `${batches.length} bytes of batches exceed segment.bytes ${config.segmentBytes}`,
-      }
+  append(batches: Buffer, options: AppendOptions = {}): Promise<AppendResult> {
+    let refused: AppendResult | null
+    try {
+      this.#checkUsable()
+      refused = this.#validate(batches, options)
+    } catch (e) {
+      return Promise.reject(e)
     }
-    const nowMs = this.#clock.nowMs()
-    let recordCount = 0
-    let logAppendTimeMs = -1
-    let previousLast = -1n
-    for (const b of scan.batches) {
-      recordCount += b.header.recordCount
-      if (origin === 'replication') {
-        if (b.header.baseOffset <= previousLast) {
-          return { errorCode: ErrorCode.CorruptMessage, errorMessage: 'batch offsets are not increasing' }
-        }
-        previousLast = b.header.baseOffset + BigInt(b.header.lastOffsetDelta)
-        continue
-      }
-      if (config.messageTimestampType === 'LogAppendTime') {
-        logAppendTimeMs = nowMs
-        setMaxTimestampAndLogAppendTime(batches, b.position, BigInt(nowMs), { baseTimestamp: false })
-      } else {
-        const refused = checkTimestamps(b.header, nowMs, config)
-        if (refused !== null) return { errorCode: ErrorCode.InvalidTimestamp, errorMessage: refused }
-      }
-      if (config.cleanupPolicy.compact) {
-        const refused = checkKeys(batches, b)
-        if (refused !== null) return refused
-      }
-    }
-    if (scan.batches.length === 0) {
-      return {
+    if (refused !== null) return Promise.resolve(refused)
+    const scan = this.#scan
+    const logAppendTimeMs = this.#logAppendTimeMs
+    if (scan.batches === 0) {
+      return Promise.resolve({
         errorCode: 0,
         baseOffset: this.#nextOffset,
         lastOffset: this.#nextOffset - 1n,
@@ -564,48 +568,109 @@ export class PartitionLog {
         logAppendTimeMs,
         logStartOffset: this.#logStartOffset,
         recordCount: 0,
+      })
+    }
+    const appendQueueBytesMax = this.#options.appendQueueBytesMax ?? APPEND_QUEUE_BYTES_MAX_DEFAULT
+    if (this.#queuedBytes > 0 && this.#queuedBytes + batches.length > appendQueueBytesMax) {
+      return this.#appendWhenRoom(batches, options, { ...scan }, logAppendTimeMs)
+    }
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.#enqueue(new PendingAppend(batches, scan, options, logAppendTimeMs, resolve, reject))
+    })
+  }
+
+  /**
+   * Check an append's batches (structure and CRC, then the log's own rules) and stamp LogAppendTime;
+   * fills `#scan`. Returns the refusal, or null.
+   */
+  #validate(batches: Buffer, options: AppendOptions): AppendResult | null {
+    const origin = options.origin ?? 'client'
+    const config = this.#config
+    const replication = origin === 'replication'
+    const error = scanAppend(
+      batches,
+      replication
+        ? { origin: 'log', requireBatch: false }
+        : { origin: origin === 'client' ? 'client' : 'log', batchBytesMax: config.maxMessageBytes },
+      this.#scan,
+    )
+    if (error !== null) return scanError(error)
+    if (batches.length > config.segmentBytes && !replication) {
+      return {
+        errorCode: ErrorCode.RecordListTooLarge,
+        errorMessage: `${batches.length} bytes of batches exceed segment.bytes ${config.segmentBytes}`,
       }
     }
+    this.#logAppendTimeMs = -1
+    const count = this.#scan.batches
+    if (replication) {
+      let previousLast = -1n
+      for (let i = 0, at = 0; i < count; i++, at += batchSize(batches, at)) {
+        const baseOffset = batches.readBigInt64BE(at)
+        if (baseOffset <= previousLast) {
+          return { errorCode: ErrorCode.CorruptMessage, errorMessage: 'batch offsets are not increasing' }
+        }
+        previousLast = baseOffset + BigInt(batches.readInt32BE(at + BatchOffsets.lastOffsetDelta))
+      }
+      return null
+    }
+    const logAppendTime = config.messageTimestampType === 'LogAppendTime'
+    // Under the default bounds (NEVER_MS, Kafka's Long.MAX_VALUE) only a maxTimestamp past NEVER_MS
+    // can be refused (the clock is below it): the clock is read for such a batch only.
+    const boundsNever =
+      config.messageTimestampAfterMaxMs >= NEVER_MS && config.messageTimestampBeforeMaxMs >= NEVER_MS
+    const compact = config.cleanupPolicy.compact
+    let nowMs: number | null = null
+    for (let i = 0, at = 0; i < count; i++, at += batchSize(batches, at)) {
+      if (logAppendTime) {
+        nowMs ??= this.#clock.nowMs()
+        this.#logAppendTimeMs = nowMs
+        setMaxTimestampAndLogAppendTime(batches, at, BigInt(nowMs), { baseTimestamp: false })
+      } else if (!boundsNever || readInt64AsNumber(batches, at + BatchOffsets.maxTimestamp) > NEVER_MS) {
+        nowMs ??= this.#clock.nowMs()
+        const refused = checkTimestamps(batches, at, nowMs, config)
+        if (refused !== null) return { errorCode: ErrorCode.InvalidTimestamp, errorMessage: refused }
+      }
+      if (compact) {
+        const refused = checkKeys(batches, at)
+        if (refused !== null) return refused
+      }
+    }
+    return null
+  }
+
+  /** The slow path of `append`: wait for room in the append queue (`appendQueueBytesMax`). */
+  async #appendWhenRoom(
+    batches: Buffer,
+    options: AppendOptions,
+    scan: AppendScan,
+    logAppendTimeMs: number,
+  ): Promise<AppendResult> {
     const appendQueueBytesMax = this.#options.appendQueueBytesMax ?? APPEND_QUEUE_BYTES_MAX_DEFAULT
     while (this.#queuedBytes > 0 && this.#queuedBytes + batches.length > appendQueueBytesMax) {
       await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve))
       this.#checkUsable()
     }
     return new Promise<AppendResult>((resolve, reject) => {
-      this.#queue.push({
-        buf: batches,
-        batches: scan.batches,
-        origin,
-        leaderEpoch: options.leaderEpoch,
-        flush: options.flush === true,
-        recordCount,
-        logAppendTimeMs,
-        result: null,
-        error: null,
-        resolve,
-        reject,
-      })
-      this.#queuedBytes += batches.length
-      this.#writing ??= this.#drain()
+      this.#enqueue(new PendingAppend(batches, scan, options, logAppendTimeMs, resolve, reject))
     })
   }
 
-  /** The writer: takes queued appends in rounds, each one vectored write per segment. */
+  #enqueue(p: PendingAppend): void {
+    this.#queue.push(p)
+    this.#queuedBytes += p.buf.length
+    this.#writing ??= this.#drain()
+  }
+
+  /**
+   * The writer: takes queued appends in rounds of at most WRITE_ROUND_BYTES_MAX, each written with
+   * one vectored write per segment.
+   */
   async #drain(): Promise<void> {
     try {
       while (this.#queue.length > 0 && this.#offline === null) {
-        let bytes = 0
-        let n = 0
-        while (
-          n < this.#queue.length &&
-          (n === 0 || bytes + this.#queue[n]!.buf.length <= WRITE_ROUND_BYTES_MAX)
-        ) {
-          bytes += this.#queue[n]!.buf.length
-          n++
-        }
-        const round = this.#queue.splice(0, n)
-        this.#queuedBytes -= bytes
-        for (const w of this.#spaceWaiters.splice(0)) w()
+        const round = this.#takeRound()
+        if (this.#spaceWaiters.length > 0) for (const w of this.#spaceWaiters.splice(0)) w()
         try {
           await this.#exclusive(() => this.#writeRound(round))
         } catch (e) {
@@ -614,23 +679,19 @@ export class PartitionLog {
             p.reject(new LogOfflineError(`log ${this.dir} is offline: ${err.message}`, { cause: err }))
           return
         }
-        const settle = () => {
-          for (const p of round) {
-            if (p.error !== null) p.reject(p.error)
-            else p.resolve(p.result!)
-          }
-        }
-        const needFlush =
-          round.some((p) => p.flush) ||
-          this.#messagesWritten - this.#messagesFlushed >= this.#config.flushMessages
+        let needFlush = this.#messagesWritten - this.#messagesFlushed >= this.#config.flushMessages
+        for (let i = 0; i < round.length && !needFlush; i++) needFlush = round[i]!.flush
         if (needFlush) {
           // The round resolves when a flush covering it completes; meanwhile the next round is
           // written, so the following fsync covers it too (group commit with pipelining).
-          this.flush().then(settle, (e: unknown) => {
-            for (const p of round) p.reject(e)
-          })
+          this.flush().then(
+            () => settle(round),
+            (e: unknown) => {
+              for (const p of round) p.reject(e)
+            },
+          )
         } else {
-          settle()
+          settle(round)
         }
       }
     } finally {
@@ -638,44 +699,78 @@ export class PartitionLog {
     }
   }
 
-  /** Assign offsets, roll as needed, register and write one round of appends. Inside the lock. */
+  #takeRound(): PendingAppend[] {
+    const queue = this.#queue
+    if (this.#queuedBytes <= WRITE_ROUND_BYTES_MAX) {
+      this.#queue = []
+      this.#queuedBytes = 0
+      return queue
+    }
+    let bytes = queue[0]!.buf.length
+    let n = 1
+    while (n < queue.length && bytes + queue[n]!.buf.length <= WRITE_ROUND_BYTES_MAX) {
+      bytes += queue[n]!.buf.length
+      n++
+    }
+    this.#queuedBytes -= bytes
+    return queue.splice(0, n)
+  }
+
+  /**
+   * Assign offsets, roll as needed, register and write one round of appends. Inside the lock.
+   * Offsets are counted relative to the active segment as numbers (a segment spans at most 2^31
+   * offsets); BigInts are made once per append, for its result.
+   */
   async #writeRound(round: PendingAppend[]): Promise<void> {
     const nowMs = this.#clock.nowMs()
+    const onBatch = this.#hooks.onBatch
     let segment = this.activeSegment
     let buffers: Buffer[] = []
+    let next = Number(this.#nextOffset - segment.baseOffset)
     for (const p of round) {
-      const assign = p.origin !== 'replication'
-      const firstBatch = p.batches[0]!
-      if (!assign && firstBatch.header.baseOffset < this.#nextOffset) {
-        p.error = new UnexpectedAppendOffsetError(firstBatch.header.baseOffset, this.#nextOffset)
-        continue
+      const buf = p.buf
+      const assign = p.assignOffsets
+      if (!assign) {
+        const firstOffset = buf.readBigInt64BE(0)
+        if (firstOffset < this.#nextOffset) {
+          p.error = new UnexpectedAppendOffsetError(firstOffset, this.#nextOffset)
+          continue
+        }
       }
-      const baseOffset = assign ? this.#nextOffset : firstBatch.header.baseOffset
+      let baseOffset = -1n
       let maxTimestampMs = -1
-      let sliceStart = firstBatch.position
-      for (const b of p.batches) {
-        const h = b.header
-        const first = assign ? this.#nextOffset : h.baseOffset
-        const last = first + BigInt(h.lastOffsetDelta)
-        const batchMaxMs = p.logAppendTimeMs >= 0 ? p.logAppendTimeMs : Number(h.maxTimestamp)
-        if (this.#shouldRoll(segment, b.size, last, batchMaxMs, nowMs)) {
-          if (b.position > sliceStart) buffers.push(p.buf.subarray(sliceStart, b.position))
-          sliceStart = b.position
+      let sliceStart = 0
+      let at = 0
+      for (let i = 0; i < p.batchCount; i++) {
+        const size = batchSize(buf, at)
+        const lastOffsetDelta = buf.readInt32BE(at + BatchOffsets.lastOffsetDelta)
+        const batchMaxMs =
+          p.logAppendTimeMs >= 0 ? p.logAppendTimeMs : readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
+        // A replicated batch keeps its offset, which may be far past the segment's range.
+        const firstOffset = assign ? null : buf.readBigInt64BE(at)
+        let first = firstOffset === null ? next : relativeOrOutside(firstOffset, segment.baseOffset)
+        if (this.#shouldRoll(segment, size, first + lastOffsetDelta, batchMaxMs, nowMs)) {
+          if (at > sliceStart) buffers.push(buf.subarray(sliceStart, at))
+          sliceStart = at
           await segment.write(buffers)
           buffers = []
-          this.#logEndOffset = this.#nextOffset
-          segment = await this.#roll(first, nowMs)
+          this.#nextOffset = this.#logEndOffset = segment.baseOffset + BigInt(next)
+          segment = await this.#roll(firstOffset ?? this.#nextOffset, nowMs)
+          first = 0
         }
-        if (assign) setBaseOffset(p.buf, b.position, first)
-        if (p.leaderEpoch !== undefined) setPartitionLeaderEpoch(p.buf, b.position, p.leaderEpoch)
-        segment.registerAppend({ size: b.size, lastOffset: last, maxTimestampMs: batchMaxMs })
+        if (assign) segment.writeOffset(buf, at, first)
+        if (p.leaderEpoch !== undefined)
+          buf.writeInt32BE(p.leaderEpoch, at + BatchOffsets.partitionLeaderEpoch)
+        const last = first + lastOffsetDelta
+        segment.registerAppend(size, last, batchMaxMs)
         if (batchMaxMs > maxTimestampMs) maxTimestampMs = batchMaxMs
-        this.#nextOffset = last + 1n
-        if (this.#hooks.onBatch !== undefined)
-          this.#hooks.onBatch(readBatchHeader(p.buf, b.position), 'append')
+        if (i === 0) baseOffset = firstOffset ?? segment.baseOffset + BigInt(first)
+        next = last + 1
+        if (onBatch !== undefined) onBatch(readBatchHeader(buf, at), 'append')
+        at += size
       }
-      const lastBatch = p.batches[p.batches.length - 1]!
-      buffers.push(p.buf.subarray(sliceStart, lastBatch.position + lastBatch.size))
+      this.#nextOffset = segment.baseOffset + BigInt(next)
+      buffers.push(sliceStart === 0 ? buf : buf.subarray(sliceStart))
       this.#messagesWritten += p.recordCount
       p.result = {
         errorCode: 0,
@@ -691,17 +786,18 @@ export class PartitionLog {
     this.#logEndOffset = this.#nextOffset
   }
 
+  /** Whether a batch of `batchBytes` whose last offset is `lastRelative` past the base must roll first. */
   #shouldRoll(
     segment: LogSegment,
     batchBytes: number,
-    lastOffset: bigint,
+    lastRelative: number,
     batchMaxMs: number,
     nowMs: number,
   ): boolean {
     const config = this.#config
     if (segment.size > 0 && segment.size + batchBytes > config.segmentBytes) return true
     if (segment.indexFull) return true
-    if (!segment.canHoldOffset(lastOffset)) return true
+    if (lastRelative > INT32_MAX) return true
     if (segment.size > 0) {
       // Kafka's timeWaitedForRoll: by record time when the first batch had one, else by wall time.
       const rolling = segment.rollingBasedTimestampMs
@@ -1114,10 +1210,21 @@ export class PartitionLog {
   }
 }
 
-/** CreateTime bounds (message.timestamp.before/after.max.ms), judged on the batch header. */
-function checkTimestamps(h: BatchHeader, nowMs: number, config: LogConfig): string | null {
-  const max = Number(h.maxTimestamp)
-  const base = Number(h.baseTimestamp)
+/** Bytes of the (validated) batch at `at`. */
+function batchSize(buf: Buffer, at: number): number {
+  return LOG_OVERHEAD + buf.readInt32BE(at + BatchOffsets.batchLength)
+}
+
+/** `offset - base` when it can be a segment's relative offset, else a number past INT32_MAX. */
+function relativeOrOutside(offset: bigint, base: bigint): number {
+  const rel = offset - base
+  return rel <= INT32_MAX_BIG ? Number(rel) : INT32_MAX + 1
+}
+
+/** CreateTime bounds (message.timestamp.before/after.max.ms), judged on the batch header at `at`. */
+function checkTimestamps(buf: Buffer, at: number, nowMs: number, config: LogConfig): string | null {
+  const max = readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
+  const base = readInt64AsNumber(buf, at + BatchOffsets.baseTimestamp)
   if (max >= 0 && max - nowMs > config.messageTimestampAfterMaxMs) {
     return `timestamp ${max} is more than message.timestamp.after.max.ms ${config.messageTimestampAfterMaxMs} ahead of the broker's time ${nowMs}`
   }
@@ -1128,10 +1235,10 @@ function checkTimestamps(h: BatchHeader, nowMs: number, config: LogConfig): stri
 }
 
 /** A compacted log refuses records without a key (Kafka's LogValidator: CORRUPT_MESSAGE). */
-function checkKeys(buf: Buffer, b: ScannedBatch): AppendResult | null {
+function checkKeys(buf: Buffer, at: number): AppendResult | null {
   let records: ReturnType<typeof decodeBatch>['records']
   try {
-    records = decodeBatch(buf, b.position, { verifyCrc: false }).records
+    records = decodeBatch(buf, at, { verifyCrc: false }).records
   } catch (e) {
     return { errorCode: ErrorCode.CorruptMessage, errorMessage: `undecodable batch: ${String(e)}` }
   }

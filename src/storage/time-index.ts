@@ -74,13 +74,21 @@ export class TimeIndex {
    * becomes inactive, allowed one past `maxEntries` (a full index rolls the segment first).
    */
   maybeAppend(timestampMs: number, relativeOffset: number, closing = false): boolean {
-    const last = this.lastEntry
-    if (last !== null && timestampMs <= last.timestampMs) return false
+    const n = this.#entries
+    if (n > 0 && timestampMs <= this.#lastTimestampMs) return false
     if (timestampMs < 0) return false
-    assert(closing ? this.#entries <= this.maxEntries : !this.isFull, 'time index is full')
-    assert(last === null || relativeOffset >= last.relativeOffset, 'time index offsets must not decrease')
+    assert(closing ? n <= this.maxEntries : !this.isFull, 'time index is full')
+    assert(
+      n === 0 || relativeOffset >= this.#buf.readInt32BE((n - 1) * TIME_INDEX_ENTRY_BYTES + 8),
+      'time index offsets must not decrease',
+    )
     this.#push(timestampMs, relativeOffset)
     return true
+  }
+
+  /** The last entry's timestamp; the index must not be empty. */
+  get #lastTimestampMs(): number {
+    return Number(this.#buf.readBigInt64BE((this.#entries - 1) * TIME_INDEX_ENTRY_BYTES))
   }
 
   #push(timestampMs: number, relativeOffset: number): void {
