@@ -118,6 +118,7 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     api: Api<unknown, ReqIn, Res, never>,
     body: ReqIn,
     notController: (res: Res) => boolean,
+    wanted?: number,
   ): Promise<Res> {
     const deadline = this.#o.clock.monotonicMs() + this.#o.timeoutMs
     for (;;) {
@@ -131,7 +132,16 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
       } else if (this.#o.status().leaderId !== null && this.#o.status().leaderId !== this.#o.nodeId) {
         const c = await this.#connection()
         if (c !== null) {
-          const version = c.versionFor(api as never)
+          // Forward at the client's version when the controller serves it, so that the answer
+          // carries exactly the fields that version has (as Kafka's forwarding does).
+          const theirs = c.peerVersions.get(api.apiKey)
+          const version =
+            wanted !== undefined &&
+            theirs !== undefined &&
+            wanted >= theirs.minVersion &&
+            wanted <= theirs.maxVersion
+              ? wanted
+              : c.versionFor(api as never)
           if (version === undefined)
             throw new ControllerUnavailableError(`the controller does not serve ${api.name}`)
           try {
@@ -152,12 +162,14 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
 
   createTopics(
     req: CreateTopicsRequestData.CreateTopicsRequest,
+    version?: number,
   ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn> {
     return this.#call(
       this.#local((c) => c.createTopics(req)),
       apis.CreateTopics,
       req,
       (res) => allNotController(res.topics),
+      version,
     )
   }
 
@@ -170,7 +182,7 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     req: CreateTopicsRequestData.CreateTopicsRequest,
   ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn> {
     return this.#call(
-      this.#local((c) => c.createTopics(req, { allowInternal: true })),
+      this.#local((c) => c.createTopics(req, undefined, { allowInternal: true })),
       apis.CreateTopics,
       req,
       (res) => allNotController(res.topics),
@@ -179,45 +191,53 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
 
   deleteTopics(
     req: DeleteTopicsRequestData.DeleteTopicsRequest,
+    version?: number,
   ): Promise<DeleteTopicsResponseData.DeleteTopicsResponseIn> {
     return this.#call(
       this.#local((c) => c.deleteTopics(req)),
       apis.DeleteTopics,
       req,
       (res) => allNotController(res.responses),
+      version,
     )
   }
 
   createPartitions(
     req: CreatePartitionsRequestData.CreatePartitionsRequest,
+    version?: number,
   ): Promise<CreatePartitionsResponseData.CreatePartitionsResponseIn> {
     return this.#call(
       this.#local((c) => c.createPartitions(req)),
       apis.CreatePartitions,
       req,
       (res) => allNotController(res.results),
+      version,
     )
   }
 
   alterConfigs(
     req: AlterConfigsRequestData.AlterConfigsRequest,
+    version?: number,
   ): Promise<AlterConfigsResponseData.AlterConfigsResponseIn> {
     return this.#call(
       this.#local((c) => c.alterConfigs(req)),
       apis.AlterConfigs,
       req,
       (res) => allNotController(res.responses),
+      version,
     )
   }
 
   incrementalAlterConfigs(
     req: IncrementalAlterConfigsRequestData.IncrementalAlterConfigsRequest,
+    version?: number,
   ): Promise<IncrementalAlterConfigsResponseData.IncrementalAlterConfigsResponseIn> {
     return this.#call(
       this.#local((c) => c.incrementalAlterConfigs(req)),
       apis.IncrementalAlterConfigs,
       req,
       (res) => allNotController(res.responses),
+      version,
     )
   }
 
@@ -268,12 +288,14 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
   describeQuorum(
     req: DescribeQuorumRequestData.DescribeQuorumRequest,
     answerHere: () => Promise<DescribeQuorumResponseData.DescribeQuorumResponseIn>,
+    version?: number,
   ): Promise<DescribeQuorumResponseData.DescribeQuorumResponseIn> {
     return this.#call(
       { here: () => this.#o.status().role === 'leader', call: answerHere },
       apis.DescribeQuorum,
       req,
       (res) => res.topics?.[0]?.partitions?.[0]?.errorCode === ErrorCode.NotLeaderOrFollower,
+      version,
     )
   }
 

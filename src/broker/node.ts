@@ -474,6 +474,7 @@ export class WeirNode {
             return await channel.describeQuorum(
               req,
               async () => (await describeQuorumLocal.handle(req, ctx)) as never,
+              ctx.apiVersion,
             )
           } catch (e) {
             const f = controllerFailure(e)

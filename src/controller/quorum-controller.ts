@@ -220,6 +220,7 @@ export class QuorumController {
 
   createTopics(
     req: CreateTopicsRequestData.CreateTopicsRequest,
+    _version?: number,
     internal: { allowInternal?: boolean } = {},
   ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn> {
     const options = {

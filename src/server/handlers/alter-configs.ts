@@ -121,12 +121,13 @@ export function makeAlterConfigsHandler(
   failureOf: FailureOf,
   view: AlterConfigsView,
 ): Handler {
-  return defineHandler(apis.AlterConfigs, {}, async (req) => {
+  return defineHandler(apis.AlterConfigs, {}, async (req, ctx) => {
     const preprocessed = preprocessAlterConfigs(req.resources, false, view)
     const responses = await alterConfigsThroughController(
       req.resources,
       preprocessed,
-      (remaining) => controller.alterConfigs({ resources: remaining, validateOnly: req.validateOnly }),
+      (remaining) =>
+        controller.alterConfigs({ resources: remaining, validateOnly: req.validateOnly }, ctx.apiVersion),
       failureOf,
     )
     return { responses }

@@ -19,21 +19,30 @@ import type {
   IncrementalAlterConfigsResponseData,
 } from '../../protocol/index.ts'
 
+/**
+ * `version` is the client's request version: a broker forwards at that version (as Kafka's
+ * forwarding does), so the answer carries exactly the fields the client's version has.
+ */
 export interface ControllerApi {
   createTopics(
     req: CreateTopicsRequestData.CreateTopicsRequest,
+    version?: number,
   ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn>
   deleteTopics(
     req: DeleteTopicsRequestData.DeleteTopicsRequest,
+    version?: number,
   ): Promise<DeleteTopicsResponseData.DeleteTopicsResponseIn>
   createPartitions(
     req: CreatePartitionsRequestData.CreatePartitionsRequest,
+    version?: number,
   ): Promise<CreatePartitionsResponseData.CreatePartitionsResponseIn>
   alterConfigs(
     req: AlterConfigsRequestData.AlterConfigsRequest,
+    version?: number,
   ): Promise<AlterConfigsResponseData.AlterConfigsResponseIn>
   incrementalAlterConfigs(
     req: IncrementalAlterConfigsRequestData.IncrementalAlterConfigsRequest,
+    version?: number,
   ): Promise<IncrementalAlterConfigsResponseData.IncrementalAlterConfigsResponseIn>
 }
 

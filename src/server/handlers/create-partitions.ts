@@ -4,9 +4,9 @@ import { defineHandler, type Handler } from '../handler.ts'
 import type { ControllerApi, FailureOf } from './controller-api.ts'
 
 export function makeCreatePartitionsHandler(controller: ControllerApi, failureOf: FailureOf): Handler {
-  return defineHandler(apis.CreatePartitions, {}, async (req) => {
+  return defineHandler(apis.CreatePartitions, {}, async (req, ctx) => {
     try {
-      return await controller.createPartitions(req)
+      return await controller.createPartitions(req, ctx.apiVersion)
     } catch (e) {
       const f = failureOf(e)
       return {

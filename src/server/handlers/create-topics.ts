@@ -7,9 +7,9 @@ import { defineHandler, type Handler } from '../handler.ts'
 import type { ControllerApi, FailureOf } from './controller-api.ts'
 
 export function makeCreateTopicsHandler(controller: ControllerApi, failureOf: FailureOf): Handler {
-  return defineHandler(apis.CreateTopics, {}, async (req) => {
+  return defineHandler(apis.CreateTopics, {}, async (req, ctx) => {
     try {
-      return await controller.createTopics(req)
+      return await controller.createTopics(req, ctx.apiVersion)
     } catch (e) {
       const f = failureOf(e)
       return {

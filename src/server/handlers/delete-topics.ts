@@ -4,9 +4,9 @@ import { defineHandler, type Handler } from '../handler.ts'
 import type { ControllerApi, FailureOf } from './controller-api.ts'
 
 export function makeDeleteTopicsHandler(controller: ControllerApi, failureOf: FailureOf): Handler {
-  return defineHandler(apis.DeleteTopics, {}, async (req) => {
+  return defineHandler(apis.DeleteTopics, {}, async (req, ctx) => {
     try {
-      return await controller.deleteTopics(req)
+      return await controller.deleteTopics(req, ctx.apiVersion)
     } catch (e) {
       const f = failureOf(e)
       return {

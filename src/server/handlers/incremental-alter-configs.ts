@@ -18,13 +18,16 @@ export function makeIncrementalAlterConfigsHandler(
   failureOf: FailureOf,
   view: AlterConfigsView,
 ): Handler {
-  return defineHandler(apis.IncrementalAlterConfigs, {}, async (req) => {
+  return defineHandler(apis.IncrementalAlterConfigs, {}, async (req, ctx) => {
     const preprocessed = preprocessAlterConfigs(req.resources, true, view)
     const responses = await alterConfigsThroughController(
       req.resources,
       preprocessed,
       (remaining) =>
-        controller.incrementalAlterConfigs({ resources: remaining, validateOnly: req.validateOnly }),
+        controller.incrementalAlterConfigs(
+          { resources: remaining, validateOnly: req.validateOnly },
+          ctx.apiVersion,
+        ),
       failureOf,
     )
     return { responses }
