@@ -30,6 +30,24 @@ describe('PartitionLog append and read', () => {
     )
   })
 
+  it('writes the appends of one turn with one write, and those made during it with the next', async () => {
+    const { log, disk } = await openSimLog()
+    let before = disk.appends
+    await Promise.all(Array.from({ length: 20 }, (_, i) => log.append(valuesBatch(1, `s${i}`))))
+    assert.equal(disk.appends - before, 1)
+    before = disk.appends
+    const first = Array.from({ length: 20 }, (_, i) => log.append(valuesBatch(1, `t${i}`)))
+    for (let i = 0; i < 5; i++) await null // the first write is under way
+    const second = Array.from({ length: 20 }, (_, i) => log.append(valuesBatch(1, `u${i}`)))
+    const results = await Promise.all([...first, ...second])
+    assert.deepEqual(
+      results.map((r) => (r.errorCode === 0 ? Number(r.baseOffset) : -1)),
+      Array.from({ length: 40 }, (_, i) => 20 + i),
+    )
+    assert.equal(disk.appends - before, 2)
+    assert.equal((await readAll(log)).length, 60)
+  })
+
   it('names files as Kafka does', async () => {
     const { disk, log } = await openSimLog()
     await log.append(valuesBatch(1, 'x'))

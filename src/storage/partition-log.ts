@@ -664,10 +664,13 @@ export class PartitionLog {
 
   /**
    * The writer: takes queued appends in rounds of at most WRITE_ROUND_BYTES_MAX, each written with
-   * one vectored write per segment.
+   * one vectored write per segment. It starts a microtask after the append that found it idle, so
+   * that the appends of the rest of that turn join the first round; later rounds take what queued
+   * while the previous one was being written.
    */
   async #drain(): Promise<void> {
     try {
+      await null
       while (this.#queue.length > 0 && this.#offline === null) {
         const round = this.#takeRound()
         if (this.#spaceWaiters.length > 0) for (const w of this.#spaceWaiters.splice(0)) w()
