@@ -26,6 +26,8 @@ import {
   type DeleteTopicsResponseData,
   type DescribeQuorumRequestData,
   type DescribeQuorumResponseData,
+  type ElectLeadersRequestData,
+  type ElectLeadersResponseData,
   ErrorCode,
   type IncrementalAlterConfigsRequestData,
   type IncrementalAlterConfigsResponseData,
@@ -198,6 +200,19 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
       apis.DeleteTopics,
       req,
       (res) => allNotController(res.responses),
+      version,
+    )
+  }
+
+  electLeaders(
+    req: ElectLeadersRequestData.ElectLeadersRequest,
+    version?: number,
+  ): Promise<ElectLeadersResponseData.ElectLeadersResponseIn> {
+    return this.#call(
+      this.#local((c) => c.electLeaders(req, version)),
+      apis.ElectLeaders,
+      req,
+      (res) => res.errorCode === ErrorCode.NotController,
       version,
     )
   }

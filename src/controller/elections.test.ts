@@ -108,3 +108,60 @@ test('controlled shutdown fences and hands leaderships over; unfencing after res
   assert.equal(part(back, 1).leader, 1)
   assert.equal(part(back, 0).leader, 2, 'a partition with a live leader keeps it')
 })
+
+test('ElectLeaders: preferred gives the partition back to its first replica; unclean only where none leads', async () => {
+  const { electLeaders, ElectionType } = await import('./elections.ts')
+  const { ErrorCode } = await import('../protocol/index.ts')
+  // Broker 1 fenced then back: partition 0 is led by 2, partition 1 is leaderless.
+  let image = commit(cluster(), fenceBroker(cluster(), b(1)))
+  image = commit(image, [
+    pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: b(1), brokerEpoch: 1n, fenced: -1 }),
+  ])
+  // Broker 1 is back but not yet in partition 0's ISR: the preferred leader is not available.
+  const notYet = electLeaders(
+    image,
+    {
+      electionType: ElectionType.Preferred,
+      topicPartitions: [{ topic: 't' as TopicName, partitions: [0] }],
+      timeoutMs: 1000,
+    },
+    2,
+  )
+  assert.equal(
+    notYet.response.replicaElectionResults?.[0]?.partitionResult?.[0]?.errorCode,
+    ErrorCode.PreferredLeaderNotAvailable,
+  )
+  image = commit(image, [
+    pendingRecord(T.PartitionChange, 0, { topicId, partitionId: 0, isr: [b(2), b(3), b(1)] }),
+  ])
+  const preferred = electLeaders(
+    image,
+    { electionType: ElectionType.Preferred, topicPartitions: null, timeoutMs: 1000 },
+    2,
+  )
+  const after = commit(image, preferred.records)
+  assert.equal(part(after, 0).leader, 1)
+  // The preferred election also gave leaderless partition 1 back to its only (live, in-ISR) replica.
+  assert.equal(part(after, 1).leader, 1)
+  // Unclean: partition 0's only ISR member (3) dies; replica 1 is alive but outside the ISR.
+  let lost = commit(after, [
+    pendingRecord(T.PartitionChange, 0, { topicId, partitionId: 0, isr: [b(3)], leader: b(3) }),
+  ])
+  lost = commit(lost, fenceBroker(lost, b(3)))
+  assert.deepEqual([part(lost, 0).leader, part(lost, 0).isr], [-1, [3]])
+  const unclean = electLeaders(
+    lost,
+    {
+      electionType: ElectionType.Unclean,
+      topicPartitions: [{ topic: 't' as TopicName, partitions: [0, 1] }],
+      timeoutMs: 1000,
+    },
+    2,
+  )
+  assert.deepEqual(
+    unclean.response.replicaElectionResults?.[0]?.partitionResult?.map((r) => r.errorCode),
+    [ErrorCode.None, ErrorCode.ElectionNotNeeded],
+  )
+  const recovered = part(commit(lost, unclean.records), 0)
+  assert.deepEqual([recovered.leader, recovered.isr, recovered.leaderRecoveryState], [1, [1], 1])
+})

@@ -5,9 +5,14 @@
  * back. Clean elections only: a leader always comes from the ISR. Pure.
  */
 import { type MetadataImage, NO_LEADER, type PartitionRegistration } from '../metadata/index.ts'
-import type { BrokerId } from '../model/index.ts'
-import { metadataRecordTypes as T } from '../protocol/index.ts'
-import { type PendingRecord, pendingRecord } from './decision.ts'
+import type { BrokerId, TopicName } from '../model/index.ts'
+import {
+  type ElectLeadersRequestData,
+  type ElectLeadersResponseData,
+  ErrorCode,
+  metadataRecordTypes as T,
+} from '../protocol/index.ts'
+import { type Decision, type PendingRecord, pendingRecord } from './decision.ts'
 
 /** Whether a broker can lead or stay in the ISR: registered, unfenced, not shutting down. */
 export type IsAlive = (id: BrokerId) => boolean
@@ -71,4 +76,87 @@ export function electLeaderless(image: MetadataImage, alive: IsAlive): PendingRe
     }
   }
   return records
+}
+
+/** ElectLeadersRequest.ElectionType. */
+export const ElectionType = { Preferred: 0, Unclean: 1 } as const
+
+/**
+ * ElectLeaders (KIP-460): a preferred election gives each named partition to its first replica
+ * when that replica is alive and in the ISR; an unclean election gives a leaderless partition to
+ * its first live replica even outside the ISR (acknowledged writes may be lost: the operator asked).
+ * `topicPartitions` null means every partition, and then only attempted elections are answered.
+ */
+export function electLeaders(
+  image: MetadataImage,
+  req: ElectLeadersRequestData.ElectLeadersRequest,
+  version: number,
+): Decision<ElectLeadersResponseData.ElectLeadersResponseIn> {
+  const type = version >= 1 ? req.electionType : ElectionType.Preferred
+  if (type !== ElectionType.Preferred && type !== ElectionType.Unclean) {
+    return { records: [], response: { errorCode: ErrorCode.InvalidRequest, replicaElectionResults: [] } }
+  }
+  const alive = aliveIn(image)
+  const wanted: Array<{ topic: TopicName; partitions: number[] }> =
+    req.topicPartitions ??
+    [...image.topicsByName.values()].map((t) => ({ topic: t.name, partitions: [...t.partitions.keys()] }))
+  const all = req.topicPartitions === null
+  const records: PendingRecord[] = []
+  const results: ElectLeadersResponseData.ReplicaElectionResultIn[] = []
+  for (const w of wanted) {
+    const topic = image.topicsByName.get(w.topic)
+    const partitionResult: ElectLeadersResponseData.PartitionResultIn[] = []
+    for (const partitionId of [...new Set(w.partitions)]) {
+      const p = topic?.partitions.get(partitionId)
+      const answer = (errorCode: number, errorMessage: string | null) =>
+        partitionResult.push({ partitionId, errorCode, errorMessage })
+      if (topic === undefined || p === undefined) {
+        answer(ErrorCode.UnknownTopicOrPartition, 'The partition does not exist.')
+        continue
+      }
+      if (type === ElectionType.Preferred) {
+        const preferred = p.replicas[0]
+        if (preferred === undefined || p.leader === preferred) {
+          if (!all) answer(ErrorCode.ElectionNotNeeded, 'Leader election not needed for topic partition.')
+          continue
+        }
+        if (!p.isr.includes(preferred) || !alive(preferred)) {
+          answer(
+            ErrorCode.PreferredLeaderNotAvailable,
+            `Failed to elect leader for partition ${w.topic}-${partitionId} under strategy PreferredReplicaPartitionLeaderElectionStrategy`,
+          )
+          continue
+        }
+        records.push(
+          pendingRecord(T.PartitionChange, 0, { topicId: topic.id, partitionId, leader: preferred }),
+        )
+        answer(ErrorCode.None, null)
+        continue
+      }
+      if (p.leader !== NO_LEADER) {
+        if (!all) answer(ErrorCode.ElectionNotNeeded, 'Leader election not needed for topic partition.')
+        continue
+      }
+      const leader = electLeader(p, alive) ?? p.replicas.find((r) => alive(r))
+      if (leader === undefined) {
+        answer(
+          ErrorCode.EligibleLeadersNotAvailable,
+          `Failed to elect leader for partition ${w.topic}-${partitionId} under strategy UncleanLeaderElectionStrategy`,
+        )
+        continue
+      }
+      const clean = p.isr.includes(leader)
+      records.push(
+        pendingRecord(T.PartitionChange, 0, {
+          topicId: topic.id,
+          partitionId,
+          leader,
+          ...(clean ? {} : { isr: [leader], leaderRecoveryState: 1 }),
+        }),
+      )
+      answer(ErrorCode.None, null)
+    }
+    if (partitionResult.length > 0) results.push({ topic: w.topic, partitionResult })
+  }
+  return { records, response: { errorCode: ErrorCode.None, replicaElectionResults: results } }
 }

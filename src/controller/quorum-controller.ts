@@ -23,6 +23,8 @@ import {
   type DeleteTopicsRequestData,
   type DeleteTopicsResponseData,
   decodeMetadataRecord,
+  type ElectLeadersRequestData,
+  type ElectLeadersResponseData,
   ErrorCode,
   encodeMetadataRecord,
   type IncrementalAlterConfigsRequestData,
@@ -33,6 +35,7 @@ import type { ProposeResult, RaftStatus } from '../quorum/index.ts'
 import { brokerHeartbeat, fenceBroker, registerBroker } from './brokers.ts'
 import { alterConfigs, type ConfigDecisionOptions, incrementalAlterConfigs } from './configs.ts'
 import { type ControllerSettings, type Decision, type DecisionContext, pendingRecord } from './decision.ts'
+import { electLeaders } from './elections.ts'
 import { allocateProducerIds } from './producer-ids.ts'
 import { type CreateTopicsOptions, createPartitions, createTopics, deleteTopics } from './topics.ts'
 
@@ -230,6 +233,13 @@ export class QuorumController {
       ...internal,
     }
     return this.#write((image) => createTopics(this.#context(image), req, options))
+  }
+
+  electLeaders(
+    req: ElectLeadersRequestData.ElectLeadersRequest,
+    version = 2,
+  ): Promise<ElectLeadersResponseData.ElectLeadersResponseIn> {
+    return this.#write((image) => electLeaders(image, req, version))
   }
 
   deleteTopics(

@@ -76,6 +76,9 @@ class MemoryController implements ControllerApi {
   deleteTopics(): never {
     throw new Error('not in these tests')
   }
+  electLeaders(): never {
+    throw new Error('not in these tests')
+  }
   createPartitions(): never {
     throw new Error('not in these tests')
   }

@@ -14,6 +14,7 @@ name=$1
 shift
 case "$name" in
   kafka-topics) class=org.apache.kafka.tools.TopicCommand ;;
+  kafka-leader-election) class=org.apache.kafka.tools.LeaderElectionCommand ;;
   kafka-console-producer) class=org.apache.kafka.tools.ConsoleProducer ;;
   kafka-console-consumer) class=org.apache.kafka.tools.consumer.ConsoleConsumer ;;
   kafka-consumer-groups) class=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;

@@ -15,6 +15,8 @@ import type {
   CreateTopicsResponseData,
   DeleteTopicsRequestData,
   DeleteTopicsResponseData,
+  ElectLeadersRequestData,
+  ElectLeadersResponseData,
   IncrementalAlterConfigsRequestData,
   IncrementalAlterConfigsResponseData,
 } from '../../protocol/index.ts'
@@ -32,6 +34,10 @@ export interface ControllerApi {
     req: DeleteTopicsRequestData.DeleteTopicsRequest,
     version?: number,
   ): Promise<DeleteTopicsResponseData.DeleteTopicsResponseIn>
+  electLeaders(
+    req: ElectLeadersRequestData.ElectLeadersRequest,
+    version?: number,
+  ): Promise<ElectLeadersResponseData.ElectLeadersResponseIn>
   createPartitions(
     req: CreatePartitionsRequestData.CreatePartitionsRequest,
     version?: number,
