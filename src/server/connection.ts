@@ -1,11 +1,25 @@
 /**
- * One client connection: frames in, responses out, in order. Like Kafka, a connection's requests
- * are handled one at a time (pipelined requests wait their turn), so responses keep request order.
+ * One client connection: frames in, responses out, in request order. Like Kafka, a connection's
+ * requests are handled one at a time, with one exception: consecutive Produce requests overlap.
+ * Each starts (decodes and appends, in arrival order) while the ones before it wait for their acks
+ * (the fsync with acks=all), so one group-commit fsync covers them all; responses still leave in
+ * request order. Any other request waits until everything before it was answered.
  */
 import type { Socket } from 'node:net'
 import type { Clock, TimerHandle } from '../io/index.ts'
 import { FrameError, FrameReader } from '../protocol/index.ts'
-import { correlationIdOf, type Dispatcher } from './dispatcher.ts'
+import { correlationIdOf, type Dispatcher, type DispatchResult } from './dispatcher.ts'
+
+/** The api key of a request frame (its first two bytes). Produce is 0. */
+const PRODUCE_API_KEY = 0
+
+/** A request being handled; its response is written once every earlier one was. */
+interface InFlight {
+  readonly frame: Buffer
+  readonly produce: boolean
+  /** Set when the handler finished: the response, or the error it threw. */
+  outcome: { readonly result: DispatchResult } | { readonly error: unknown } | null
+}
 
 /** How long a gracefully closed socket may take to flush before it is destroyed. */
 const GRACEFUL_CLOSE_MS = 1000
@@ -41,8 +55,10 @@ export class Connection {
   readonly #listenerName: string
   readonly #frames: FrameReader
   readonly #queue: Buffer[] = []
+  /** Bytes of the frames queued or in flight (their responses not yet written). */
   #queuedBytes = 0
-  #processing = false
+  /** Requests started and not yet answered, in request order: one, or consecutive Produces. */
+  readonly #inFlight: InFlight[] = []
   #closed = false
   /** The socket is paused because the queue is full. */
   #readerPaused = false
@@ -91,7 +107,7 @@ export class Connection {
 
   /** True while a request is queued or being handled. */
   get busy(): boolean {
-    return this.#processing || this.#queue.length > 0
+    return this.#inFlight.length > 0 || this.#queue.length > 0
   }
 
   #onData(chunk: Buffer): void {
@@ -109,7 +125,7 @@ export class Connection {
   #readFrames(): void {
     while (!this.#closed && !this.#readingStopped) {
       if (
-        this.#queue.length >= this.#limits.inFlightRequestsMax ||
+        this.#queue.length + this.#inFlight.length >= this.#limits.inFlightRequestsMax ||
         this.#queuedBytes >= this.#limits.inFlightBytesMax
       ) {
         if (!this.#readerPaused) {
@@ -147,46 +163,75 @@ export class Connection {
     throw e
   }
 
-  /** Handles queued frames one at a time while the socket accepts writes. */
+  /**
+   * Starts queued frames while the socket accepts writes: the next one when nothing is in flight,
+   * or a Produce after Produces only.
+   */
   #pump(): void {
-    if (this.#processing || this.#closed) return
-    if (this.#socket.writableNeedDrain) return
-    const frame = this.#queue.shift()
-    if (frame === undefined) {
-      this.#resolveDrained()
-      return
+    while (!this.#closed && !this.#socket.writableNeedDrain) {
+      const frame = this.#queue[0]
+      if (frame === undefined) {
+        this.#resolveDrained()
+        return
+      }
+      const produce = frame.length >= 2 && frame.readInt16BE(0) === PRODUCE_API_KEY
+      const inFlight = this.#inFlight
+      if (inFlight.length > 0 && !(produce && inFlight[inFlight.length - 1]!.produce)) return
+      this.#queue.shift()
+      const entry: InFlight = { frame, produce, outcome: null }
+      inFlight.push(entry)
+      this.#dispatcher
+        .dispatch(frame, {
+          connectionId: this.id,
+          clientAddress: this.clientAddress,
+          listenerName: this.#listenerName,
+        })
+        .then(
+          (result) => {
+            entry.outcome = { result }
+            this.#answer()
+          },
+          (error: unknown) => {
+            entry.outcome = { error }
+            this.#answer()
+          },
+        )
     }
-    this.#queuedBytes -= frame.length
-    this.#processing = true
-    void this.#handle(frame)
   }
 
-  async #handle(frame: Buffer): Promise<void> {
-    try {
-      const result = await this.#dispatcher.dispatch(frame, {
-        connectionId: this.id,
-        clientAddress: this.clientAddress,
-        listenerName: this.#listenerName,
-      })
-      if (this.#closed) return
+  /** Writes the responses that are ready, in request order, then takes the next frames. */
+  #answer(): void {
+    if (this.#closed) return
+    const inFlight = this.#inFlight
+    let corked = false
+    while (inFlight.length > 0 && inFlight[0]!.outcome !== null) {
+      const { frame, outcome } = inFlight.shift()!
+      this.#queuedBytes -= frame.length
+      if ('error' in outcome!) {
+        if (corked) this.#socket.uncork()
+        this.#events.onHandlerError(this.id, outcome.error)
+        this.close()
+        return
+      }
+      const result = outcome!.result
       if (result.kind === 'close') {
+        if (corked) this.#socket.uncork()
         const cid = correlationIdOf(frame)
         this.#events.onProtocolError(this.id, `${result.reason} (correlation id ${cid ?? '?'})`)
         this.close()
         return
       }
       if (result.kind === 'response') {
-        this.#socket.cork()
+        if (!corked) {
+          this.#socket.cork()
+          corked = true
+        }
         for (const piece of result.frame) this.#socket.write(piece)
-        this.#socket.uncork()
-        this.#lastActivityMs = this.#clock.monotonicMs()
       }
-    } catch (e) {
-      this.#events.onHandlerError(this.id, e)
-      this.close()
-      return
-    } finally {
-      this.#processing = false
+    }
+    if (corked) {
+      this.#socket.uncork()
+      this.#lastActivityMs = this.#clock.monotonicMs()
     }
     if (this.#readerPaused && !this.#readingStopped) this.#readFrames()
     else this.#pump()
@@ -234,6 +279,7 @@ export class Connection {
     this.#closed = true
     if (this.#idleTimer !== null) this.#clock.clearTimer(this.#idleTimer)
     this.#queue.length = 0
+    this.#inFlight.length = 0
     this.#queuedBytes = 0
     if (graceful) {
       this.#socket.end()

@@ -202,3 +202,66 @@ describe('listener (real sockets)', () => {
     await c.closed
   })
 })
+
+describe('pipelined Produce requests (real sockets)', () => {
+  test('consecutive Produces overlap and answer in request order; other requests wait their turn', async () => {
+    const events: string[] = []
+    const registry = new HandlerRegistry()
+    // The first Produce is the slowest to finish, as one waiting for a fsync behind later appends.
+    const delays = new Map<number, number>([
+      [1, 60],
+      [2, 10],
+      [3, 0],
+      [5, 0],
+    ])
+    registry.register(
+      makeApiVersionsHandler(registry, () => NO_FEATURES),
+      defineHandler(apis.Produce, { minVersion: 3 }, async (req, ctx) => {
+        const cid = ctx.header.correlationId
+        events.push(`start ${cid}`)
+        await new Promise((resolve) => setTimeout(resolve, delays.get(cid) ?? 0))
+        events.push(`end ${cid}`)
+        return req.acks === 0 ? NO_RESPONSE : { responses: [] }
+      }),
+    )
+    const listener = new Listener({
+      listenerName: 'PLAINTEXT',
+      host: '127.0.0.1',
+      port: 0,
+      dispatcher: new Dispatcher(registry),
+      clock: systemClock,
+      limits: {
+        requestBytesMax: 1024 * 1024,
+        inFlightRequestsMax: 8,
+        inFlightBytesMax: 1024 * 1024,
+        connectionsMaxIdleMs: 10_000,
+        connectionsMax: 8,
+      },
+      log: () => {},
+    })
+    const { port } = await listener.start()
+    const produce = (correlationId: number, acks: number) =>
+      Buffer.concat(
+        encodeRequest(
+          apis.Produce,
+          { requestApiVersion: 9, correlationId, clientId: 't' },
+          { acks, timeoutMs: 1000, topicData: [] },
+        ),
+      )
+    const c = new RawClient(port)
+    // Produce 1, 2, 3 (acks=0: no answer), ApiVersions 4, Produce 5.
+    c.socket.write(
+      Buffer.concat([produce(1, 1), produce(2, 1), produce(3, 0), apiVersionsFrame(3, 4), produce(5, 1)]),
+    )
+    const frames = await c.waitFrames(4)
+    assert.deepEqual(
+      frames.map((f) => f.readInt32BE(0)),
+      [1, 2, 4, 5],
+    )
+    assert.deepEqual(events.slice(0, 3), ['start 1', 'start 2', 'start 3'])
+    // Produce 5 starts only after everything before the ApiVersions request was answered.
+    assert.ok(events.indexOf('start 5') > events.indexOf('end 1'))
+    c.socket.destroy()
+    await listener.stop(1000)
+  })
+})
