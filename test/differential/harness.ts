@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { KafkaConnection } from '../../src/client/index.ts'
@@ -92,6 +92,18 @@ function requireJava(): void {
 }
 
 /** A Kafka broker and a Weir node with the same settings, and a connection to each. */
+const START_ATTEMPTS = 3
+
+/** Whether a failed start was a port another process took (the logs say so). */
+function portTaken(e: unknown): boolean {
+  const dir = /logs in (\S+)\)/.exec((e as Error).message)?.[1]
+  if (dir === undefined) return false
+  for (const log of [join(dir, 'kafka/server-logs/server.log')]) {
+    if (existsSync(log) && /Address already in use/.test(readFileSync(log, 'utf8'))) return true
+  }
+  return /EADDRINUSE|Address already in use/.test(String((e as Error & { cause?: unknown }).cause ?? ''))
+}
+
 export class Pair {
   readonly kafka: KafkaConnection
   readonly weir: KafkaConnection
@@ -120,6 +132,19 @@ export class Pair {
    * Fails, never skips, when Java or the Kafka jars cannot be had.
    */
   static async start(name: string, settings: Record<string, string> = {}): Promise<Pair> {
+    // Ports are chosen free, then bound by two processes a moment later: another process's
+    // ephemeral port can take one in between. Such a start is retried with fresh ports.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await Pair.#startOnce(name, settings)
+      } catch (e) {
+        if (attempt >= START_ATTEMPTS || !portTaken(e)) throw e
+        console.log(`differential: ${(e as Error).message}: retrying with other ports`)
+      }
+    }
+  }
+
+  static async #startOnce(name: string, settings: Record<string, string>): Promise<Pair> {
     requireJava()
     process.env.KAFKA_VERSION = KAFKA_REFERENCE_VERSION
     const dir = tempDir(`weir-diff-${name}-`)
