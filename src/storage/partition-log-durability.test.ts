@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { config, DIR, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
+import { batch, config, DIR, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
 import { SeededRandom } from '../io/index.ts'
 import { offsetFileName } from './log-segment.ts'
 import { PartitionLog } from './partition-log.ts'
@@ -50,6 +50,29 @@ describe('PartitionLog flush', () => {
     const r = await appended
     assert.equal(r.errorCode, 0)
     assert.equal(disk.unsyncedBytes(`${seg0}.log`), 0, 'acknowledged with flush but not durable')
+  })
+
+  it('starts the fsync of a large burst after its first half, writing the rest meanwhile', async () => {
+    const { log, disk } = await openSimLog()
+    const seen: number[] = []
+    disk.setHook((op) => {
+      if (op === 'sync') seen.push(disk.bytesAppended)
+      return undefined
+    })
+    const before = disk.bytesAppended
+    const value = 'x'.repeat(128 * 1024 - 100)
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => log.append(batch([{ value }]), { flush: true })),
+    )
+    disk.setHook(null)
+    assert.ok(results.every((r) => r.errorCode === 0))
+    const size = batch([{ value }]).length
+    assert.deepEqual(
+      seen.map((n) => n - before),
+      [4 * size, 8 * size],
+      'the first fsync covers the first half, the second the rest',
+    )
+    assert.equal(disk.unsyncedBytes(`${seg0}.log`), 0)
   })
 
   it('flushes by itself after flush.messages records', async () => {

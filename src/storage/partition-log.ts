@@ -155,6 +155,12 @@ const READ_BUFFER_BYTES_DEFAULT = 1024 * 1024
 const APPEND_QUEUE_BYTES_MAX_DEFAULT = 64 * 1024 * 1024
 /** One write round takes at most this many queued bytes (one writev). */
 const WRITE_ROUND_BYTES_MAX = 1024 * 1024
+/**
+ * A round of appends waiting for an fsync, written while no fsync runs, takes at most this many
+ * bytes: the fsync then starts after them while the rest of the burst is validated and written,
+ * instead of after all of it (two cohorts whose CPU and writes overlap each other's fsync).
+ */
+const FLUSH_ROUND_BYTES_FIRST = WRITE_ROUND_BYTES_MAX / 2
 const EMPTY = Buffer.alloc(0)
 
 const INT32_MAX = 0x7fffffff
@@ -704,14 +710,15 @@ export class PartitionLog {
 
   #takeRound(): PendingAppend[] {
     const queue = this.#queue
-    if (this.#queuedBytes <= WRITE_ROUND_BYTES_MAX) {
+    const max = this.#flushRound === null && queue[0]!.flush ? FLUSH_ROUND_BYTES_FIRST : WRITE_ROUND_BYTES_MAX
+    if (this.#queuedBytes <= max) {
       this.#queue = []
       this.#queuedBytes = 0
       return queue
     }
     let bytes = queue[0]!.buf.length
     let n = 1
-    while (n < queue.length && bytes + queue[n]!.buf.length <= WRITE_ROUND_BYTES_MAX) {
+    while (n < queue.length && bytes + queue[n]!.buf.length <= max) {
       bytes += queue[n]!.buf.length
       n++
     }
