@@ -71,7 +71,11 @@ async function createTopic(topic: string, partitions: number, records: number): 
 }
 
 async function produce(topic: string, from: number, count: number, partitions: number): Promise<void> {
-  const producer = kafka.producer()
+  // Idempotent: the partitions become leaders one by one after CreateTopics (waitForLeaders only
+  // sees the metadata), so a send to several partitions can succeed on some and fail on others
+  // with NOT_LEADER_OR_FOLLOWER; KafkaJS then resends the whole request, and without idempotence
+  // the partitions that took it would have their records twice.
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
   await producer.connect()
   await producer.send({
     topic,
