@@ -12,7 +12,7 @@ import kafkajs from 'kafkajs'
 import SnappyCodec from 'kafkajs-snappy'
 import * as lz4 from 'lz4js'
 import { hash as xxh32 } from 'lz4js/xxh32.js'
-import { freePorts, tempDir, WeirProcess } from '../support/weir-process.ts'
+import { freePorts, tempDir, WeirProcess, waitFor } from '../support/weir-process.ts'
 
 const { CompressionCodecs, CompressionTypes, Kafka, logLevel } = kafkajs
 
@@ -224,6 +224,14 @@ describe('kafkajs against weir start', () => {
     await admin.createTopics({
       topics: [{ topic: 'codecs', numPartitions: PARTITIONS }],
       waitForLeaders: true,
+    })
+    // CreateTopics answers once the controller committed the topic; the broker takes leadership a
+    // moment later, partition by partition (as Kafka). The default producer is not idempotent and
+    // kafkajs resends a whole multi-partition request when one partition is refused, so produce only
+    // once every partition answers ListOffsets (otherwise a resend can legally duplicate records).
+    await waitFor('every partition to be served', async () => {
+      const offsets = await admin.fetchTopicOffsets('codecs')
+      return offsets.length === PARTITIONS ? true : undefined
     })
     await admin.disconnect()
     const producer = kafka.producer({ allowAutoTopicCreation: false })
