@@ -337,11 +337,13 @@ export class LogSegment {
     this.writtenSize = this.size = before
     const { validBytes, problem } = await this.rebuild('validate')
     const truncatedBytes = before - validBytes
+    this.size = this.writtenSize = validBytes
     if (truncatedBytes > 0) {
       await this.#truncateFile(validBytes)
+      // The sizes are set first: a sync records the size it covers from writtenSize, and recording
+      // the size before the cut would later vouch for unsynced appends that reach that length.
       await this.sync()
     }
-    this.size = this.writtenSize = validBytes
     return { truncatedBytes, problem }
   }
 

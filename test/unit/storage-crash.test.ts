@@ -158,7 +158,27 @@ async function runScenario(s: Scenario): Promise<void> {
 
 describe('partition log under simulated crashes', () => {
   it('recovers a prefix of what was written that holds everything flushed', async () => {
-    await fc.assert(fc.asyncProperty(scenarioArb, runScenario), { numRuns: 150 })
+    await fc.assert(fc.asyncProperty(scenarioArb, runScenario), {
+      numRuns: 150,
+      examples: [
+        // Found in CI: recovery cut a torn tail, but its sync recorded the size before the cut, so a
+        // later flush that brought the file back to that length skipped its fsync.
+        [
+          {
+            ops: [
+              { kind: 'append', records: 3, concurrent: 4 },
+              { kind: 'flush' },
+              { kind: 'append', records: 1, concurrent: 1 },
+            ],
+            crashAtOp: 0,
+            seed: 10,
+            garbage: true,
+            useRecoveryPoint: false,
+            segmentBytes: 600,
+          },
+        ],
+      ],
+    })
   })
 
   it('survives a crash at every disk operation of one fixed run', async () => {
