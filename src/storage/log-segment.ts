@@ -584,10 +584,17 @@ export class LogSegment {
     if (truncations === this.#truncations && upTo > this.#syncedSize) this.#syncedSize = upTo
   }
 
+  /**
+   * Cut the file to `size`. The sizes change first and the truncation count moves on both sides of
+   * the cut: a sync that starts or ends while the file is being cut then vouches for nothing (it
+   * could otherwise record the size before the cut, which appends later reach again unsynced).
+   */
   async #truncateFile(size: number): Promise<void> {
     this.#truncations++
     this.#syncedSize = -1
+    this.size = this.writtenSize = size
     await this.#file.truncate(size)
+    this.#truncations++
   }
 
   /** Rename all files from the current suffix to `suffix` (`.deleted`, `.swap`, '' ...). */

@@ -75,6 +75,28 @@ describe('PartitionLog flush', () => {
     assert.equal(disk.unsyncedBytes(`${seg0}.log`), 0)
   })
 
+  it('a flush during a truncation does not vouch for the bytes later written back to the old size', async () => {
+    const { log, disk } = await openSimLog()
+    for (const name of ['a', 'b', 'c']) await log.append(valuesBatch(1, name))
+    await log.flush()
+    let release: () => void = () => undefined
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    disk.setHook((op) => (op === 'truncate' ? held.then(() => undefined) : undefined))
+    const truncated = log.truncateTo(1n)
+    for (let i = 0; i < 50; i++) await null // the truncate is held at the disk
+    await log.flush() // an fsync while the file is being cut
+    disk.setHook(null)
+    release()
+    await truncated
+    // Back to the size before the cut, with the same batch sizes, the last one acknowledged durable.
+    await log.append(valuesBatch(1, 'B'))
+    const r = await log.append(valuesBatch(1, 'C'), { flush: true })
+    assert.equal(r.errorCode, 0)
+    assert.equal(disk.unsyncedBytes(`${seg0}.log`), 0, 'acknowledged with flush but not durable')
+  })
+
   it('flushes by itself after flush.messages records', async () => {
     const { log, disk } = await openSimLog({ flushMessages: 5 })
     for (let i = 0; i < 4; i++) await log.append(valuesBatch(1, 'x'))
