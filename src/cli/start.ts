@@ -100,6 +100,17 @@ export async function runStart(argv: readonly string[]): Promise<number> {
     if (quiet && level !== 'error') return
     process.stderr.write(`[${new Date().toISOString()}] ${level.toUpperCase()} ${message}\n`)
   }
+  // Signals are handled from the first moment, so that a SIGTERM that arrives during start-up or
+  // right as the ready line is printed still stops the node cleanly (instead of the default action),
+  // and a second signal during shutdown does not kill it halfway.
+  let requested: string | null = null
+  let onSignal: ((signal: string) => void) | null = null
+  const signal = (name: string) => {
+    if (onSignal !== null) onSignal(name)
+    else requested ??= name
+  }
+  process.on('SIGTERM', () => signal('SIGTERM'))
+  process.on('SIGINT', () => signal('SIGINT'))
   let node: WeirNode
   try {
     node = await WeirNode.start({ staticConfig: config, log })
@@ -130,8 +141,8 @@ export async function runStart(argv: readonly string[]): Promise<number> {
         },
       )
     }
-    process.once('SIGTERM', () => stop('SIGTERM'))
-    process.once('SIGINT', () => stop('SIGINT'))
+    onSignal = stop
+    if (requested !== null) stop(requested)
   })
   // A stop that failed (a log dir gone or failing) can leave listeners and timers open, and the
   // process would never end: exit as after a crash; the next start recovers the logs.

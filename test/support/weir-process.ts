@@ -57,7 +57,12 @@ export class WeirProcess {
   async start(timeoutMs = 30_000): Promise<void> {
     const child = spawn(NODE, [WEIR, 'start', ...this.args], { stdio: ['ignore', 'pipe', 'pipe'] })
     this.#child = child
-    this.#exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)))
+    this.#exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        if (signal !== null) this.#output += `\n[weir-process: killed by ${signal}]\n`
+        resolve(code)
+      }),
+    )
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`not ready within ${timeoutMs} ms:\n${this.#output}`)),
