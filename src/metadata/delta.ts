@@ -25,6 +25,8 @@ import {
   type BrokerRegistration,
   type ControllerRegistration,
   configKey,
+  type Endpoint,
+  type FeatureRange,
   type MetadataImage,
   type PartitionRegistration,
   type Provenance,
@@ -41,6 +43,23 @@ const NO_LEADER_CHANGE = -2
 /** BrokerRegistrationChangeRecord.fenced values (Kafka's BrokerRegistrationFencingChange). */
 const FENCE = 1
 const UNFENCE = -1
+
+/** A registration record's endpoint, without its tagged-field bookkeeping. */
+function endpointOf(e: { name: string; host: string; port: number; securityProtocol: number }): Endpoint {
+  return { name: e.name, host: e.host, port: e.port, securityProtocol: e.securityProtocol }
+}
+
+function featureOf(f: {
+  name: string
+  minSupportedVersion: number
+  maxSupportedVersion: number
+}): FeatureRange {
+  return {
+    name: f.name,
+    minSupportedVersion: f.minSupportedVersion,
+    maxSupportedVersion: f.maxSupportedVersion,
+  }
+}
 
 /** What one applied delta changed, for the components that reconcile to it. */
 export interface MetadataChanges {
@@ -276,17 +295,8 @@ export class MetadataDelta {
       id: r.brokerId,
       epoch: r.brokerEpoch,
       incarnationId: r.incarnationId,
-      endpoints: r.endPoints.map((e) => ({
-        name: e.name,
-        host: e.host,
-        port: e.port,
-        securityProtocol: e.securityProtocol,
-      })),
-      features: r.features.map((f) => ({
-        name: f.name,
-        minSupportedVersion: f.minSupportedVersion,
-        maxSupportedVersion: f.maxSupportedVersion,
-      })),
+      endpoints: r.endPoints.map(endpointOf),
+      features: r.features.map(featureOf),
       rack: r.rack,
       fenced: r.fenced,
       inControlledShutdown: r.inControlledShutdown,
@@ -317,17 +327,8 @@ export class MetadataDelta {
     this.#controllers.set(id, {
       id,
       incarnationId: r.incarnationId,
-      endpoints: r.endPoints.map((e) => ({
-        name: e.name,
-        host: e.host,
-        port: e.port,
-        securityProtocol: e.securityProtocol,
-      })),
-      features: r.features.map((f) => ({
-        name: f.name,
-        minSupportedVersion: f.minSupportedVersion,
-        maxSupportedVersion: f.maxSupportedVersion,
-      })),
+      endpoints: r.endPoints.map(endpointOf),
+      features: r.features.map(featureOf),
     })
   }
 
