@@ -88,9 +88,16 @@ export function freePort(): Promise<number> {
   })
 }
 
-/** A KRaft cluster id: 16 random bytes, base64url without padding (what `kafka-storage random-uuid` prints). */
+/**
+ * A KRaft cluster id: 16 random bytes, base64url without padding (what `kafka-storage random-uuid`
+ * prints). Like Kafka's `Uuid.randomUuid()`, never one that starts with '-': the storage tool's
+ * argument parser would read `-t -abc…` as an unknown flag and refuse to format (1 run in 64).
+ */
 export function randomClusterId(): string {
-  return randomBytes(16).toString('base64url')
+  for (;;) {
+    const id = randomBytes(16).toString('base64url')
+    if (!id.startsWith('-')) return id
+  }
 }
 
 function serverProperties(o: {
@@ -168,7 +175,7 @@ export async function startKafka(options: KafkaOptions): Promise<KafkaBroker> {
       'java',
       java(
         libs,
-        ['kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile, '--ignore-formatted'],
+        ['kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propsFile, '--ignore-formatted'],
         256,
         logsDir,
       ),
