@@ -175,7 +175,14 @@ export async function startKafka(options: KafkaOptions): Promise<KafkaBroker> {
       'java',
       java(
         libs,
-        ['kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propsFile, '--ignore-formatted'],
+        [
+          'kafka.tools.StorageTool',
+          'format',
+          `--cluster-id=${clusterId}`,
+          '-c',
+          propsFile,
+          '--ignore-formatted',
+        ],
         256,
         logsDir,
       ),
