@@ -12,6 +12,8 @@ import {
   type AllocateProducerIdsResponseData,
   type AlterConfigsRequestData,
   type AlterConfigsResponseData,
+  type AlterPartitionRequestData,
+  type AlterPartitionResponseData,
   type Api,
   apis,
   type BrokerHeartbeatRequestData,
@@ -285,6 +287,21 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     return this.#call(
       this.#local((c) => c.allocateProducerIds(req)),
       apis.AllocateProducerIds,
+      req,
+      (res) => res.errorCode === ErrorCode.NotController,
+    )
+  }
+
+  /**
+   * A partition leader's ISR change (KIP-497) at the newest version both ends have. Per-partition
+   * errors are the caller's to act on; NOT_CONTROLLER (top level) is retried here.
+   */
+  alterPartition(
+    req: AlterPartitionRequestData.AlterPartitionRequest,
+  ): Promise<AlterPartitionResponseData.AlterPartitionResponseIn> {
+    return this.#call(
+      this.#local((c) => c.alterPartition(req)),
+      apis.AlterPartition,
       req,
       (res) => res.errorCode === ErrorCode.NotController,
     )

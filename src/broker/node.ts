@@ -43,6 +43,7 @@ import {
   Listener,
   makeAllocateProducerIdsHandler,
   makeAlterConfigsHandler,
+  makeAlterPartitionHandler,
   makeApiVersionsHandler,
   makeBrokerRegistrationHandlers,
   makeCreatePartitionsHandler,
@@ -433,6 +434,7 @@ export class WeirNode {
           makeCreatePartitionsHandler(controller, controllerFailure),
           makeElectLeadersHandler(controller, controllerFailure),
           makeAllocateProducerIdsHandler(controller, controllerFailure),
+          makeAlterPartitionHandler(controller, controllerFailure),
           describeConfigs,
           makeAlterConfigsHandler(controller, controllerFailure, { nodeId, brokerListener: false }),
           makeIncrementalAlterConfigsHandler(controller, controllerFailure, {

@@ -1,5 +1,6 @@
 /** The active controller's decisions: requests and heartbeats in, metadata records out. */
 
+export * from './alter-partition.ts'
 export * from './brokers.ts'
 export * from './configs.ts'
 export * from './decision.ts'

@@ -12,6 +12,8 @@ import {
   type AllocateProducerIdsResponseData,
   type AlterConfigsRequestData,
   type AlterConfigsResponseData,
+  type AlterPartitionRequestData,
+  type AlterPartitionResponseData,
   type BrokerHeartbeatRequestData,
   type BrokerHeartbeatResponseData,
   type BrokerRegistrationRequestData,
@@ -32,6 +34,7 @@ import {
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
 import type { ProposeResult, RaftStatus } from '../quorum/index.ts'
+import { alterPartition } from './alter-partition.ts'
 import { brokerHeartbeat, fenceBroker, registerBroker } from './brokers.ts'
 import { alterConfigs, type ConfigDecisionOptions, incrementalAlterConfigs } from './configs.ts'
 import { type ControllerSettings, type Decision, type DecisionContext, pendingRecord } from './decision.ts'
@@ -271,6 +274,14 @@ export class QuorumController {
     req: AllocateProducerIdsRequestData.AllocateProducerIdsRequest,
   ): Promise<AllocateProducerIdsResponseData.AllocateProducerIdsResponseIn> {
     return this.#write((image) => allocateProducerIds(image, req))
+  }
+
+  /** A partition leader's ISR change (KIP-497), answered once its PartitionChangeRecords commit. */
+  alterPartition(
+    req: AlterPartitionRequestData.AlterPartitionRequest,
+    version = 3,
+  ): Promise<AlterPartitionResponseData.AlterPartitionResponseIn> {
+    return this.#write((image) => alterPartition(image, req, version))
   }
 
   #configOptions(): ConfigDecisionOptions {

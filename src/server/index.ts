@@ -11,6 +11,7 @@ export {
 } from './handler.ts'
 export * from './handlers/allocate-producer-ids.ts'
 export * from './handlers/alter-configs.ts'
+export * from './handlers/alter-partition.ts'
 export { type FeatureView, makeApiVersionsHandler } from './handlers/api-versions.ts'
 export * from './handlers/broker-registration.ts'
 export * from './handlers/controller-api.ts'
