@@ -12,6 +12,8 @@ import {
   type AllocateProducerIdsResponseData,
   type AlterConfigsRequestData,
   type AlterConfigsResponseData,
+  type AlterPartitionReassignmentsRequestData,
+  type AlterPartitionReassignmentsResponseData,
   type AlterPartitionRequestData,
   type AlterPartitionResponseData,
   type Api,
@@ -33,9 +35,16 @@ import {
   ErrorCode,
   type IncrementalAlterConfigsRequestData,
   type IncrementalAlterConfigsResponseData,
+  type ListPartitionReassignmentsRequestData,
+  type ListPartitionReassignmentsResponseData,
 } from '../protocol/index.ts'
 import type { RaftStatus } from '../quorum/index.ts'
-import type { ControllerApi, ControllerFailure, ControllerRegistrationApi } from '../server/index.ts'
+import type {
+  ControllerApi,
+  ControllerFailure,
+  ControllerRegistrationApi,
+  ReassignmentApi,
+} from '../server/index.ts'
 import type { VoterSpec } from './node-config.ts'
 
 /** The controller could not be reached before the deadline. */
@@ -73,7 +82,7 @@ export function controllerFailure(e: unknown): ControllerFailure {
   return { errorCode: ErrorCode.UnknownServerError, message: e instanceof Error ? e.message : String(e) }
 }
 
-export class ControllerChannel implements ControllerApi, ControllerRegistrationApi {
+export class ControllerChannel implements ControllerApi, ControllerRegistrationApi, ReassignmentApi {
   readonly #o: ControllerChannelOptions
   #conn: { id: BrokerId; c: Promise<KafkaConnection> } | null = null
   #closed = false
@@ -213,6 +222,32 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     return this.#call(
       this.#local((c) => c.electLeaders(req, version)),
       apis.ElectLeaders,
+      req,
+      (res) => res.errorCode === ErrorCode.NotController,
+      version,
+    )
+  }
+
+  alterPartitionReassignments(
+    req: AlterPartitionReassignmentsRequestData.AlterPartitionReassignmentsRequest,
+    version?: number,
+  ): Promise<AlterPartitionReassignmentsResponseData.AlterPartitionReassignmentsResponseIn> {
+    return this.#call(
+      this.#local((c) => c.alterPartitionReassignments(req)),
+      apis.AlterPartitionReassignments,
+      req,
+      (res) => res.errorCode === ErrorCode.NotController,
+      version,
+    )
+  }
+
+  listPartitionReassignments(
+    req: ListPartitionReassignmentsRequestData.ListPartitionReassignmentsRequest,
+    version?: number,
+  ): Promise<ListPartitionReassignmentsResponseData.ListPartitionReassignmentsResponseIn> {
+    return this.#call(
+      this.#local((c) => c.listPartitionReassignments(req)),
+      apis.ListPartitionReassignments,
       req,
       (res) => res.errorCode === ErrorCode.NotController,
       version,

@@ -55,6 +55,7 @@ import {
   makeElectLeadersHandler,
   makeIncrementalAlterConfigsHandler,
   makeMetadataHandler,
+  makePartitionReassignmentHandlers,
   makeRaftHandlers,
 } from '../server/index.ts'
 import {
@@ -264,6 +265,11 @@ export class WeirNode {
           createdTopicConfigs(this.image, overrides, this.configSource),
         configs: { ...this.configSource, controllerIds: config.voters.map((v) => v.id) },
         bootstrapFeatures: new Map([['metadata.version', METADATA_VERSION]]),
+        leaderBalance: {
+          enabled: effective.boolean('auto.leader.rebalance.enable'),
+          intervalMs: effective.long('leader.imbalance.check.interval.seconds') * 1000,
+          percentage: effective.int('leader.imbalance.per.broker.percentage'),
+        },
         log: this.#log,
       })
       this.#loader.subscribe((p) => this.#controller?.onPublish(p))
@@ -433,6 +439,7 @@ export class WeirNode {
           makeDeleteTopicsHandler(controller, controllerFailure),
           makeCreatePartitionsHandler(controller, controllerFailure),
           makeElectLeadersHandler(controller, controllerFailure),
+          ...makePartitionReassignmentHandlers(controller, controllerFailure),
           makeAllocateProducerIdsHandler(controller, controllerFailure),
           makeAlterPartitionHandler(controller, controllerFailure),
           describeConfigs,
@@ -469,6 +476,7 @@ export class WeirNode {
         makeDeleteTopicsHandler(channel, controllerFailure),
         makeCreatePartitionsHandler(channel, controllerFailure),
         makeElectLeadersHandler(channel, controllerFailure),
+        ...makePartitionReassignmentHandlers(channel, controllerFailure),
         describeConfigs,
         makeAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
         makeIncrementalAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),

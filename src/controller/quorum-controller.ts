@@ -12,6 +12,8 @@ import {
   type AllocateProducerIdsResponseData,
   type AlterConfigsRequestData,
   type AlterConfigsResponseData,
+  type AlterPartitionReassignmentsRequestData,
+  type AlterPartitionReassignmentsResponseData,
   type AlterPartitionRequestData,
   type AlterPartitionResponseData,
   type BrokerHeartbeatRequestData,
@@ -31,6 +33,8 @@ import {
   encodeMetadataRecord,
   type IncrementalAlterConfigsRequestData,
   type IncrementalAlterConfigsResponseData,
+  type ListPartitionReassignmentsRequestData,
+  type ListPartitionReassignmentsResponseData,
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
 import type { ProposeResult, RaftStatus } from '../quorum/index.ts'
@@ -39,7 +43,14 @@ import { brokerHeartbeat, fenceBroker, registerBroker } from './brokers.ts'
 import { alterConfigs, type ConfigDecisionOptions, incrementalAlterConfigs } from './configs.ts'
 import { type ControllerSettings, type Decision, type DecisionContext, pendingRecord } from './decision.ts'
 import { electLeaders } from './elections.ts'
+import { hasLeaderless, rebalancePreferredLeaders, uncleanElections } from './leadership.ts'
 import { allocateProducerIds } from './producer-ids.ts'
+import {
+  alterPartitionReassignments,
+  completeReassignments,
+  isReassigning,
+  listPartitionReassignments,
+} from './reassignment.ts'
 import { type CreateTopicsOptions, createPartitions, createTopics, deleteTopics } from './topics.ts'
 
 /** What the controller needs of the quorum. */
@@ -70,6 +81,16 @@ export interface QuorumControllerOptions {
   readonly configs?: ConfigDecisionOptions
   /** Finalized features written when the cluster is new (metadata.version, ...). */
   readonly bootstrapFeatures: ReadonlyMap<string, number>
+  /**
+   * The automatic preferred-leader rebalance: `auto.leader.rebalance.enable`,
+   * `leader.imbalance.check.interval.seconds` (as ms), `leader.imbalance.per.broker.percentage`.
+   * Default: off.
+   */
+  readonly leaderBalance?: {
+    readonly enabled: boolean
+    readonly intervalMs: number
+    readonly percentage: number
+  }
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void
 }
 
@@ -96,6 +117,7 @@ export class QuorumController {
   /** Monotonic time of each broker's last heartbeat, for session expiry (leader-local, as in Kafka). */
   readonly #lastHeartbeatMs = new Map<BrokerId, number>()
   #sessionTimer: TimerHandle | null = null
+  #balanceTimer: TimerHandle | null = null
   #closed = false
 
   constructor(options: QuorumControllerOptions) {
@@ -120,6 +142,7 @@ export class QuorumController {
       if (status.role === 'leader' && lc.epoch === status.epoch && lc.leaderId === status.nodeId)
         this.#activate(lc.epoch)
     }
+    if (this.#pending !== null) this.#afterCommit(p)
     const hw = p.image.provenance.offset + 1n
     for (let i = 0; i < this.#waiters.length; ) {
       const w = this.#waiters[i]!
@@ -135,6 +158,49 @@ export class QuorumController {
     if (status.role !== 'leader' || status.epoch !== this.#activeEpoch) this.#deactivate()
   }
 
+  /**
+   * Decisions a commit may call for: completing reassignments whose adding replicas joined the ISR
+   * (Kafka completes them while handling AlterPartition), and electing leaderless partitions that
+   * became electable (a config change allowing unclean election, a broker coming back).
+   */
+  #afterCommit(p: ImagePublication): void {
+    const reassigning = p.changes.changedPartitions.some((c) => {
+      const r = c.topic.partitions.get(c.partition)
+      return r !== undefined && isReassigning(r)
+    })
+    const electable =
+      (p.changes.changedConfigs.length > 0 ||
+        p.changes.changedBrokers.length > 0 ||
+        p.changes.changedPartitions.length > 0) &&
+      hasLeaderless(p.image)
+    if (!reassigning && !electable) return
+    void this.#write((image) => ({
+      records: [
+        ...(reassigning ? completeReassignments(image) : []),
+        ...(electable ? uncleanElections(image, this.#configOptions()) : []),
+      ],
+      response: undefined,
+    })).catch(() => {})
+  }
+
+  #scheduleBalance(): void {
+    const b = this.#o.leaderBalance
+    if (b === undefined || !b.enabled || this.#closed || this.#pending === null) return
+    this.#balanceTimer = this.#o.clock.setTimer(b.intervalMs, () => {
+      this.#balanceTimer = null
+      if (this.#pending === null) return
+      void this.#write((image) => ({
+        records: rebalancePreferredLeaders(image, b.percentage),
+        response: undefined,
+      }))
+        .then(
+          () => {},
+          () => {},
+        )
+        .finally(() => this.#scheduleBalance())
+    })
+  }
+
   #activate(epoch: number): void {
     if (this.#activeEpoch === epoch && this.#pending !== null) return
     this.#activeEpoch = epoch
@@ -144,6 +210,7 @@ export class QuorumController {
     for (const id of this.#committed?.brokers.keys() ?? []) this.#lastHeartbeatMs.set(id, now)
     this.#o.log?.('info', `controller active in epoch ${epoch}`)
     this.#scheduleSessionCheck()
+    this.#scheduleBalance()
     if (
       this.#committed !== null &&
       this.#committed.features.size === 0 &&
@@ -159,6 +226,8 @@ export class QuorumController {
     this.#activeEpoch = -1
     if (this.#sessionTimer !== null) this.#o.clock.clearTimer(this.#sessionTimer)
     this.#sessionTimer = null
+    if (this.#balanceTimer !== null) this.#o.clock.clearTimer(this.#balanceTimer)
+    this.#balanceTimer = null
     const error = new NotControllerError('this node is no longer the active controller')
     for (const w of this.#waiters.splice(0)) w.reject(error)
   }
@@ -243,6 +312,19 @@ export class QuorumController {
     version = 2,
   ): Promise<ElectLeadersResponseData.ElectLeadersResponseIn> {
     return this.#write((image) => electLeaders(image, req, version))
+  }
+
+  alterPartitionReassignments(
+    req: AlterPartitionReassignmentsRequestData.AlterPartitionReassignmentsRequest,
+  ): Promise<AlterPartitionReassignmentsResponseData.AlterPartitionReassignmentsResponseIn> {
+    return this.#write((image) => alterPartitionReassignments(image, req))
+  }
+
+  /** Answered from the latest image, in the queue behind earlier decisions (no records). */
+  listPartitionReassignments(
+    req: ListPartitionReassignmentsRequestData.ListPartitionReassignmentsRequest,
+  ): Promise<ListPartitionReassignmentsResponseData.ListPartitionReassignmentsResponseIn> {
+    return this.#write((image) => ({ records: [], response: listPartitionReassignments(image, req) }))
   }
 
   deleteTopics(
