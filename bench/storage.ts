@@ -95,6 +95,11 @@ class CountingDisk implements Disk {
         for (const b of buffers) counts.writtenBytes += b.length
         return file.append(buffers)
       },
+      write(buffers, position) {
+        counts.writes++
+        for (const b of buffers) counts.writtenBytes += b.length
+        return file.write(buffers, position)
+      },
       truncate: (size) => file.truncate(size),
       sync() {
         counts.syncs++

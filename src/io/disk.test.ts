@@ -52,6 +52,44 @@ for (const [name, make] of impls) {
       await again.close()
     })
 
+    it('writes positionally, several in flight at once, completing in any order', async () => {
+      const { disk, root } = await make()
+      const path = joinPath(root, 'p.log')
+      const f = await disk.open(path, { create: true })
+      await f.append([Buffer.from('head:')])
+      // Two vectored writes in flight on disjoint ranges, the later one issued second.
+      const first = f.write([Buffer.from('aaaa'), Buffer.from('bb')], 5)
+      const second = f.write([Buffer.from('cc'), Buffer.alloc(0), Buffer.from('dddd')], 11)
+      await Promise.all([first, second])
+      assert.equal(f.size(), 17)
+      // A single buffer, overwriting in place, and one past the end leaving a gap of zeros.
+      await f.write([Buffer.from('A')], 5)
+      await f.write([Buffer.from('zz')], 19)
+      assert.equal(f.size(), 21)
+      await f.write([], 100) // nothing to write: no change
+      assert.equal(f.size(), 21)
+      const into = Buffer.alloc(21)
+      assert.equal(await f.read(into, 0, 21), 21)
+      assert.equal(into.toString('latin1'), 'head:Aaaabbccdddd\0\0zz')
+      await f.sync()
+      await f.close()
+      assert.equal((await disk.readFile(path)).toString('latin1'), 'head:Aaaabbccdddd\0\0zz')
+      const again = await disk.open(path)
+      assert.equal(again.size(), 21)
+      // Many writes in flight at once, each a 4 KiB block of its own byte value.
+      const blocks = Array.from({ length: 16 }, (_, i) => Buffer.alloc(4096, i + 1))
+      await Promise.all(blocks.map((b, i) => again.write([b], 21 + i * 4096)))
+      assert.equal(again.size(), 21 + 16 * 4096)
+      const all = await disk.readFile(path)
+      for (let i = 0; i < 16; i++)
+        assert.ok(all.subarray(21 + i * 4096, 21 + (i + 1) * 4096).equals(blocks[i]!))
+      await again.close()
+      await assert.rejects(
+        again.write([Buffer.from('x')], 0),
+        (e) => e instanceof DiskError && e.code === 'EBADF',
+      )
+    })
+
     it('reports ENOENT and EEXIST as DiskError codes', async () => {
       const { disk, root } = await make()
       await assert.rejects(disk.open(joinPath(root, 'missing')), (e) => isNotFound(e))
@@ -166,24 +204,92 @@ describe('SimDisk crashes', () => {
     assert.equal((await disk.readFile('/f')).toString(), '0123456789')
   })
 
-  it('tears the last unsynced append at a seeded cut', async () => {
-    const seen = new Set<number>()
-    for (let seed = 0; seed < 30; seed++) {
+  it('keeps, loses or tears each unsynced write independently', async () => {
+    const outcomes = new Set<string>()
+    for (let seed = 0; seed < 200; seed++) {
       const disk = new SimDisk()
       const f = await disk.open('/f', { create: true })
       await disk.syncDir('/')
       await f.append([Buffer.from('base')])
       await f.sync()
-      await f.append([Buffer.from('first')])
-      await f.append([Buffer.from('second')])
+      await f.write([Buffer.from('first')], 4)
+      await f.write([Buffer.from('second')], 9)
       disk.crash({ random: new SeededRandom(seed) })
-      const text = (await disk.readFile('/f')).toString()
-      assert.ok('basesecond'.startsWith(text.slice(0, 4)) && text.startsWith('base'), text)
-      // Only a prefix of the last append can survive, at its own position (a hole before it).
-      if (text.length > 4) assert.equal(text.slice(9), 'second'.slice(0, text.length - 9))
-      seen.add(text.length)
+      const text = (await disk.readFile('/f')).toString('latin1')
+      assert.ok(text.startsWith('base'), text)
+      // Every byte is what was written there, or a zero in a hole before a surviving later byte.
+      for (let i = 4; i < text.length; i++) {
+        assert.ok(text[i] === 'basefirstsecond'[i] || text[i] === '\0', `${JSON.stringify(text)} at ${i}`)
+      }
+      const first = text.slice(4, 9).padEnd(5, '\0')
+      const second = text.slice(9).padEnd(6, '\0')
+      const kind = (got: string, whole: string) =>
+        got === whole ? 'whole' : got === '\0'.repeat(whole.length) ? 'lost' : 'torn'
+      outcomes.add(`${kind(first, 'first')}/${kind(second, 'second')}`)
     }
-    assert.ok(seen.size > 2, 'different seeds cut at different points')
+    // The later write survives while the earlier is lost or torn, and the other way round.
+    for (const o of ['lost/whole', 'torn/whole', 'whole/lost', 'whole/torn', 'whole/whole', 'lost/lost'])
+      assert.ok(outcomes.has(o), `outcome ${o} in ${[...outcomes].join(' ')}`)
+  })
+
+  it('tears a large write sector by sector, not only as a prefix', async () => {
+    let holes = 0
+    for (let seed = 0; seed < 40; seed++) {
+      const disk = new SimDisk()
+      const f = await disk.open('/f', { create: true })
+      await disk.syncDir('/')
+      await f.write([Buffer.alloc(8 * 512, 0x61)], 0)
+      disk.crash({ random: new SeededRandom(seed) })
+      const bytes = await disk.readFile('/f')
+      for (let s = 0; s + 512 <= bytes.length; s += 512) {
+        const sector = bytes.subarray(s, s + 512)
+        assert.ok(sector.every((b) => b === 0x61) || sector.every((b) => b === 0), 'whole sectors')
+        if (sector[0] === 0) holes++
+      }
+    }
+    assert.ok(holes > 0, 'some torn write kept a later sector but not an earlier one')
+  })
+
+  it('may keep any part of a write still in flight at the crash, and nothing of it after', async () => {
+    const seen = new Set<number>()
+    for (let seed = 0; seed < 40; seed++) {
+      const disk = new SimDisk()
+      const f = await disk.open('/f', { create: true })
+      await disk.syncDir('/')
+      let release!: () => void
+      const held = new Promise<undefined>((r) => {
+        release = () => r(undefined)
+      })
+      disk.setHook((op) => (op === 'write' ? held : undefined))
+      const inFlight = f.write([Buffer.from('inflight')], 0)
+      await null
+      disk.crash({ random: new SeededRandom(seed) })
+      release()
+      await assert.rejects(inFlight, (e) => e instanceof DiskError && e.code === 'EBADF')
+      const text = (await disk.readFile('/f')).toString('latin1')
+      for (let i = 0; i < text.length; i++) assert.ok(text[i] === 'inflight'[i] || text[i] === '\0', text)
+      seen.add(text.replace(/\0+$/, '').length)
+    }
+    assert.ok(seen.has(0) && seen.has(8), `lost and kept whole: ${[...seen].join(',')}`)
+  })
+
+  it('covers with a sync only the writes completed when it completes', async () => {
+    const disk = new SimDisk()
+    const f = await disk.open('/f', { create: true })
+    await disk.syncDir('/')
+    let release!: () => void
+    const held = new Promise<undefined>((r) => {
+      release = () => r(undefined)
+    })
+    await f.write([Buffer.from('done')], 0)
+    disk.setHook((op) => (op === 'write' ? held : undefined))
+    const late = f.write([Buffer.from('late')], 4)
+    await f.sync() // the first write is durable; the one in flight is not
+    release()
+    await late
+    assert.equal(disk.maxWritesInFlight, 1)
+    disk.crash() // without a Random every unsynced write is lost
+    assert.equal((await disk.readFile('/f')).toString(), 'done')
   })
 
   it('counts syncs and fails operations through the hook', async () => {

@@ -34,9 +34,10 @@ export interface OpenOptions {
 }
 
 /**
- * An open file, readable and writable. Writes only append at the end (the size this handle
- * tracks) or truncate; nothing is durable until `sync()`, and a new name is durable only after
- * `syncDir` of its directory. One writer per file: the size is tracked by the handle.
+ * An open file, readable and writable. Writes append at the end (the size this handle tracks) or
+ * go to a given position (`write`, several in flight at once on disjoint ranges), or truncate;
+ * nothing is durable until `sync()`, and a new name is durable only after `syncDir` of its
+ * directory. One writer per file: the size is tracked by the handle.
  */
 export interface DiskFile {
   /** The path the file was opened with (it may have been renamed since; the handle stays valid). */
@@ -48,8 +49,20 @@ export interface DiskFile {
    * fewer than `length` only at end of file.
    */
   read(into: Buffer, position: number, length: number, intoOffset?: number): Promise<number>
-  /** Append `buffers` at the end, in order, as one vectored write; all bytes or an error. */
+  /**
+   * Append `buffers` at the end, in order, as one vectored write; all bytes or an error. Not to be
+   * mixed with `write`s still in flight (the end is the size when the append completes).
+   */
   append(buffers: readonly Buffer[]): Promise<void>
+  /**
+   * Write `buffers`, in order, at file `position` as one positional vectored write (pwritev); all
+   * bytes or an error. The file grows to `position + bytes` if shorter (a gap reads as zeros).
+   * Several writes may be in flight at once on disjoint ranges: each completes on its own, in any
+   * order, and `size()` then counts the furthest completed end. Until a `sync()` that started after
+   * a write completed, a crash may lose or tear each unsynced write independently of the others (a
+   * later one may survive where an earlier one is lost), as a real disk's write-back does.
+   */
+  write(buffers: readonly Buffer[], position: number): Promise<void>
   /** Shrink (or zero-extend) the file to `size` bytes. Not durable until `sync()`. */
   truncate(size: number): Promise<void>
   /** Make contents and size durable (fdatasync). Does not make the file's name durable. */

@@ -1,6 +1,7 @@
 /**
- * The Disk port on the real file system (node:fs/promises): file handles stay open, appends are
- * positional vectored writes (writev), `sync` is fdatasync and `syncDir` fsyncs the directory.
+ * The Disk port on the real file system (node:fs/promises): file handles stay open, writes are
+ * positional (pwrite, pwritev: several may be in flight on one file), `sync` is fdatasync and
+ * `syncDir` fsyncs the directory.
  */
 import {
   constants,
@@ -67,13 +68,21 @@ class NodeDiskFile implements DiskFile {
   }
 
   append(buffers: readonly Buffer[]): Promise<void> {
+    return this.write(buffers, this.#size)
+  }
+
+  write(buffers: readonly Buffer[], position: number): Promise<void> {
     return guard(this.path, async () => {
       const fh = this.#fh()
       let total = 0
       for (const b of buffers) total += b.length
-      let position = this.#size
-      // libuv writes every buffer (looping over IOV_MAX and short writes); re-check anyway.
-      let written = (await fh.writev(buffers as Buffer[], position)).bytesWritten
+      if (total === 0) return
+      // One buffer: a plain pwrite (no iovec array); several: pwritev. libuv loops over IOV_MAX and
+      // short writes; re-check anyway.
+      let written =
+        buffers.length === 1
+          ? (await fh.write(buffers[0]!, 0, total, position)).bytesWritten
+          : (await fh.writev(buffers as Buffer[], position)).bytesWritten
       if (written < total) {
         const rest = Buffer.concat(buffers as Buffer[]).subarray(written)
         let done = 0
@@ -84,8 +93,8 @@ class NodeDiskFile implements DiskFile {
         }
         written += done
       }
-      position += written
-      this.#size = position
+      const end = position + written
+      if (end > this.#size) this.#size = end
     })
   }
 

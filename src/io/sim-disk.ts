@@ -1,6 +1,7 @@
 /**
  * An in-memory Disk for tests and simulation. It keeps, per file, the bytes written and the bytes
- * synced, and per directory the names as seen and as synced; `crash()` keeps only what was synced.
+ * synced, and per directory the names as seen and as synced; `crash()` keeps what was synced, and
+ * of each unsynced write (completed or still in flight) nothing, all or a torn part.
  */
 import { assert } from '../model/index.ts'
 import { type Disk, DiskError, type DiskFile, type DiskStat, type OpenOptions, parentDir } from './disk.ts'
@@ -16,8 +17,18 @@ interface SimInode {
   durableSize: number
   /** Lowest position changed since the last sync (Infinity when clean). */
   dirtyFrom: number
-  /** The last append since the last sync or truncate, the one a crash may tear. */
-  lastWrite: { position: number; length: number } | null
+  /**
+   * Writes not covered by a sync, in the order issued: completed ones (bytes in `data`) and ones
+   * in flight (bytes still in `pending`). A crash keeps nothing, all or a torn part of each.
+   */
+  unsynced: SimWrite[]
+}
+
+interface SimWrite {
+  position: number
+  length: number
+  /** The caller's buffers while the write is in flight; null once its bytes are in `data`. */
+  pending: readonly Buffer[] | null
 }
 
 interface SimDir {
@@ -31,6 +42,7 @@ export type SimDiskOp =
   | 'open'
   | 'read'
   | 'append'
+  | 'write'
   | 'truncate'
   | 'sync'
   | 'close'
@@ -51,13 +63,19 @@ export type SimDiskOp =
 export type SimDiskHook = (op: SimDiskOp, path: string) => undefined | string | Promise<undefined | string>
 
 export interface CrashOptions {
-  /** Draws the tear points; without it nothing is torn. */
+  /** Draws what survives of each unsynced write; without it every unsynced write is lost. */
   readonly random?: Random
-  /** Keep a random prefix of each file's last unsynced append (default true when `random` given). */
+  /**
+   * Let unsynced writes survive (default true when `random` given): each one independently is
+   * lost, kept whole, kept as a prefix, or kept as a random subset of its 512-byte sectors.
+   */
   readonly tear?: boolean
-  /** After a torn prefix, add random junk bytes, as a file whose size reached disk before its data. */
+  /** After a torn write, add random junk bytes, as a file whose size reached disk before its data. */
   readonly garbage?: boolean
 }
+
+/** A crash keeps or loses each sector of a torn write independently (disks write sectors). */
+const SECTOR_BYTES = 512
 
 function normalize(path: string): string {
   let p = path.replace(/\/+/g, '/')
@@ -80,18 +98,24 @@ function copyGrow(src: Buffer, srcSize: number, minCapacity: number): Buffer {
 
 /**
  * In-memory file system with crash semantics:
- * - file contents become durable at `DiskFile.sync()`; a crash reverts each file to them, except
- *   that (given a seeded `Random`) the last unsynced append may survive as a torn prefix;
+ * - file contents become durable at `DiskFile.sync()` (the writes completed when it completes); a
+ *   crash reverts each file to them, except that (given a seeded `Random`) each unsynced write,
+ *   completed or in flight, independently survives whole, in part (a prefix or some sectors, the
+ *   rest of its range reading as before or as zeros past the old end) or not at all;
  * - names (create, rename, remove, mkdir) become durable at `syncDir(parent)`; a crash reverts each
  *   directory to its last synced entries, so an unsynced create or rename vanishes and an unsynced
  *   remove comes back;
  * - a crash closes every open handle (the process died).
- * Counters (`syncs`, `dirSyncs`, `appends`) let tests check group commit.
+ * Counters (`syncs`, `dirSyncs`, `appends`, `writes`) let tests check group commit.
  */
 export class SimDisk implements Disk {
   #entries = new Map<string, SimNode>()
   #durableEntries = new Map<string, SimNode>()
   #generation = 0
+  /** Bumped by each crash: handles of an older generation are dead. */
+  get generation(): number {
+    return this.#generation
+  }
   #hook: SimDiskHook | null = null
   /** File syncs performed. */
   syncs = 0
@@ -101,6 +125,12 @@ export class SimDisk implements Disk {
   appends = 0
   /** Bytes appended. */
   bytesAppended = 0
+  /** Positional writes performed. */
+  writes = 0
+  /** Bytes written by positional writes (counted as each completes). */
+  bytesWritten = 0
+  /** Most positional writes in flight at once on one file. */
+  maxWritesInFlight = 0
 
   /** Install (or clear with null) the hook run before each operation. */
   setHook(hook: SimDiskHook | null): void {
@@ -146,7 +176,7 @@ export class SimDisk implements Disk {
         durable: Buffer.alloc(0),
         durableSize: 0,
         dirtyFrom: Number.POSITIVE_INFINITY,
-        lastWrite: null,
+        unsynced: [],
       }
       this.#entries.set(p, node)
     }
@@ -274,9 +304,9 @@ export class SimDisk implements Disk {
   }
 
   /**
-   * Simulate a power loss: every file reverts to its synced contents (possibly keeping a torn
-   * prefix of its last unsynced append), every directory to its synced entries, and every open
-   * handle dies. Returns the paths whose last write was torn.
+   * Simulate a power loss: every file reverts to its synced contents (possibly keeping some of each
+   * unsynced write: whole, a prefix, some sectors), every directory to its synced entries, and every
+   * open handle dies. Returns the paths with a write kept only in part (once per such write).
    */
   crash(options: CrashOptions = {}): string[] {
     const random = options.random
@@ -285,46 +315,49 @@ export class SimDisk implements Disk {
     const inodes = new Set<SimInode>()
     for (const node of this.#entries.values()) if (node.kind === 'file') inodes.add(node)
     for (const node of this.#durableEntries.values()) if (node.kind === 'file') inodes.add(node)
-    // Decide tears in a stable order (by durable path), so a seed replays.
+    // Decide what survives in a stable order (by durable path), so a seed replays.
     const ordered = [...this.#durableEntries]
       .filter(([, n]) => n.kind === 'file')
       .sort(([a], [b]) => (a < b ? -1 : 1))
-    const tears = new Map<SimInode, Buffer>()
+    const piecesOf = new Map<SimInode, { position: number; bytes: Buffer }[]>()
     if (tear) {
       for (const [path, node] of ordered) {
         const inode = node as SimInode
-        const w = inode.lastWrite
-        if (w === null || w.length === 0 || tears.has(inode)) continue
-        const keep = random.int(w.length + 1)
-        if (keep === 0 && options.garbage !== true) continue
-        let piece = Buffer.from(inode.data.subarray(w.position, w.position + keep))
-        if (options.garbage === true && keep < w.length) {
-          const junk = Buffer.alloc(random.int(w.length - keep + 1))
-          for (let i = 0; i < junk.length; i++) junk[i] = random.int(256)
-          piece = Buffer.concat([piece, junk])
+        if (inode.unsynced.length === 0 || piecesOf.has(inode)) continue
+        const pieces: { position: number; bytes: Buffer }[] = []
+        for (const w of inode.unsynced) {
+          if (w.length === 0) continue
+          const bytes =
+            w.pending === null
+              ? Buffer.from(inode.data.subarray(w.position, w.position + w.length))
+              : Buffer.concat(w.pending as Buffer[])
+          const kept = surviving(bytes, random, options.garbage === true)
+          pieces.push(...kept.pieces.map((p) => ({ position: w.position + p.at, bytes: p.bytes })))
+          if (kept.torn) torn.push(path)
         }
-        if (piece.length === 0) continue
-        tears.set(inode, piece)
-        torn.push(path)
+        piecesOf.set(inode, pieces)
       }
     }
     for (const inode of inodes) {
-      const piece = tears.get(inode)
-      const w = inode.lastWrite
+      const pieces = piecesOf.get(inode) ?? []
       inode.data = Buffer.from(inode.durable.subarray(0, inode.durableSize))
       inode.size = inode.durableSize
-      if (piece !== undefined && w !== null) {
-        const end = w.position + piece.length
-        inode.data = copyGrow(inode.data, inode.size, end)
-        inode.data.fill(0, inode.size, w.position) // a hole reads as zeros
-        piece.copy(inode.data, w.position)
-        inode.size = Math.max(inode.size, end)
-        // The torn bytes are on the medium now: as durable as the rest.
+      for (const piece of pieces) {
+        const end = piece.position + piece.bytes.length
+        if (end > inode.size) {
+          inode.data = copyGrow(inode.data, inode.size, end)
+          inode.data.fill(0, inode.size, end) // a hole reads as zeros
+          inode.size = end
+        }
+        piece.bytes.copy(inode.data, piece.position)
+      }
+      if (pieces.length > 0) {
+        // The surviving bytes are on the medium now: as durable as the rest.
         inode.durable = Buffer.from(inode.data.subarray(0, inode.size))
         inode.durableSize = inode.size
       }
       inode.dirtyFrom = Number.POSITIVE_INFINITY
-      inode.lastWrite = null
+      inode.unsynced = []
     }
     // Names: only synced entries whose every ancestor is a synced directory survive.
     const survivors = new Map<string, SimNode>()
@@ -377,7 +410,49 @@ function truncateInode(inode: SimInode, size: number): void {
   }
   inode.dirtyFrom = Math.min(inode.dirtyFrom, Math.min(size, inode.size))
   inode.size = size
-  inode.lastWrite = null
+  // A completed write's bytes past the cut are gone from the file (a crash reverts the cut itself).
+  const kept: SimWrite[] = []
+  for (const w of inode.unsynced) {
+    if (w.pending !== null) kept.push(w)
+    else if (w.position < size) kept.push({ ...w, length: Math.min(w.length, size - w.position) })
+  }
+  inode.unsynced = kept
+}
+
+/**
+ * What a power loss leaves of one unsynced write's `bytes`: nothing, all, a prefix, or a subset of
+ * its sectors (each piece at its offset `at` in the write); with `garbage`, a torn write may be
+ * followed by junk where its missing bytes were.
+ */
+function surviving(
+  bytes: Buffer,
+  random: Random,
+  garbage: boolean,
+): { pieces: { at: number; bytes: Buffer }[]; torn: boolean } {
+  const mode = random.int(4)
+  if (mode === 0) return { pieces: [], torn: false }
+  if (mode === 1) return { pieces: [{ at: 0, bytes }], torn: false }
+  const pieces: { at: number; bytes: Buffer }[] = []
+  let covered = 0
+  if (mode === 2) {
+    covered = random.int(bytes.length + 1)
+    if (covered > 0) pieces.push({ at: 0, bytes: bytes.subarray(0, covered) })
+  } else {
+    for (let at = 0; at < bytes.length; at += SECTOR_BYTES) {
+      const end = Math.min(bytes.length, at + SECTOR_BYTES)
+      if (random.int(2) === 1) {
+        pieces.push({ at, bytes: bytes.subarray(at, end) })
+        covered = end
+      }
+    }
+  }
+  if (garbage && covered < bytes.length) {
+    const junk = Buffer.alloc(random.int(bytes.length - covered + 1))
+    for (let i = 0; i < junk.length; i++) junk[i] = random.int(256)
+    if (junk.length > 0) pieces.push({ at: covered, bytes: junk })
+  }
+  const torn = pieces.length > 0 && !(pieces.length === 1 && pieces[0]!.bytes.length === bytes.length)
+  return { pieces, torn }
 }
 
 class SimFile implements DiskFile {
@@ -386,6 +461,7 @@ class SimFile implements DiskFile {
   readonly inode: SimInode
   readonly generation: number
   closed = false
+  #inFlight = 0
 
   constructor(disk: SimDisk, path: string, inode: SimInode, generation: number) {
     this.#disk = disk
@@ -419,9 +495,49 @@ class SimFile implements DiskFile {
     }
     inode.size = at
     inode.dirtyFrom = Math.min(inode.dirtyFrom, position)
-    inode.lastWrite = { position, length: total }
+    if (total > 0) inode.unsynced.push({ position, length: total, pending: null })
     this.#disk.appends++
     this.#disk.bytesAppended += total
+  }
+
+  async write(buffers: readonly Buffer[], position: number): Promise<void> {
+    let total = 0
+    for (const b of buffers) total += b.length
+    // In flight from now: a crash before it completes may still leave any part of it on disk.
+    const w: SimWrite = { position, length: total, pending: buffers }
+    const inode = this.inode
+    const live = !this.closed && this.generation === this.#disk.generation
+    if (live && total > 0) {
+      inode.unsynced.push(w)
+      this.#inFlight++
+      if (this.#inFlight > this.#disk.maxWritesInFlight) this.#disk.maxWritesInFlight = this.#inFlight
+    }
+    try {
+      await this.#disk.fileOp(this, 'write')
+    } catch (e) {
+      // Failed (or the machine died): the write changed nothing, unless a crash already kept it.
+      const at = inode.unsynced.indexOf(w)
+      if (at >= 0) inode.unsynced.splice(at, 1)
+      throw e
+    } finally {
+      if (live && total > 0) this.#inFlight--
+    }
+    if (total === 0) return
+    const end = position + total
+    if (end > inode.size) {
+      inode.data = copyGrow(inode.data, inode.size, end)
+      inode.data.fill(0, inode.size, position) // a gap reads as zeros
+      inode.size = end
+    }
+    let at = position
+    for (const b of buffers) {
+      b.copy(inode.data, at)
+      at += b.length
+    }
+    w.pending = null
+    inode.dirtyFrom = Math.min(inode.dirtyFrom, position)
+    this.#disk.writes++
+    this.#disk.bytesWritten += total
   }
 
   async truncate(size: number): Promise<void> {
@@ -432,13 +548,14 @@ class SimFile implements DiskFile {
   async sync(): Promise<void> {
     const inode = await this.#disk.fileOp(this, 'sync')
     this.#disk.syncs++
+    // Writes still in flight are not covered: their bytes reach `data` after this sync.
+    inode.unsynced = inode.unsynced.filter((w) => w.pending !== null)
     if (inode.dirtyFrom === Number.POSITIVE_INFINITY && inode.durableSize === inode.size) return
     const from = Math.min(inode.dirtyFrom, inode.size, inode.durableSize)
     inode.durable = copyGrow(inode.durable, Math.min(from, inode.durableSize), inode.size)
     inode.data.copy(inode.durable, from, from, inode.size)
     inode.durableSize = inode.size
     inode.dirtyFrom = Number.POSITIVE_INFINITY
-    inode.lastWrite = null
   }
 
   async close(): Promise<void> {

@@ -84,8 +84,10 @@ export class LogSegment {
   #loadingIndexes: Promise<void> | null = null
   /** Bytes registered, including appends not yet written. */
   size: number
-  /** Bytes written to the file: the limit for readers. */
+  /** Bytes written to the file, every write below completed: the limit for readers. */
   writtenSize: number
+  /** Bytes handed to the disk (writes completed or in flight): where the next write goes. */
+  #issuedSize: number
   /** The offset after the last batch, relative to the base (null when not known yet). */
   #nextRelative: number | null = null
   /** Largest batch maxTimestamp seen (ms), -1 when none; with the last offset of that batch. */
@@ -127,6 +129,7 @@ export class LogSegment {
     this.#settings = settings
     this.size = file.size()
     this.writtenSize = this.size
+    this.#issuedSize = this.size
     this.#syncedSize = this.size
     this.createdMs = nowMs
     this.#suffix = suffix
@@ -334,10 +337,10 @@ export class LogSegment {
    */
   async recover(): Promise<{ truncatedBytes: number; problem: string | null }> {
     const before = this.#file.size()
-    this.writtenSize = this.size = before
+    this.writtenSize = this.size = this.#issuedSize = before
     const { validBytes, problem } = await this.rebuild('validate')
     const truncatedBytes = before - validBytes
-    this.size = this.writtenSize = validBytes
+    this.size = this.writtenSize = this.#issuedSize = validBytes
     if (truncatedBytes > 0) {
       await this.#truncateFile(validBytes)
       // The sizes are set first: a sync records the size it covers from writtenSize, and recording
@@ -419,14 +422,37 @@ export class LogSegment {
     this.#register(this.size, size, lastRelative, maxTimestampMs, false)
   }
 
-  /** Write registered bytes (one vectored append) and make them visible to readers. */
+  /**
+   * Hand `bytes` registered bytes (`buffers`) to the disk as one positional vectored write right
+   * after those issued before, which may still be in flight. Readers see them only once
+   * `completeWrite` is called with an end at or past them.
+   */
+  issueWrite(buffers: readonly Buffer[], bytes: number): Promise<void> {
+    const position = this.#issuedSize
+    if (position + bytes > this.size) assert(false, 'written bytes must match the registered batches')
+    this.#issuedSize = position + bytes
+    return this.#file.write(buffers, position)
+  }
+
+  /** Bytes handed to the disk so far (the end of the last issued write). */
+  get issuedSize(): number {
+    return this.#issuedSize
+  }
+
+  /** Every write below `end` has completed: readers (and syncs) may count the bytes up to it. */
+  completeWrite(end: number): void {
+    if (end > this.writtenSize) this.writtenSize = end
+  }
+
+  /** Write registered bytes (one vectored write) and make them visible to readers. */
   async write(buffers: readonly Buffer[]): Promise<void> {
     let n = 0
     for (const b of buffers) n += b.length
     if (n === 0) return
-    assert(this.#file.size() + n === this.size, 'written bytes must match the registered batches')
-    await this.#file.append(buffers)
-    this.writtenSize = this.#file.size()
+    const end = this.#issuedSize + n
+    assert(end === this.size, 'written bytes must match the registered batches')
+    await this.issueWrite(buffers, n)
+    this.completeWrite(end)
   }
 
   /**
@@ -521,7 +547,7 @@ export class LogSegment {
     this.#offsetIndex!.truncateToPosition(found.position)
     this.#timeIndex!.truncateToOffset(this.relative(found.header.baseOffset))
     await this.#truncateFile(found.position)
-    this.size = this.writtenSize = found.position
+    this.size = this.writtenSize = this.#issuedSize = found.position
     this.indexFilesCurrent = false
     // Recompute the end and timestamps from the last index entry on.
     const timeLast = this.#timeIndex!.lastEntry
@@ -592,7 +618,7 @@ export class LogSegment {
   async #truncateFile(size: number): Promise<void> {
     this.#truncations++
     this.#syncedSize = -1
-    this.size = this.writtenSize = size
+    this.size = this.writtenSize = this.#issuedSize = size
     await this.#file.truncate(size)
     this.#truncations++
   }

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { batch, config, DIR, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
 import { SeededRandom } from '../io/index.ts'
 import { offsetFileName } from './log-segment.ts'
-import { PartitionLog } from './partition-log.ts'
+import { LogOfflineError, PartitionLog } from './partition-log.ts'
 
 const seg0 = `${DIR}/${offsetFileName(0n)}`
 
@@ -40,7 +40,7 @@ describe('PartitionLog flush', () => {
     const held = new Promise<void>((resolve) => {
       release = resolve
     })
-    disk.setHook((op) => (op === 'append' ? held.then(() => undefined) : undefined))
+    disk.setHook((op) => (op === 'write' ? held.then(() => undefined) : undefined))
     const appended = log.append(valuesBatch(1, 'in flight'), { flush: true })
     // Let the write reach the disk (held there), then flush: this fsync starts before the bytes land.
     for (let i = 0; i < 10; i++) await null
@@ -55,11 +55,21 @@ describe('PartitionLog flush', () => {
   it('starts the fsync of a large burst after its first half, writing the rest meanwhile', async () => {
     const { log, disk } = await openSimLog()
     const seen: number[] = []
+    // The second half's write is held until the first fsync has started: it is written meanwhile.
+    let firstSync: () => void = () => undefined
+    const synced = new Promise<undefined>((resolve) => {
+      firstSync = () => resolve(undefined)
+    })
+    let writes = 0
     disk.setHook((op) => {
-      if (op === 'sync') seen.push(disk.bytesAppended)
+      if (op === 'sync') {
+        seen.push(disk.bytesWritten)
+        firstSync()
+      }
+      if (op === 'write' && ++writes === 2) return synced
       return undefined
     })
-    const before = disk.bytesAppended
+    const before = disk.bytesWritten
     const value = 'x'.repeat(128 * 1024 - 100)
     const results = await Promise.all(
       Array.from({ length: 8 }, () => log.append(batch([{ value }]), { flush: true })),
@@ -279,5 +289,134 @@ describe('PartitionLog truncation', () => {
       [[100n, 'b0']],
     )
     assert.ok(!(await disk.list(DIR)).includes(`${offsetFileName(0n)}.log`))
+  })
+})
+
+/** A hook that holds the `n`th positional write (1-based) until released, optionally failing it. */
+function holdWrite(n: number): {
+  hook: (op: string) => undefined | string | Promise<undefined | string>
+  release: (code?: string) => void
+} {
+  let writes = 0
+  let release: (code?: string) => void = () => undefined
+  const held = new Promise<undefined | string>((resolve) => {
+    release = (code) => resolve(code)
+  })
+  return {
+    hook: (op) => (op === 'write' && ++writes === n ? held : undefined),
+    release: (code) => release(code),
+  }
+}
+
+describe('PartitionLog with two write rounds in flight', () => {
+  it('writes the next round while one is at the disk, and shows and resolves them in order', async () => {
+    const { log, disk } = await openSimLog()
+    const held = holdWrite(1)
+    disk.setHook(held.hook)
+    const resolved: string[] = []
+    const first = Array.from({ length: 10 }, (_, i) =>
+      log.append(valuesBatch(1, `a${i}`)).then((r) => {
+        resolved.push(`a${i}`)
+        return r
+      }),
+    )
+    for (let i = 0; i < 10; i++) await null // the first round's write is held at the disk
+    const second = Array.from({ length: 10 }, (_, i) =>
+      log.append(valuesBatch(1, `b${i}`)).then((r) => {
+        resolved.push(`b${i}`)
+        return r
+      }),
+    )
+    // The second round is written (beside the held first) and completes first at the disk.
+    for (let i = 0; i < 50 && disk.writes < 1; i++) await null
+    assert.equal(disk.writes, 1, 'the second write completed while the first is held')
+    assert.equal(disk.maxWritesInFlight, 2)
+    // A read never sees a hole: nothing is readable before the first round completes.
+    assert.equal(log.logEndOffset, 0n)
+    const early = await log.read(0n, 1 << 20)
+    assert.ok(early.errorCode === 0 && 'records' in early && early.records.length === 0)
+    assert.deepEqual(resolved, [])
+    held.release()
+    const results = await Promise.all([...first, ...second])
+    assert.deepEqual(
+      results.map((r) => (r.errorCode === 0 ? Number(r.baseOffset) : -1)),
+      Array.from({ length: 20 }, (_, i) => i),
+    )
+    assert.deepEqual(resolved, [
+      ...Array.from({ length: 10 }, (_, i) => `a${i}`),
+      ...Array.from({ length: 10 }, (_, i) => `b${i}`),
+    ])
+    disk.setHook(null)
+    assert.deepEqual(
+      (await readAll(log)).map((r) => r.value),
+      [...Array.from({ length: 10 }, (_, i) => `a${i}0`), ...Array.from({ length: 10 }, (_, i) => `b${i}0`)],
+    )
+    // Flushed with both in the file: a crash keeps them all.
+    await log.flush()
+    disk.crash({ random: new SeededRandom(1) })
+    const { log: again } = await openSimLog({}, { disk })
+    assert.equal((await readAll(again)).length, 20)
+  })
+
+  it('splits a large burst into two rounds written together', async () => {
+    const { log, disk } = await openSimLog()
+    const value = 'x'.repeat(8 * 1024)
+    const results = await Promise.all(Array.from({ length: 8 }, () => log.append(batch([{ value }]))))
+    assert.ok(results.every((r) => r.errorCode === 0))
+    assert.equal(disk.writes, 2)
+    assert.equal(disk.maxWritesInFlight, 2)
+    assert.equal((await readAll(log)).length, 8)
+  })
+
+  it('a failed first round fails the second round too and takes the log offline', async () => {
+    const { log, disk } = await openSimLog()
+    await log.append(valuesBatch(1, 'before'), { flush: true })
+    const held = holdWrite(1)
+    disk.setHook(held.hook)
+    const first = Array.from({ length: 5 }, (_, i) => log.append(valuesBatch(1, `a${i}`)))
+    for (let i = 0; i < 10; i++) await null
+    const second = Array.from({ length: 5 }, (_, i) => log.append(valuesBatch(1, `b${i}`), { flush: true }))
+    for (let i = 0; i < 50 && disk.writes < 2; i++) await null
+    assert.equal(disk.maxWritesInFlight, 2)
+    held.release('EIO')
+    const outcomes = await Promise.allSettled([...first, ...second])
+    for (const o of outcomes) {
+      assert.equal(o.status, 'rejected')
+      assert.ok(o.reason instanceof LogOfflineError, String(o.reason))
+    }
+    assert.ok(log.offlineCause !== null)
+    assert.equal(log.logEndOffset, 1n, 'nothing past the failed write became readable')
+    await assert.rejects(log.append(valuesBatch(1, 'after')), LogOfflineError)
+    await assert.rejects(log.read(0n, 100), LogOfflineError)
+    disk.setHook(null)
+    // What a restart finds: the acknowledged record, and never the second round after a hole.
+    disk.crash({ random: new SeededRandom(7) })
+    const { log: reopened } = await openSimLog({}, { disk })
+    const values = (await readAll(reopened)).map((r) => r.value)
+    assert.equal(values[0], 'before0')
+    assert.ok(values.length === 1 || values[1] === 'a00', values.join(','))
+  })
+
+  it('a failed second round fails only from it on: the first round resolves', async () => {
+    const { log, disk } = await openSimLog()
+    const firstWrite = holdWrite(1)
+    let writes = 0
+    disk.setHook((op) => {
+      if (op !== 'write') return undefined
+      writes++
+      return writes === 1 ? firstWrite.hook(op) : 'EIO'
+    })
+    const first = Array.from({ length: 5 }, (_, i) => log.append(valuesBatch(1, `a${i}`)))
+    for (let i = 0; i < 10; i++) await null
+    const second = Array.from({ length: 5 }, (_, i) => log.append(valuesBatch(1, `b${i}`)))
+    for (let i = 0; i < 50 && writes < 2; i++) await null
+    firstWrite.release()
+    const done = await Promise.allSettled([...first, ...second])
+    assert.deepEqual(
+      done.map((o) => o.status),
+      [...Array(5).fill('fulfilled'), ...Array(5).fill('rejected')],
+    )
+    assert.ok(log.offlineCause !== null)
+    assert.equal(log.logEndOffset, 5n)
   })
 })

@@ -32,10 +32,10 @@ describe('PartitionLog append and read', () => {
 
   it('writes the appends of one turn with one write, and those made during it with the next', async () => {
     const { log, disk } = await openSimLog()
-    let before = disk.appends
+    let before = disk.writes
     await Promise.all(Array.from({ length: 20 }, (_, i) => log.append(valuesBatch(1, `s${i}`))))
-    assert.equal(disk.appends - before, 1)
-    before = disk.appends
+    assert.equal(disk.writes - before, 1)
+    before = disk.writes
     const first = Array.from({ length: 20 }, (_, i) => log.append(valuesBatch(1, `t${i}`)))
     for (let i = 0; i < 5; i++) await null // the first write is under way
     const second = Array.from({ length: 20 }, (_, i) => log.append(valuesBatch(1, `u${i}`)))
@@ -44,7 +44,7 @@ describe('PartitionLog append and read', () => {
       results.map((r) => (r.errorCode === 0 ? Number(r.baseOffset) : -1)),
       Array.from({ length: 40 }, (_, i) => 20 + i),
     )
-    assert.equal(disk.appends - before, 2)
+    assert.equal(disk.writes - before, 2)
     assert.equal((await readAll(log)).length, 60)
   })
 
@@ -162,7 +162,7 @@ describe('PartitionLog append and read', () => {
 
   it('coalesces concurrent appends into few writes, in call order', async () => {
     const { log, disk } = await openSimLog()
-    const before = disk.appends
+    const before = disk.writes
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => log.append(valuesBatch(1, `m${i}`))),
     )
@@ -170,7 +170,7 @@ describe('PartitionLog append and read', () => {
       results.map((r) => (r.errorCode === 0 ? r.baseOffset : -1n)),
       Array.from({ length: 50 }, (_, i) => BigInt(i)),
     )
-    assert.ok(disk.appends - before <= 3, `${disk.appends - before} writes for 50 appends`)
+    assert.ok(disk.writes - before <= 3, `${disk.writes - before} writes for 50 appends`)
     const records = await readAll(log)
     assert.deepEqual(
       records.map((r) => r.value),

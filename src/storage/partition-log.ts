@@ -161,6 +161,16 @@ const WRITE_ROUND_BYTES_MAX = 1024 * 1024
  * instead of after all of it (two cohorts whose CPU and writes overlap each other's fsync).
  */
 const FLUSH_ROUND_BYTES_FIRST = WRITE_ROUND_BYTES_MAX / 2
+/**
+ * Write rounds in flight at once (positional writes to consecutive ranges): while one is written,
+ * the next is assigned offsets and handed to the disk, and the appends it acknowledges come back.
+ */
+const WRITE_ROUNDS_IN_FLIGHT = 2
+/**
+ * With no write in flight, a queue of at least this many bytes is split in two rounds written
+ * together, so that the first one's appenders work while the second is written (two cohorts).
+ */
+const SPLIT_ROUND_BYTES_MIN = 32 * 1024
 const EMPTY = Buffer.alloc(0)
 
 const INT32_MAX = 0x7fffffff
@@ -200,6 +210,21 @@ class PendingAppend {
     this.reject = reject
   }
 }
+
+/** A write round handed to the disk and not yet completed (the log completes them in order). */
+interface InFlightRound {
+  readonly round: readonly PendingAppend[]
+  readonly segment: LogSegment
+  readonly write: Promise<void>
+  /** The segment's written size and the log end offset once this round and those before complete. */
+  readonly endPosition: number
+  readonly endOffset: bigint
+  readonly records: number
+  /** The write has settled (completed or failed). */
+  done: boolean
+}
+
+const NO_WRITE = Promise.resolve()
 
 /** Resolve (or reject, for a refused append) every append of a written round. */
 function settle(round: readonly PendingAppend[]): void {
@@ -246,6 +271,12 @@ export class PartitionLog {
   #queuedBytes = 0
   /** The writer, from the append that found it idle until the queue is empty. */
   #writing: Promise<void> | null = null
+  /** Write rounds handed to the disk, oldest first (at most WRITE_ROUNDS_IN_FLIGHT). */
+  readonly #inFlight: InFlightRound[] = []
+  /** Set while the writer waits for its one write in flight: an append wakes it to write beside. */
+  #wake: (() => void) | null = null
+  /** Callers waiting for the lock: the writer lets them in between its rounds. */
+  #lockWaiters = 0
   #spaceWaiters: (() => void)[] = []
   /** Scratch for `scanAppend` (one append validates at a time: it is synchronous). */
   readonly #scan: AppendScan = { batches: 0, records: 0 }
@@ -372,7 +403,11 @@ export class PartitionLog {
   }
 
   #exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#lockTail.then(fn)
+    this.#lockWaiters++
+    const run = this.#lockTail.then(() => {
+      this.#lockWaiters--
+      return fn()
+    })
     this.#lockTail = run.catch(() => undefined)
     return run
   }
@@ -665,52 +700,100 @@ export class PartitionLog {
   #enqueue(p: PendingAppend): void {
     this.#queue.push(p)
     this.#queuedBytes += p.buf.length
-    this.#writing ??= this.#drain()
+    if (this.#writing === null) this.#writing = this.#drain()
+    else if (this.#wake !== null) this.#wake()
   }
 
   /**
    * The writer: takes queued appends in rounds of at most WRITE_ROUND_BYTES_MAX, each written with
    * one vectored write per segment. It starts a microtask after the append that found it idle, so
-   * that the appends of the rest of that turn join the first round; later rounds take what queued
-   * while the previous one was being written.
+   * that the appends of the rest of that turn join the first round. Up to WRITE_ROUNDS_IN_FLIGHT
+   * rounds are written at once, to consecutive ranges; they complete (become readable, resolve or
+   * go to a flush) in order. It holds the log's lock while rounds are in flight and lets other
+   * holders in between them.
    */
   async #drain(): Promise<void> {
     try {
       await null
-      while (this.#queue.length > 0 && this.#offline === null) {
-        const round = this.#takeRound()
-        if (this.#spaceWaiters.length > 0) for (const w of this.#spaceWaiters.splice(0)) w()
-        try {
-          await this.#exclusive(() => this.#writeRound(round))
-        } catch (e) {
-          const err = this.#fail(e)
-          for (const p of round)
-            p.reject(new LogOfflineError(`log ${this.dir} is offline: ${err.message}`, { cause: err }))
-          return
-        }
-        let needFlush = this.#messagesWritten - this.#messagesFlushed >= this.#config.flushMessages
-        for (let i = 0; i < round.length && !needFlush; i++) needFlush = round[i]!.flush
-        if (needFlush) {
-          // The round resolves when a flush covering it completes; meanwhile the next round is
-          // written, so the following fsync covers it too (group commit with pipelining).
-          this.flush().then(
-            () => settle(round),
-            (e: unknown) => {
-              for (const p of round) p.reject(e)
-            },
-          )
-        } else {
-          settle(round)
-        }
-      }
+      while (this.#queue.length > 0 && this.#offline === null) await this.#exclusive(() => this.#pipeline())
     } finally {
       this.#writing = null
     }
   }
 
-  #takeRound(): PendingAppend[] {
+  /** Write rounds until the queue is empty (or the lock is wanted) and nothing is in flight. Inside the lock. */
+  async #pipeline(): Promise<void> {
+    const inFlight = this.#inFlight
+    let taken: PendingAppend[] | null = null
+    try {
+      for (;;) {
+        while (
+          inFlight.length < WRITE_ROUNDS_IN_FLIGHT &&
+          this.#queue.length > 0 &&
+          this.#offline === null &&
+          this.#lockWaiters === 0
+        ) {
+          taken = this.#takeRound(inFlight.length === 0)
+          if (this.#spaceWaiters.length > 0) for (const w of this.#spaceWaiters.splice(0)) w()
+          await this.#issueRound(taken)
+          taken = null
+        }
+        const oldest = inFlight[0]
+        if (oldest === undefined) return
+        if (!oldest.done && inFlight.length < WRITE_ROUNDS_IN_FLIGHT && this.#lockWaiters === 0) {
+          // Wait for the write, or for appends to write beside it.
+          await new Promise<void>((resolve) => {
+            this.#wake = resolve
+            oldest.write.then(resolve, resolve)
+          })
+          this.#wake = null
+          continue
+        }
+        await this.#completeOldest()
+      }
+    } catch (e) {
+      this.#wake = null
+      const err = this.#fail(e)
+      const failed = inFlight.splice(0)
+      const offline = () => new LogOfflineError(`log ${this.dir} is offline: ${err.message}`, { cause: err })
+      // A failed round fails every round after it: their bytes follow a hole.
+      for (const f of failed) for (const p of f.round) p.reject(offline())
+      if (taken !== null) for (const p of taken) p.reject(offline())
+      await Promise.allSettled(failed.map((f) => f.write))
+    }
+  }
+
+  /** Wait for the oldest round's write, then make it readable and resolve (or flush) its appends. */
+  async #completeOldest(): Promise<void> {
+    const f = this.#inFlight[0]!
+    await f.write // a failure stays in #inFlight: the pipeline fails it and those after it
+    this.#inFlight.shift()
+    f.segment.completeWrite(f.endPosition)
+    this.#logEndOffset = f.endOffset
+    this.#messagesWritten += f.records
+    const round = f.round
+    let needFlush = this.#messagesWritten - this.#messagesFlushed >= this.#config.flushMessages
+    for (let i = 0; i < round.length && !needFlush; i++) needFlush = round[i]!.flush
+    if (needFlush) {
+      // The round resolves when a flush covering it completes; meanwhile the next round is
+      // written, so the following fsync covers it too (group commit with pipelining).
+      this.flush().then(
+        () => settle(round),
+        (e: unknown) => {
+          for (const p of round) p.reject(e)
+        },
+      )
+    } else {
+      settle(round)
+    }
+  }
+
+  /** `split`: no write in flight, so a large queue goes out as two rounds written together. */
+  #takeRound(split: boolean): PendingAppend[] {
     const queue = this.#queue
-    const max = this.#flushRound === null && queue[0]!.flush ? FLUSH_ROUND_BYTES_FIRST : WRITE_ROUND_BYTES_MAX
+    let max = this.#flushRound === null && queue[0]!.flush ? FLUSH_ROUND_BYTES_FIRST : WRITE_ROUND_BYTES_MAX
+    if (split && queue.length > 1 && this.#queuedBytes >= SPLIT_ROUND_BYTES_MIN)
+      max = Math.min(max, Math.ceil(this.#queuedBytes / 2))
     if (this.#queuedBytes <= max) {
       this.#queue = []
       this.#queuedBytes = 0
@@ -727,15 +810,18 @@ export class PartitionLog {
   }
 
   /**
-   * Assign offsets, roll as needed, register and write one round of appends. Inside the lock.
-   * Offsets are counted relative to the active segment as numbers (a segment spans at most 2^31
-   * offsets); BigInts are made once per append, for its result.
+   * Assign offsets, roll as needed, register one round of appends and hand its bytes to the disk
+   * (adding it to #inFlight). Inside the lock. A roll first completes the rounds in flight (the old
+   * segment is sealed whole). Offsets are counted relative to the active segment as numbers (a
+   * segment spans at most 2^31 offsets); BigInts are made once per append, for its result.
    */
-  async #writeRound(round: PendingAppend[]): Promise<void> {
+  async #issueRound(round: PendingAppend[]): Promise<void> {
     const nowMs = this.#clock.nowMs()
     const onBatch = this.#hooks.onBatch
     let segment = this.activeSegment
     let buffers: Buffer[] = []
+    let bytes = 0
+    let records = 0
     let next = Number(this.#nextOffset - segment.baseOffset)
     for (const p of round) {
       const buf = p.buf
@@ -762,8 +848,10 @@ export class PartitionLog {
         if (this.#shouldRoll(segment, size, first + lastOffsetDelta, batchMaxMs, nowMs)) {
           if (at > sliceStart) buffers.push(buf.subarray(sliceStart, at))
           sliceStart = at
+          while (this.#inFlight.length > 0) await this.#completeOldest()
           await segment.write(buffers)
           buffers = []
+          bytes = 0
           this.#nextOffset = this.#logEndOffset = segment.baseOffset + BigInt(next)
           segment = await this.#roll(firstOffset ?? this.#nextOffset, nowMs)
           first = 0
@@ -780,8 +868,10 @@ export class PartitionLog {
         at += size
       }
       this.#nextOffset = segment.baseOffset + BigInt(next)
-      buffers.push(sliceStart === 0 ? buf : buf.subarray(sliceStart))
-      this.#messagesWritten += p.recordCount
+      const tail = sliceStart === 0 ? buf : buf.subarray(sliceStart)
+      buffers.push(tail)
+      bytes += tail.length
+      records += p.recordCount
       p.result = {
         errorCode: 0,
         baseOffset,
@@ -792,8 +882,25 @@ export class PartitionLog {
         recordCount: p.recordCount,
       }
     }
-    await segment.write(buffers)
-    this.#logEndOffset = this.#nextOffset
+    const write = bytes === 0 ? NO_WRITE : segment.issueWrite(buffers, bytes)
+    const f: InFlightRound = {
+      round,
+      segment,
+      write,
+      endPosition: segment.issuedSize,
+      endOffset: this.#nextOffset,
+      records,
+      done: false,
+    }
+    write.then(
+      () => {
+        f.done = true
+      },
+      () => {
+        f.done = true
+      },
+    )
+    this.#inFlight.push(f)
   }
 
   /** Whether a batch of `batchBytes` whose last offset is `lastRelative` past the base must roll first. */

@@ -1,7 +1,8 @@
 /**
  * Simulated-crash properties of the partition log on SimDisk: after a power loss at any disk
- * operation (unsynced bytes and names lost, the last write torn), the recovered log is a prefix of
- * what was written and holds everything a completed flush covered.
+ * operation (unsynced names lost, each unsynced write, two of them possibly in flight, lost, kept
+ * or torn independently of the others), the recovered log is a prefix of what was written and holds
+ * everything a completed flush covered.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
@@ -13,7 +14,7 @@ import { PartitionLog } from '../../src/storage/partition-log.ts'
 import { batch, config, DIR, readAll } from '../storage/fixtures.ts'
 
 type Op =
-  | { kind: 'append'; records: number; concurrent: number }
+  | { kind: 'append'; records: number; concurrent: number; gapTicks: number }
   | { kind: 'flush' }
   | { kind: 'tick' }
   | { kind: 'truncate'; back: number }
@@ -25,6 +26,9 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       kind: fc.constant('append' as const),
       records: fc.integer({ min: 1, max: 4 }),
       concurrent: fc.integer({ min: 1, max: 4 }),
+      // Microtasks between the concurrent appends: later ones arrive while a write is in flight
+      // and go out as a second round beside it.
+      gapTicks: fc.integer({ min: 0, max: 3 }),
     }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('flush' as const) }) },
@@ -55,6 +59,9 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
 
 /** Drop to the next macrotask so every pending promise of the dead process settles. */
 const settle = () => new Promise((r) => setImmediate(r))
+
+/** Most positional writes in flight at once over every scenario run (the property must see 2). */
+let maxWritesInFlight = 0
 
 async function runScenario(s: Scenario): Promise<void> {
   const disk = new SimDisk()
@@ -90,6 +97,7 @@ async function runScenario(s: Scenario): Promise<void> {
           const values = Array.from({ length: op.records }, () => `v${next++}g${generation}`)
           written.push(...values)
           appends.push(log.append(batch(values.map((value) => ({ value, key: null })))))
+          for (let t = 0; t < op.gapTicks; t++) await null
         }
         await Promise.all(appends)
       } else if (op.kind === 'flush') {
@@ -115,6 +123,7 @@ async function runScenario(s: Scenario): Promise<void> {
   } catch {
     // The crash (or the failure it caused) ends the first process.
   }
+  maxWritesInFlight = Math.max(maxWritesInFlight, disk.maxWritesInFlight)
   if (!dead) {
     dead = true
     disk.crash({ random: new SeededRandom(s.seed), garbage: s.garbage })
@@ -166,9 +175,9 @@ describe('partition log under simulated crashes', () => {
         [
           {
             ops: [
-              { kind: 'append', records: 3, concurrent: 4 },
+              { kind: 'append', records: 3, concurrent: 4, gapTicks: 0 },
               { kind: 'flush' },
-              { kind: 'append', records: 1, concurrent: 1 },
+              { kind: 'append', records: 1, concurrent: 1, gapTicks: 0 },
             ],
             crashAtOp: 0,
             seed: 10,
@@ -179,16 +188,17 @@ describe('partition log under simulated crashes', () => {
         ],
       ],
     })
+    assert.equal(maxWritesInFlight, 2, 'some runs had two write rounds in flight')
   })
 
   it('survives a crash at every disk operation of one fixed run', async () => {
     const ops: Op[] = [
-      { kind: 'append', records: 3, concurrent: 3 },
+      { kind: 'append', records: 3, concurrent: 3, gapTicks: 0 },
       { kind: 'flush' },
-      { kind: 'append', records: 2, concurrent: 2 },
-      { kind: 'append', records: 4, concurrent: 1 },
+      { kind: 'append', records: 2, concurrent: 4, gapTicks: 2 },
+      { kind: 'append', records: 4, concurrent: 1, gapTicks: 0 },
       { kind: 'flush' },
-      { kind: 'append', records: 1, concurrent: 4 },
+      { kind: 'append', records: 1, concurrent: 4, gapTicks: 1 },
     ]
     for (let crashAtOp = 1; crashAtOp < 120; crashAtOp++) {
       await runScenario({
