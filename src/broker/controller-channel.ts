@@ -4,7 +4,7 @@
  * lost connections with backoff until the caller's deadline.
  */
 import { ConnectionError, KafkaConnection } from '../client/index.ts'
-import { NotControllerError, type QuorumController } from '../controller/index.ts'
+import { INTERNAL_TOPICS, NotControllerError, type QuorumController } from '../controller/index.ts'
 import type { Clock, Transport } from '../io/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import {
@@ -173,23 +173,40 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
     }
   }
 
-  createTopics(
+  /**
+   * A client's CreateTopics. Internal topics are refused here, as the local controller refuses them:
+   * the controller listener lets brokers create them (createInternalTopics), and a client's request
+   * reaches it forwarded.
+   */
+  async createTopics(
     req: CreateTopicsRequestData.CreateTopicsRequest,
     version?: number,
   ): Promise<CreateTopicsResponseData.CreateTopicsResponseIn> {
-    return this.#call(
-      this.#local((c) => c.createTopics(req)),
-      apis.CreateTopics,
-      req,
-      (res) => allNotController(res.topics),
-      version,
-    )
+    const internal = req.topics.filter((t) => INTERNAL_TOPICS.has(t.name))
+    const rest = req.topics.filter((t) => !INTERNAL_TOPICS.has(t.name))
+    const forwarded =
+      rest.length === 0 && internal.length > 0
+        ? { throttleTimeMs: 0, topics: [] }
+        : await this.#call(
+            this.#local((c) => c.createTopics(internal.length === 0 ? req : { ...req, topics: rest })),
+            apis.CreateTopics,
+            internal.length === 0 ? req : { ...req, topics: rest },
+            (res) => allNotController(res.topics),
+            version,
+          )
+    if (internal.length === 0) return forwarded
+    const refused = [...new Set(internal.map((t) => t.name))].map((name) => ({
+      name,
+      errorCode: ErrorCode.InvalidRequest,
+      errorMessage: `Creation of internal topic ${name} is prohibited.`,
+    }))
+    return { ...forwarded, topics: [...(forwarded.topics ?? []), ...refused] }
   }
 
   /**
-   * CreateTopics of an internal topic (`__consumer_offsets`) on behalf of this broker. A local active
-   * controller allows it; a remote one is sent a plain CreateTopics, which it refuses for internal
-   * names (forwarding with the broker's identity is not built yet).
+   * CreateTopics of an internal topic (`__consumer_offsets`) on behalf of this broker: a local
+   * active controller allows it; a remote one is sent CreateTopics on its controller listener,
+   * which lets brokers create internal topics.
    */
   createInternalTopics(
     req: CreateTopicsRequestData.CreateTopicsRequest,

@@ -11,7 +11,7 @@ import type { Clock, Disk, Random } from '../io/index.ts'
 import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import type { AllocateProducerIdsResponseData } from '../protocol/index.ts'
-import { ProducerIdManager, ReplicaManager } from '../replication/index.ts'
+import { ProducerIdManager, ReplicaManager, replicaSelectorOf } from '../replication/index.ts'
 import {
   FetchSessionCache,
   type Handler,
@@ -59,6 +59,7 @@ export class DataPath {
       topicConfig: (topic, image) =>
         resolveTopicConfig(topicConfigLayers(image, topic, options.configSource())),
       producerIdExpirationMs: e.int('producer.id.expiration.ms'),
+      replicaSelector: replicaSelectorOf(e.string('replica.selector.class')),
       log: options.log,
     })
     this.producerIds = new ProducerIdManager(async () => {

@@ -180,15 +180,10 @@ export class GroupCoordination {
   /** Creates `__consumer_offsets` once (concurrent callers share the request). */
   #createTopic(): Promise<void> {
     this.#creating ??= (async () => {
-      // A cluster smaller than offsets.topic.replication.factor still gets groups (Kafka would wait).
-      const brokers = Math.max(1, this.#o.image().brokers.size)
-      const replicationFactor = Math.min(this.#topic.replicationFactor, brokers)
-      if (replicationFactor < this.#topic.replicationFactor) {
-        this.#o.log(
-          'warn',
-          `creating ${GROUP_METADATA_TOPIC_NAME} with replication factor ${replicationFactor}: only ${brokers} brokers for offsets.topic.replication.factor ${this.#topic.replicationFactor}`,
-        )
-      }
+      // As Kafka: the topic gets offsets.topic.replication.factor replicas; with fewer brokers the
+      // creation fails (INVALID_REPLICATION_FACTOR) and FindCoordinator answers
+      // COORDINATOR_NOT_AVAILABLE until enough brokers register.
+      const replicationFactor = this.#topic.replicationFactor
       try {
         const r = await this.#o.createInternalTopic({
           partitions: this.#topic.partitionCount,

@@ -435,7 +435,13 @@ export class WeirNode {
           ...makeRaftHandlers(quorum, this.clusterId, () => io.clock.nowMs()),
           describeQuorumLocal,
           ...makeBrokerRegistrationHandlers(controller, controllerFailure),
-          makeCreateTopicsHandler(controller, controllerFailure),
+          // Only brokers and controllers talk to this listener as Kafka's controller does (clients'
+          // requests arrive forwarded, internal names already refused by the broker's channel): a
+          // broker may create __consumer_offsets here for its group coordinator.
+          makeCreateTopicsHandler(
+            { createTopics: (req, v) => controller.createTopics(req, v, { allowInternal: true }) },
+            controllerFailure,
+          ),
           makeDeleteTopicsHandler(controller, controllerFailure),
           makeCreatePartitionsHandler(controller, controllerFailure),
           makeElectLeadersHandler(controller, controllerFailure),

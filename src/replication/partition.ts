@@ -73,6 +73,8 @@ export interface ReadOutcome {
   readonly records: Buffer
   /** The fetcher's last epoch diverges from this log: where it should truncate to. */
   readonly divergingEpoch: { readonly epoch: number; readonly endOffset: bigint } | null
+  /** KIP-392: the consumer should fetch from this follower instead (no records then). */
+  readonly preferredReadReplica?: BrokerId
 }
 
 export interface OffsetForTimestamp {
@@ -294,6 +296,11 @@ export class Partition {
   /** Followers' end offsets as the leader last saw them (DescribeQuorum-like views, tests). */
   followerEndOffsets(): ReadonlyMap<BrokerId, bigint> {
     return new Map([...this.#followers].map(([id, f]) => [id, f.logEndOffset]))
+  }
+
+  /** As leader: each follower's end offset and last fetch time (KIP-392 read-replica selection). */
+  followerStates(): ReadonlyMap<BrokerId, { readonly logEndOffset: bigint; readonly lastFetchMs: number }> {
+    return new Map([...this.#followers].map(([id, f]) => [id, { ...f }]))
   }
 
   #afterAppend(): void {

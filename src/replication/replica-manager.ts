@@ -27,6 +27,7 @@ import {
   type ReadParams,
 } from './partition.ts'
 import type { ProducerEntry } from './producer-state.ts'
+import { type ReplicaSelectorKind, selectReadReplica } from './read-replica-selector.ts'
 import { ReplicaLogState } from './replica-log-state.ts'
 
 /** Kafka's replica ids of requests that are not from a follower. */
@@ -62,6 +63,8 @@ export interface ReplicaManagerOptions {
   /** `producer.id.expiration.ms` */
   readonly producerIdExpirationMs: number
   readonly limits?: Partial<ReplicaManagerLimits>
+  /** `replica.selector.class` (KIP-392): null answers no preferred read replica, as Kafka's default. */
+  readonly replicaSelector?: ReplicaSelectorKind | null
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void
 }
 
@@ -99,6 +102,11 @@ export interface FetchParams {
   readonly maxBytes: number
   /** 0 read_uncommitted, 1 read_committed. */
   readonly isolationLevel: number
+  /**
+   * A consumer's client metadata (Fetch v11+): its rack, '' when none. Present, the consumer may
+   * read from a follower (up to that follower's high watermark) and be pointed at one (KIP-392).
+   */
+  readonly clientRack?: string
 }
 
 export interface ListOffsetParams {
@@ -558,13 +566,21 @@ export class ReplicaManager {
         out.push(readError(this.#unhosted(s.topic, s.partition)))
         continue
       }
+      const preferred = this.#preferredReadReplica(p, s, params)
+      if (preferred !== null) {
+        out.push(preferred)
+        continue
+      }
       const r = await p.read({
         fetchOffset: s.fetchOffset,
         maxBytes: Math.max(0, Math.min(s.maxBytes, budget)),
         currentLeaderEpoch: s.currentLeaderEpoch,
         lastFetchedEpoch: s.lastFetchedEpoch,
         upTo,
-        fetchOnlyFromLeader: params.replicaId !== DEBUGGING_REPLICA_ID,
+        // As Kafka's FetchParams.fetchOnlyLeader: followers, and consumers without client metadata.
+        fetchOnlyFromLeader:
+          params.replicaId >= 0 ||
+          (params.replicaId !== DEBUGGING_REPLICA_ID && params.clientRack === undefined),
         minOneBatch,
       })
       if (r.records.length > 0) {
@@ -580,6 +596,50 @@ export class ReplicaManager {
   }
 
   /**
+   * KIP-392 (Kafka's findPreferredReadReplica): a leader asked by a consumer with client metadata
+   * answers, instead of records, the in-sync follower `replica.selector.class` prefers for it, with
+   * its own high watermark and log start; null to read here.
+   */
+  #preferredReadReplica(p: Partition, s: FetchSpec, params: FetchParams): ReadOutcome | null {
+    const kind = this.#o.replicaSelector ?? null
+    if (kind === null || params.replicaId !== CONSUMER_REPLICA_ID || params.clientRack === undefined)
+      return null
+    if (!p.isLeader || this.#image === null) return null
+    const brokers = this.#image.brokers
+    const states = p.followerStates()
+    const followers = p.isr.flatMap((id) => {
+      const f = states.get(id)
+      return id === this.#o.nodeId || f === undefined
+        ? []
+        : [
+            {
+              id,
+              rack: brokers.get(id)?.rack ?? null,
+              logEndOffset: f.logEndOffset,
+              lastFetchMs: f.lastFetchMs,
+            },
+          ]
+    })
+    const chosen = selectReadReplica(kind, {
+      leader: { id: this.#o.nodeId, rack: brokers.get(this.#o.nodeId)?.rack ?? null },
+      followers,
+      fetchOffset: s.fetchOffset,
+      clientRack: params.clientRack,
+    })
+    if (chosen === null) return null
+    return {
+      errorCode: ErrorCode.None,
+      highWatermark: p.highWatermark,
+      lastStableOffset: p.lastStableOffset,
+      logStartOffset: p.logStartOffset,
+      logEndOffset: p.logEndOffset,
+      records: Buffer.alloc(0),
+      divergingEpoch: null,
+      preferredReadReplica: chosen,
+    }
+  }
+
+  /**
    * A fetch: read at once; answer when there are at least `minBytes`, an error, or no wait asked;
    * otherwise wait (woken by appends and high-watermark moves on the partitions, never polling)
    * until enough bytes are estimated to be there, a partition changed leadership, or `maxWaitMs`
@@ -591,7 +651,8 @@ export class ReplicaManager {
     let error = false
     for (const r of first) {
       bytes += r.records.length
-      if (r.errorCode !== ErrorCode.None || r.divergingEpoch !== null) error = true
+      if (r.errorCode !== ErrorCode.None || r.divergingEpoch !== null || r.preferredReadReplica !== undefined)
+        error = true
     }
     const maxWaitMs = Math.min(params.maxWaitMs, this.#limits.fetchWaitMsMax)
     if (maxWaitMs <= 0 || specs.length === 0 || bytes >= params.minBytes || error) return first

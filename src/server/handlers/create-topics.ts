@@ -6,7 +6,10 @@ import { apis } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { ControllerApi, FailureOf } from './controller-api.ts'
 
-export function makeCreateTopicsHandler(controller: ControllerApi, failureOf: FailureOf): Handler {
+export function makeCreateTopicsHandler(
+  controller: Pick<ControllerApi, 'createTopics'>,
+  failureOf: FailureOf,
+): Handler {
   return defineHandler(apis.CreateTopics, {}, async (req, ctx) => {
     try {
       return await controller.createTopics(req, ctx.apiVersion)

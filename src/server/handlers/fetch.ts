@@ -3,8 +3,9 @@
  * is the same while there are no transactions), within `fetch.max.bytes` and each partition's max
  * bytes (the first batch whole even when larger), long-polled until `minBytes` or `maxWaitMs`;
  * KIP-227 incremental sessions; topic ids from v13; leader-epoch fencing and divergence; KIP-951
- * leader hints. Not implemented: fetching from followers (preferredReadReplica is always -1),
- * aborted-transaction lists (always empty), quotas (throttle 0).
+ * leader hints; KIP-392 from v11: a consumer's rackId lets the leader answer a preferredReadReplica
+ * (`replica.selector.class`) and lets a follower serve it up to its high watermark. Not
+ * implemented: aborted-transaction lists (always empty), quotas (throttle 0).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../../model/index.ts'
@@ -66,6 +67,8 @@ export function makeFetchHandler(view: FetchView): Handler {
       minBytes: Math.min(req.minBytes, maxBytes),
       maxBytes,
       isolationLevel: req.isolationLevel,
+      // Client metadata from v11 (KIP-392): the consumer's rack.
+      ...(v >= 11 && replicaId < 0 ? { clientRack: req.rackId } : {}),
     })
     const leaders: BrokerId[] = []
     const answers = context.partitions.map((p, i) => {
@@ -143,7 +146,7 @@ function partitionData(
     logStartOffset: r.logStartOffset,
     abortedTransactions:
       unknown || (isolationLevel === READ_COMMITTED && r.errorCode === ErrorCode.None) ? [] : null,
-    preferredReadReplica: -1 as BrokerId,
+    preferredReadReplica: v >= 11 ? (r.preferredReadReplica ?? (-1 as BrokerId)) : (-1 as BrokerId),
     records: r.records,
   }
   if (v >= 12 && r.divergingEpoch !== null) out.divergingEpoch = r.divergingEpoch
