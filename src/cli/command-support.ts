@@ -1,0 +1,194 @@
+/**
+ * What every cluster command shares: the common flags (--bootstrap-server, --json, --timeout),
+ * a ClusterClient for the run, human tables and JSON output, and exit codes with errors in plain
+ * words that keep Kafka's error name.
+ */
+import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { ClusterClient, ConnectionError, KafkaError, parseBootstrap } from '../client/index.ts'
+import { nodeTransport, systemClock } from '../io/index.ts'
+
+/** Exit codes: the same for every command. */
+export const Exit = {
+  ok: 0,
+  /** The cluster answered with a Kafka error, or the operation could not be done. */
+  failed: 1,
+  /** Bad flags or arguments. */
+  usage: 2,
+  /** No broker could be reached, or a request timed out. */
+  unreachable: 3,
+} as const
+
+export const DEFAULT_BOOTSTRAP = '127.0.0.1:9092'
+
+export class UsageError extends Error {
+  override name = 'UsageError'
+}
+
+/** Flags every cluster command takes. */
+export const COMMON_OPTIONS = {
+  'bootstrap-server': { type: 'string', short: 'b' },
+  json: { type: 'boolean' },
+  timeout: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options']
+
+export const COMMON_USAGE = `Common options:
+  -b, --bootstrap-server HOST:PORT[,...]   brokers to bootstrap from (default $WEIR_BOOTSTRAP or ${DEFAULT_BOOTSTRAP})
+  --json                                   machine-readable output
+  --timeout MS                             how long to retry a cluster that moved (default 30000)
+  -h, --help                               this help
+`
+
+type Options = NonNullable<ParseArgsConfig['options']>
+
+/** parseArgs with the common flags; strict, positionals allowed. Throws UsageError. */
+export function parse<O extends Options>(argv: readonly string[], options: O) {
+  const all: Options = { ...COMMON_OPTIONS, ...options }
+  // `--shift-by -1`: a negative number after a flag that takes a value is that value, not a flag.
+  const args: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    const next = argv[i + 1]
+    const name = a.startsWith('--') ? a.slice(2) : undefined
+    if (name !== undefined && all[name]?.type === 'string' && next !== undefined && /^-\d+$/.test(next)) {
+      args.push(`${a}=${next}`)
+      i++
+    } else args.push(a)
+  }
+  try {
+    return parseArgs({
+      args,
+      options: { ...COMMON_OPTIONS, ...options },
+      strict: true,
+      allowPositionals: true,
+    })
+  } catch (e) {
+    throw new UsageError((e as Error).message)
+  }
+}
+
+export interface CommonValues {
+  'bootstrap-server'?: string | undefined
+  timeout?: string | undefined
+}
+
+export function intFlag(value: string | undefined, name: string, fallback: number, min = 0): number {
+  if (value === undefined) return fallback
+  if (!/^-?\d+$/.test(value) || Number(value) < min)
+    throw new UsageError(`--${name} must be an integer >= ${min}, not '${value}'`)
+  return Number(value)
+}
+
+/** Runs `fn` with a client of the cluster, closing it after. */
+export async function withClient<T>(
+  values: CommonValues,
+  fn: (client: ClusterClient) => Promise<T>,
+): Promise<T> {
+  let bootstrap: string[]
+  try {
+    bootstrap = parseBootstrap(values['bootstrap-server'] ?? process.env.WEIR_BOOTSTRAP ?? DEFAULT_BOOTSTRAP)
+  } catch (e) {
+    throw new UsageError(`--bootstrap-server: ${(e as Error).message}`)
+  }
+  const timeout = intFlag(values.timeout, 'timeout', 30_000, 1)
+  const client = new ClusterClient({
+    bootstrap,
+    clientId: 'weir-cli',
+    clock: systemClock,
+    transport: nodeTransport,
+    retryTimeoutMs: timeout,
+    requestTimeoutMs: Math.max(timeout, 5000),
+  })
+  try {
+    return await fn(client)
+  } finally {
+    client.close()
+  }
+}
+
+/** Prints an error in plain words and returns the exit code it maps to. */
+export function reportError(command: string, e: unknown): number {
+  if (e instanceof UsageError) {
+    process.stderr.write(
+      `weir ${command}: ${e.message}\nRun 'weir ${command.split(' ')[0]} --help' for its options.\n`,
+    )
+    return Exit.usage
+  }
+  if (e instanceof ConnectionError) {
+    process.stderr.write(`weir ${command}: cannot reach the cluster: ${e.message}\n`)
+    return Exit.unreachable
+  }
+  if (e instanceof KafkaError) {
+    process.stderr.write(`weir ${command}: ${e.message}\n`)
+    return Exit.failed
+  }
+  process.stderr.write(`weir ${command}: ${(e as Error)?.message ?? String(e)}\n`)
+  return Exit.failed
+}
+
+/** Runs a command body: usage errors and failures handled the same way everywhere. */
+export async function runCommand(
+  command: string,
+  usage: string,
+  body: () => Promise<number | undefined>,
+): Promise<number> {
+  try {
+    return (await body()) ?? Exit.ok
+  } catch (e) {
+    return reportError(command, e)
+  }
+}
+
+/** Prints a command's usage (for --help) and returns 0. */
+export function help(usage: string): number {
+  process.stdout.write(usage)
+  return Exit.ok
+}
+
+/** JSON with bigints as numbers when safe, strings otherwise; Buffers as UTF-8. */
+export function toJson(value: unknown, indent?: number): string {
+  return JSON.stringify(
+    value,
+    (_k, v) => {
+      if (typeof v === 'bigint')
+        return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)
+          ? Number(v)
+          : v.toString()
+      if (v !== null && typeof v === 'object' && v.type === 'Buffer' && Array.isArray(v.data))
+        return Buffer.from(v.data).toString('utf8')
+      return v
+    },
+    indent,
+  )
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${toJson(value, 2)}\n`)
+}
+
+/** A table with a header row, columns padded to their widest cell. */
+export function formatTable(headers: readonly string[], rows: ReadonlyArray<ReadonlyArray<unknown>>): string {
+  const cells = rows.map((r) =>
+    r.map((c) => (c === null || c === undefined ? '-' : Array.isArray(c) ? c.join(',') : String(c))),
+  )
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => (r[i] ?? '').length)))
+  const line = (r: readonly string[]) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd()
+  return `${[line(headers), ...cells.map(line)].join('\n')}\n`
+}
+
+export function printTable(headers: readonly string[], rows: ReadonlyArray<ReadonlyArray<unknown>>): void {
+  process.stdout.write(formatTable(headers, rows))
+}
+
+/** Parses `key=value` flags (repeatable). */
+export function keyValues(list: readonly string[] | undefined, flag: string): Array<[string, string]> {
+  return (list ?? []).map((kv) => {
+    const i = kv.indexOf('=')
+    if (i <= 0) throw new UsageError(`--${flag} takes KEY=VALUE, not '${kv}'`)
+    return [kv.slice(0, i), kv.slice(i + 1)]
+  })
+}

@@ -1,0 +1,345 @@
+/**
+ * `startCluster()`: an embedded Weir cluster for tests, in this process. Each node is a WeirNode
+ * (broker and controller, all of them voters) on its own free ports with its data in a temporary
+ * directory that `stop()` removes. `kill(i)` stops a node abruptly; `restart(i)` starts it again on
+ * the same directory and ports.
+ *
+ * How close `kill(i)` comes to kill -9: the node's disk is frozen at the moment of the kill (every
+ * later write, fsync, rename, removal and the clean-shutdown marker are dropped, so the next start
+ * recovers the logs as after a crash), its outgoing connections are cut and it makes no new ones
+ * (no controlled shutdown, no leadership resignation reaches the others), and its listeners close
+ * their sockets at once. What differs from a real kill -9: requests already being handled when the
+ * kill lands may still be answered before the sockets close, and writes the node had already handed
+ * to the OS stay (as they would after kill -9, which does not lose the page cache either).
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type LogLevel, WeirNode } from '../broker/index.ts'
+import {
+  type Disk,
+  type DiskFile,
+  type DiskStat,
+  NodeDisk,
+  nodeTransport,
+  type OpenOptions,
+  type Transport,
+  type TransportConnection,
+} from '../io/index.ts'
+
+export interface StartClusterOptions {
+  /** Nodes (each broker and controller); default 1. */
+  readonly nodes?: number
+  /** Broker configs for every node, Kafka's names (`num.partitions`, `log.retention.ms`, ...). */
+  readonly config?: Readonly<Record<string, string | number | boolean>>
+  /** Where the temporary directory goes; default the OS temp dir. */
+  readonly baseDir?: string
+  /** Node logs (default: none). */
+  readonly log?: (nodeId: number, level: LogLevel, message: string) => void
+}
+
+export interface EmbeddedNode {
+  readonly nodeId: number
+  readonly host: string
+  /** The client (PLAINTEXT) port. */
+  readonly port: number
+  readonly controllerPort: number
+  readonly dataDir: string
+  /** False between kill(i)/stop and restart(i). */
+  readonly running: boolean
+}
+
+export interface EmbeddedCluster {
+  /** host:port of every node, for a client's bootstrap list. */
+  readonly bootstrap: string[]
+  /** The same, comma-separated (`--bootstrap-server`, `bootstrap.servers`). */
+  readonly bootstrapServers: string
+  readonly clusterId: string
+  /** The nodes by index: node i has node.id i+1. */
+  readonly nodes: readonly EmbeddedNode[]
+  /** The temporary directory holding every node's data (removed by stop()). */
+  readonly dir: string
+  /** Stops every node cleanly and removes the temporary directory. */
+  stop(): Promise<void>
+  /** Stops node i abruptly: see the module comment for how close this is to kill -9. */
+  kill(i: number): Promise<void>
+  /** Starts node i again (after kill or after stopNode) on its directory and ports. */
+  restart(i: number): Promise<void>
+  /** Stops node i cleanly (controlled shutdown, logs flushed) without removing its data. */
+  stopNode(i: number): Promise<void>
+}
+
+/** Ports nobody listens on right now (bound to port 0, then released). */
+export async function freePorts(n: number, host = '127.0.0.1'): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const s = createServer()
+          s.once('error', reject)
+          s.listen(0, host, () => resolve(s))
+        }),
+    ),
+  )
+  const ports = servers.map((s) => (s.address() as { port: number }).port)
+  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))))
+  return ports
+}
+
+/** A Kafka-style cluster id (22 characters of URL-safe base64), never starting with '-'. */
+function clusterIdFrom(bytes: Buffer): string {
+  const id = bytes.toString('base64url')
+  return id.startsWith('-') ? `A${id.slice(1)}` : id
+}
+
+/** A Disk that can be frozen: after `freeze()` it still reads, but every change is dropped. */
+class FreezableDisk implements Disk {
+  readonly #disk: Disk
+  frozen = false
+
+  constructor(disk: Disk) {
+    this.#disk = disk
+  }
+
+  async open(path: string, options?: OpenOptions): Promise<DiskFile> {
+    if (this.frozen) {
+      if (await this.#disk.exists(path)) return new FrozenFile(await this.#disk.open(path), this, true)
+      return new FrozenFile(null, this, true, path)
+    }
+    return new FrozenFile(await this.#disk.open(path, options), this, false)
+  }
+  readFile(path: string): Promise<Buffer> {
+    return this.#disk.readFile(path)
+  }
+  async rename(from: string, to: string): Promise<void> {
+    if (!this.frozen) await this.#disk.rename(from, to)
+  }
+  async remove(path: string): Promise<void> {
+    if (!this.frozen) await this.#disk.remove(path)
+  }
+  async removeTree(path: string): Promise<void> {
+    if (!this.frozen) await this.#disk.removeTree(path)
+  }
+  list(dir: string): Promise<string[]> {
+    return this.#disk.list(dir)
+  }
+  async mkdir(path: string): Promise<void> {
+    if (!this.frozen) await this.#disk.mkdir(path)
+  }
+  async syncDir(path: string): Promise<void> {
+    if (!this.frozen) await this.#disk.syncDir(path)
+  }
+  exists(path: string): Promise<boolean> {
+    return this.#disk.exists(path)
+  }
+  stat(path: string): Promise<DiskStat> {
+    return this.#disk.stat(path)
+  }
+}
+
+/** A file of a FreezableDisk: once frozen, appends only grow its size in memory. */
+class FrozenFile implements DiskFile {
+  readonly path: string
+  readonly #file: DiskFile | null
+  readonly #disk: FreezableDisk
+  #dropped = 0
+  #frozenAtOpen: boolean
+
+  constructor(file: DiskFile | null, disk: FreezableDisk, frozenAtOpen: boolean, path?: string) {
+    this.#file = file
+    this.#disk = disk
+    this.#frozenAtOpen = frozenAtOpen
+    this.path = file?.path ?? path ?? ''
+  }
+  get #frozen(): boolean {
+    return this.#frozenAtOpen || this.#disk.frozen
+  }
+  size(): number {
+    return (this.#file?.size() ?? 0) + this.#dropped
+  }
+  async read(into: Buffer, position: number, length: number, intoOffset?: number): Promise<number> {
+    if (this.#file === null) return 0
+    return this.#file.read(into, position, length, intoOffset)
+  }
+  async append(buffers: readonly Buffer[]): Promise<void> {
+    if (this.#frozen || this.#file === null) {
+      for (const b of buffers) this.#dropped += b.length
+      return
+    }
+    await this.#file.append(buffers)
+  }
+  async truncate(size: number): Promise<void> {
+    if (this.#frozen || this.#file === null) {
+      this.#dropped = Math.max(0, size - (this.#file?.size() ?? 0))
+      return
+    }
+    await this.#file.truncate(size)
+  }
+  async sync(): Promise<void> {
+    if (!this.#frozen && this.#file !== null) await this.#file.sync()
+  }
+  async close(): Promise<void> {
+    this.#frozenAtOpen = true
+    await this.#file?.close()
+  }
+}
+
+/** A Transport whose connections can all be cut, refusing new ones after. */
+class CuttableTransport implements Transport {
+  readonly #transport: Transport
+  readonly #open = new Set<TransportConnection>()
+  cut = false
+
+  constructor(transport: Transport) {
+    this.#transport = transport
+  }
+
+  async connect(
+    address: { host: string; port: number },
+    options: { timeoutMs: number },
+  ): Promise<TransportConnection> {
+    if (this.cut) throw new Error('connection refused: the node was killed')
+    const c = await this.#transport.connect(address, options)
+    if (this.cut) {
+      c.close()
+      throw new Error('connection refused: the node was killed')
+    }
+    this.#open.add(c)
+    c.onClose(() => this.#open.delete(c))
+    return c
+  }
+
+  cutAll(): void {
+    this.cut = true
+    for (const c of this.#open) c.close()
+    this.#open.clear()
+  }
+}
+
+interface Slot {
+  readonly nodeId: number
+  readonly port: number
+  readonly controllerPort: number
+  readonly dataDir: string
+  node: WeirNode | null
+  disk: FreezableDisk | null
+  transport: CuttableTransport | null
+}
+
+/**
+ * Starts an embedded cluster of `nodes` nodes (default 1) and resolves once every broker serves.
+ * Internal topics get replication factor min(3, nodes); `group.initial.rebalance.delay.ms` is 0 (as
+ * in Kafka's own test harness) so that a test's consumer group forms at once.
+ */
+export async function startCluster(options: StartClusterOptions = {}): Promise<EmbeddedCluster> {
+  const count = options.nodes ?? 1
+  if (!Number.isInteger(count) || count < 1)
+    throw new RangeError(`nodes must be a positive integer, not ${count}`)
+  const dir = mkdtempSync(join(options.baseDir ?? tmpdir(), 'weir-'))
+  const host = '127.0.0.1'
+  const ports = await freePorts(2 * count, host)
+  const slots: Slot[] = Array.from({ length: count }, (_, i) => ({
+    nodeId: i + 1,
+    port: ports[2 * i]!,
+    controllerPort: ports[2 * i + 1]!,
+    dataDir: join(dir, `node-${i + 1}`),
+    node: null,
+    disk: null,
+    transport: null,
+  }))
+  const clusterId = clusterIdFrom(randomBytes(16))
+  const voters = slots.map((s) => `${s.nodeId}@${host}:${s.controllerPort}`).join(',')
+  const rf = String(Math.min(3, count))
+  const base: Record<string, string> = {
+    'process.roles': 'broker,controller',
+    'controller.listener.names': 'CONTROLLER',
+    'controller.quorum.voters': voters,
+    'offsets.topic.replication.factor': rf,
+    'transaction.state.log.replication.factor': rf,
+    'transaction.state.log.min.isr': String(Math.min(2, count)),
+    'group.initial.rebalance.delay.ms': '0',
+  }
+  for (const [k, v] of Object.entries(options.config ?? {})) base[k] = String(v)
+
+  const startNode = async (s: Slot): Promise<void> => {
+    const config = new Map(Object.entries(base))
+    config.set('node.id', String(s.nodeId))
+    config.set('listeners', `PLAINTEXT://${host}:${s.port},CONTROLLER://${host}:${s.controllerPort}`)
+    config.set('log.dirs', s.dataDir)
+    config.set('cluster.id', clusterId)
+    const disk = new FreezableDisk(new NodeDisk())
+    const transport = new CuttableTransport(nodeTransport)
+    const log = options.log
+    s.disk = disk
+    s.transport = transport
+    s.node = await WeirNode.start({
+      staticConfig: config,
+      disk,
+      transport,
+      log: log === undefined ? () => {} : (level, message) => log(s.nodeId, level, message),
+    })
+  }
+  const slotAt = (i: number): Slot => {
+    const s = slots[i]
+    if (s === undefined) throw new RangeError(`no node ${i}: the cluster has nodes 0 to ${count - 1}`)
+    return s
+  }
+  let stopped = false
+  const cluster: EmbeddedCluster = {
+    bootstrap: slots.map((s) => `${host}:${s.port}`),
+    bootstrapServers: slots.map((s) => `${host}:${s.port}`).join(','),
+    clusterId,
+    dir,
+    get nodes() {
+      return slots.map((s) => ({
+        nodeId: s.nodeId,
+        host,
+        port: s.port,
+        controllerPort: s.controllerPort,
+        dataDir: s.dataDir,
+        running: s.node !== null,
+      }))
+    },
+    async stop() {
+      if (stopped) return
+      stopped = true
+      await Promise.all(slots.map((s) => cluster.stopNode(s.nodeId - 1).catch(() => {})))
+      rmSync(dir, { recursive: true, force: true })
+    },
+    async kill(i) {
+      const s = slotAt(i)
+      const node = s.node
+      if (node === null) return
+      s.node = null
+      s.disk!.frozen = true
+      s.transport!.cutAll()
+      await node.stop(0).catch(() => {})
+    },
+    async restart(i) {
+      const s = slotAt(i)
+      if (s.node !== null) throw new Error(`node ${i} is running: kill(${i}) or stopNode(${i}) first`)
+      if (stopped) throw new Error('the cluster was stopped')
+      await startNode(s)
+      await s.node!.ready()
+    },
+    async stopNode(i) {
+      const s = slotAt(i)
+      const node = s.node
+      if (node === null) return
+      s.node = null
+      await node.stop()
+    },
+  }
+  try {
+    // Every voter must be listening for the quorum to elect a leader: start them together.
+    await Promise.all(slots.map((s) => startNode(s)))
+    await Promise.all(slots.map((s) => s.node!.ready()))
+  } catch (e) {
+    await cluster.stop().catch(() => {})
+    throw e
+  }
+  return cluster
+}

@@ -1,0 +1,10 @@
+/**
+ * The package entry (`import { startCluster } from 'weir'`): an embedded Weir cluster for tests.
+ * See README.md, "Embedded clusters for tests".
+ */
+export {
+  type EmbeddedCluster,
+  type EmbeddedNode,
+  type StartClusterOptions,
+  startCluster,
+} from './cli/index.ts'
