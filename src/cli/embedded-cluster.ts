@@ -140,12 +140,13 @@ class FreezableDisk implements Disk {
   }
 }
 
-/** A file of a FreezableDisk: once frozen, appends only grow its size in memory. */
+/** A file of a FreezableDisk: once frozen, changes only move its size in memory. */
 class FrozenFile implements DiskFile {
   readonly path: string
   readonly #file: DiskFile | null
   readonly #disk: FreezableDisk
-  #dropped = 0
+  /** The size the node believes the file has, once frozen changes diverged from the real one. */
+  #logicalSize: number | null = null
   #frozenAtOpen: boolean
 
   constructor(file: DiskFile | null, disk: FreezableDisk, frozenAtOpen: boolean, path?: string) {
@@ -155,31 +156,29 @@ class FrozenFile implements DiskFile {
     this.path = file?.path ?? path ?? ''
   }
   get #frozen(): boolean {
-    return this.#frozenAtOpen || this.#disk.frozen
+    return this.#frozenAtOpen || this.#disk.frozen || this.#file === null
   }
   size(): number {
-    return (this.#file?.size() ?? 0) + this.#dropped
+    return this.#logicalSize ?? this.#file?.size() ?? 0
   }
   async read(into: Buffer, position: number, length: number, intoOffset?: number): Promise<number> {
     if (this.#file === null) return 0
     return this.#file.read(into, position, length, intoOffset)
   }
   async append(buffers: readonly Buffer[]): Promise<void> {
-    if (this.#frozen || this.#file === null) {
-      for (const b of buffers) this.#dropped += b.length
-      return
-    }
-    await this.#file.append(buffers)
+    if (!this.#frozen) return this.#file!.append(buffers)
+    this.#logicalSize = this.size() + buffers.reduce((n, b) => n + b.length, 0)
+  }
+  async write(buffers: readonly Buffer[], position: number): Promise<void> {
+    if (!this.#frozen) return this.#file!.write(buffers, position)
+    this.#logicalSize = Math.max(this.size(), position + buffers.reduce((n, b) => n + b.length, 0))
   }
   async truncate(size: number): Promise<void> {
-    if (this.#frozen || this.#file === null) {
-      this.#dropped = Math.max(0, size - (this.#file?.size() ?? 0))
-      return
-    }
-    await this.#file.truncate(size)
+    if (!this.#frozen) return this.#file!.truncate(size)
+    this.#logicalSize = size
   }
   async sync(): Promise<void> {
-    if (!this.#frozen && this.#file !== null) await this.#file.sync()
+    if (!this.#frozen) await this.#file!.sync()
   }
   async close(): Promise<void> {
     this.#frozenAtOpen = true
