@@ -64,7 +64,7 @@ type Values = ReturnType<typeof parse<typeof OPTIONS>>['values']
 
 export async function runBench(argv: readonly string[]): Promise<number> {
   const [sub, ...rest] = argv
-  return runCommand(`bench ${sub ?? ''}`.trim(), BENCH_USAGE, async () => {
+  return runCommand(`bench ${sub ?? ''}`.trim(), async () => {
     if (sub === undefined || sub === '-h' || sub === '--help') return help(BENCH_USAGE)
     const { values, positionals } = parse(rest, OPTIONS)
     if (values.help === true) return help(BENCH_USAGE)

@@ -23,7 +23,7 @@ ${COMMON_USAGE}`
 
 export async function runCluster(argv: readonly string[]): Promise<number> {
   const [sub, ...rest] = argv
-  return runCommand(`cluster ${sub ?? ''}`.trim(), CLUSTER_USAGE, async () => {
+  return runCommand(`cluster ${sub ?? ''}`.trim(), async () => {
     if (sub === undefined || sub === '-h' || sub === '--help') return help(CLUSTER_USAGE)
     const { values, positionals } = parse(rest, {})
     if (values.help === true) return help(CLUSTER_USAGE)

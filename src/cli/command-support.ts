@@ -127,11 +127,7 @@ export function reportError(command: string, e: unknown): number {
 }
 
 /** Runs a command body: usage errors and failures handled the same way everywhere. */
-export async function runCommand(
-  command: string,
-  usage: string,
-  body: () => Promise<number | undefined>,
-): Promise<number> {
+export async function runCommand(command: string, body: () => Promise<number | undefined>): Promise<number> {
   try {
     return (await body()) ?? Exit.ok
   } catch (e) {

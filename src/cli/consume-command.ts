@@ -94,7 +94,7 @@ export function formatRecord(template: string, topic: string, partition: number,
 }
 
 export async function runConsume(argv: readonly string[]): Promise<number> {
-  return runCommand('consume', CONSUME_USAGE, async () => {
+  return runCommand('consume', async () => {
     const { values, positionals } = parse(argv, OPTIONS)
     if (values.help === true) return help(CONSUME_USAGE)
     if (positionals.length !== 1) throw new UsageError('give exactly one topic')

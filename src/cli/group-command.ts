@@ -53,7 +53,7 @@ type Values = ReturnType<typeof parse<typeof OPTIONS>>['values']
 
 export async function runGroup(argv: readonly string[]): Promise<number> {
   const [sub, ...rest] = argv
-  return runCommand(`group ${sub ?? ''}`.trim(), GROUP_USAGE, async () => {
+  return runCommand(`group ${sub ?? ''}`.trim(), async () => {
     if (sub === undefined || sub === '-h' || sub === '--help') return help(GROUP_USAGE)
     const { values, positionals } = parse(rest, OPTIONS)
     if (values.help === true) return help(GROUP_USAGE)

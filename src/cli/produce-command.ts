@@ -52,7 +52,7 @@ export function parseCompression(value: string | undefined) {
 }
 
 export async function runProduce(argv: readonly string[]): Promise<number> {
-  return runCommand('produce', PRODUCE_USAGE, async () => {
+  return runCommand('produce', async () => {
     const { values, positionals } = parse(argv, OPTIONS)
     if (values.help === true) return help(PRODUCE_USAGE)
     if (positionals.length !== 1) throw new UsageError('give exactly one topic')

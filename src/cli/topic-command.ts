@@ -43,7 +43,7 @@ type Values = ReturnType<typeof parse<typeof OPTIONS>>['values']
 
 export async function runTopic(argv: readonly string[]): Promise<number> {
   const [sub, ...rest] = argv
-  return runCommand(`topic ${sub ?? ''}`.trim(), TOPIC_USAGE, async () => {
+  return runCommand(`topic ${sub ?? ''}`.trim(), async () => {
     if (sub === undefined || sub === '-h' || sub === '--help') return help(TOPIC_USAGE)
     const { values, positionals } = parse(rest, OPTIONS)
     if (values.help === true) return help(TOPIC_USAGE)
