@@ -1,0 +1,298 @@
+/**
+ * Kafka's own tools (4.4.0 jars, tools/kafka) against three combined Weir nodes: kafka-topics
+ * --describe (leaders, replicas, ISR), kafka-metadata-quorum describe --status,
+ * kafka-reassign-partitions (--generate, --execute, --verify, --cancel), kafka-leader-election
+ * --election-type preferred and unclean, and kafka-configs enabling unclean election on a topic.
+ */
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { promisify } from 'node:util'
+import { WeirCluster } from '../support/cluster.ts'
+import { REPO, waitFor } from '../support/weir-process.ts'
+
+const run = promisify(execFile)
+let cluster: WeirCluster
+
+async function tool(...args: string[]): Promise<string> {
+  try {
+    return (await run(join(REPO, 'tools/kafka/tool.sh'), args, { timeout: 120_000 })).stdout
+  } catch (e) {
+    const err = e as { stdout?: string; stderr?: string; message: string }
+    throw new Error(`${args[0]} failed: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`)
+  }
+}
+
+interface Described {
+  leader: number
+  replicas: number[]
+  isr: number[]
+}
+
+/** `kafka-topics --describe` parsed: partition -> leader, replicas, ISR. */
+async function describe(topic: string, via = cluster.node(1).address): Promise<Map<number, Described>> {
+  const out = await tool('kafka-topics', '--bootstrap-server', via, '--describe', '--topic', topic)
+  const parts = new Map<number, Described>()
+  for (const line of out.split('\n')) {
+    const m = /Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: ([\d,]*)\s+Isr: ([\d,]*)/.exec(line)
+    if (m === null) continue
+    const list = (s: string) => (s === '' ? [] : s.split(',').map(Number))
+    parts.set(Number(m[1]), {
+      leader: m[2] === 'none' ? -1 : Number(m[2]),
+      replicas: list(m[3]!),
+      isr: list(m[4]!),
+    })
+  }
+  return parts
+}
+
+before(async () => {
+  cluster = await WeirCluster.start({
+    nodes: 3,
+    prefix: 'weir-cluster-control-',
+    config: {
+      'broker.session.timeout.ms': 3000,
+      'broker.heartbeat.interval.ms': 500,
+      'offsets.topic.replication.factor': 1,
+    },
+  })
+})
+
+after(async () => {
+  await cluster.kill()
+})
+
+test('kafka-metadata-quorum describe --status names a leader and the three voters', async () => {
+  const out = await tool(
+    'kafka-metadata-quorum',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    'describe',
+    '--status',
+  )
+  assert.match(out, /LeaderId:\s+[123]/)
+  assert.match(out, /CurrentVoters:\s+\[.*"id":\s*1.*"id":\s*2.*"id":\s*3/s)
+})
+
+test('kafka-topics --describe shows each partition spread over the three brokers with a full ISR', async () => {
+  await tool(
+    'kafka-topics',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    '--create',
+    '--topic',
+    'spread',
+    '--partitions',
+    '3',
+    '--replication-factor',
+    '3',
+  )
+  const parts = await waitFor('three partitions described', async () => {
+    const d = await describe('spread')
+    return d.size === 3 ? d : undefined
+  })
+  const leaders = new Set<number>()
+  for (const p of parts.values()) {
+    assert.deepEqual([...p.replicas].sort(), [1, 2, 3])
+    assert.deepEqual([...p.isr].sort(), [1, 2, 3])
+    assert.equal(p.leader, p.replicas[0], 'the preferred replica leads a new partition')
+    leaders.add(p.leader)
+  }
+  assert.equal(leaders.size, 3, 'leadership is spread over the brokers')
+})
+
+test('kafka-reassign-partitions reorders replicas at once; kafka-leader-election preferred moves the leader', async () => {
+  await tool(
+    'kafka-topics',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    '--create',
+    '--topic',
+    'reorder',
+    '--replica-assignment',
+    '1:2:3',
+  )
+  await waitFor('reorder-0 led by 1', async () =>
+    (await describe('reorder')).get(0)?.leader === 1 ? true : undefined,
+  )
+  const plan = join(cluster.dir, 'reorder.json')
+  writeFileSync(
+    plan,
+    JSON.stringify({ version: 1, partitions: [{ topic: 'reorder', partition: 0, replicas: [2, 1, 3] }] }),
+  )
+  const executed = await tool(
+    'kafka-reassign-partitions',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    '--reassignment-json-file',
+    plan,
+    '--execute',
+  )
+  assert.match(executed, /Successfully started partition reassignment/)
+  const verified = await waitFor('the reorder to complete', async () => {
+    const out = await tool(
+      'kafka-reassign-partitions',
+      '--bootstrap-server',
+      cluster.bootstrap,
+      '--reassignment-json-file',
+      plan,
+      '--verify',
+    )
+    return /Reassignment of partition reorder-0 is completed/.test(out) ? out : undefined
+  })
+  assert.doesNotMatch(verified, /Error|Exception/)
+  let p = (await describe('reorder')).get(0)!
+  assert.deepEqual(p.replicas, [2, 1, 3])
+  assert.equal(p.leader, 1, 'a reorder keeps the leader')
+  const elected = await tool(
+    'kafka-leader-election',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    '--election-type',
+    'preferred',
+    '--topic',
+    'reorder',
+    '--partition',
+    '0',
+  )
+  assert.match(elected, /Successfully completed leader election \(PREFERRED\) for partitions reorder-0/)
+  p = await waitFor('broker 2 to lead reorder-0', async () => {
+    const d = (await describe('reorder')).get(0)
+    return d?.leader === 2 ? d : undefined
+  })
+  assert.deepEqual(p.replicas, [2, 1, 3])
+})
+
+test('kafka-reassign-partitions --generate proposes a plan; --execute starts a move that --verify reports and --cancel reverts', async () => {
+  await tool(
+    'kafka-topics',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    '--create',
+    '--topic',
+    'move',
+    '--replica-assignment',
+    '1',
+  )
+  const topics = join(cluster.dir, 'move-topics.json')
+  writeFileSync(topics, JSON.stringify({ version: 1, topics: [{ topic: 'move' }] }))
+  const generated = await tool(
+    'kafka-reassign-partitions',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    '--topics-to-move-json-file',
+    topics,
+    '--broker-list',
+    '2,3',
+    '--generate',
+  )
+  assert.match(
+    generated,
+    /Current partition replica assignment\s*\{"version":1,"partitions":\[\{"topic":"move","partition":0,"replicas":\[1\]/,
+  )
+  const proposed = /Proposed partition reassignment configuration\s*(\{.*\})/.exec(generated)
+  assert.ok(proposed, generated)
+  const target = JSON.parse(proposed[1]!) as { partitions: Array<{ replicas: number[] }> }
+  assert.ok([2, 3].includes(target.partitions[0]!.replicas[0]!))
+  // An explicit move to broker 3, so that this test knows the target.
+  const plan = join(cluster.dir, 'move.json')
+  writeFileSync(
+    plan,
+    JSON.stringify({ version: 1, partitions: [{ topic: 'move', partition: 0, replicas: [3] }] }),
+  )
+  const executed = await tool(
+    'kafka-reassign-partitions',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    '--reassignment-json-file',
+    plan,
+    '--execute',
+  )
+  assert.match(executed, /Successfully started partition reassignment for move-0/)
+  const d = (await describe('move')).get(0)!
+  assert.deepEqual(d.replicas, [3, 1], 'target ∪ current while the move is in progress')
+  // Cancel (the move completes only once broker 3's replica joins the ISR).
+  const listed = await tool('kafka-reassign-partitions', '--bootstrap-server', cluster.bootstrap, '--list')
+  if (/move-0/.test(listed)) {
+    const cancelled = await tool(
+      'kafka-reassign-partitions',
+      '--bootstrap-server',
+      cluster.bootstrap,
+      '--reassignment-json-file',
+      plan,
+      '--cancel',
+    )
+    assert.match(cancelled, /Successfully cancelled partition reassignment/)
+    assert.deepEqual((await describe('move')).get(0)!.replicas, [1])
+  }
+})
+
+test('a partition whose last ISR member died stays leaderless; unclean elections (tool, then topic config) elect a live replica', async () => {
+  for (const topic of ['unclean-tool', 'unclean-config']) {
+    await tool(
+      'kafka-topics',
+      '--bootstrap-server',
+      cluster.bootstrap,
+      '--create',
+      '--topic',
+      topic,
+      '--replica-assignment',
+      '2:3',
+    )
+  }
+  const via = cluster.node(1).address
+  // Broker 3 dies: fenced, it leaves the ISR. It comes back but is not in the ISR.
+  await cluster.node(3).process.kill()
+  await waitFor('broker 3 out of the ISR', async () => {
+    const a = (await describe('unclean-tool', via)).get(0)
+    const b = (await describe('unclean-config', via)).get(0)
+    return a?.isr.join() === '2' && b?.isr.join() === '2' ? true : undefined
+  })
+  await cluster.node(3).process.start()
+  // Broker 2, the last ISR member, dies: no leader, as unclean.leader.election.enable is false.
+  await cluster.node(2).process.kill()
+  for (const topic of ['unclean-tool', 'unclean-config']) {
+    const p = await waitFor(`${topic} leaderless`, async () => {
+      const d = (await describe(topic, via)).get(0)
+      return d?.leader === -1 ? d : undefined
+    })
+    assert.deepEqual(p.isr, [2], 'the ISR keeps its last member')
+  }
+  const elected = await tool(
+    'kafka-leader-election',
+    '--bootstrap-server',
+    via,
+    '--election-type',
+    'unclean',
+    '--topic',
+    'unclean-tool',
+    '--partition',
+    '0',
+  )
+  assert.match(elected, /Successfully completed leader election \(UNCLEAN\) for partitions unclean-tool-0/)
+  const a = await waitFor('broker 3 to lead unclean-tool-0', async () => {
+    const d = (await describe('unclean-tool', via)).get(0)
+    return d?.leader === 3 ? d : undefined
+  })
+  assert.deepEqual(a.isr, [3])
+  await tool(
+    'kafka-configs',
+    '--bootstrap-server',
+    via,
+    '--alter',
+    '--entity-type',
+    'topics',
+    '--entity-name',
+    'unclean-config',
+    '--add-config',
+    'unclean.leader.election.enable=true',
+  )
+  const b = await waitFor('broker 3 to lead unclean-config-0', async () => {
+    const d = (await describe('unclean-config', via)).get(0)
+    return d?.leader === 3 ? d : undefined
+  })
+  assert.deepEqual(b.isr, [3])
+  await cluster.node(2).process.start()
+})
