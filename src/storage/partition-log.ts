@@ -13,6 +13,7 @@ import {
   ErrorCode,
   LOG_OVERHEAD,
   readBatchHeader,
+  type ScanOptions,
   setMaxTimestampAndLogAppendTime,
 } from '../protocol/index.ts'
 import { FileBatchReader, isProblem } from './file-batch-reader.ts'
@@ -225,6 +226,14 @@ interface InFlightRound {
 }
 
 const NO_WRITE = Promise.resolve()
+/** A follower's batches: as stored in a log, and an empty fetch is no error. */
+const REPLICATION_SCAN: ScanOptions = { origin: 'log', requireBatch: false }
+
+interface ScanOptionsFor {
+  readonly maxMessageBytes: number
+  readonly client: ScanOptions
+  readonly log: ScanOptions
+}
 
 /** Resolve (or reject, for a refused append) every append of a written round. */
 function settle(round: readonly PendingAppend[]): void {
@@ -280,6 +289,8 @@ export class PartitionLog {
   #spaceWaiters: (() => void)[] = []
   /** Scratch for `scanAppend` (one append validates at a time: it is synchronous). */
   readonly #scan: AppendScan = { batches: 0, records: 0 }
+  /** `scanAppend` options by origin, made again when max.message.bytes changes. */
+  #scanOptionsFor: ScanOptionsFor | null = null
   /** LogAppendTime stamped by the last `#validate` (-1 under CreateTime). */
   #logAppendTimeMs = -1
 
@@ -628,13 +639,7 @@ export class PartitionLog {
     const origin = options.origin ?? 'client'
     const config = this.#config
     const replication = origin === 'replication'
-    const error = scanAppend(
-      batches,
-      replication
-        ? { origin: 'log', requireBatch: false }
-        : { origin: origin === 'client' ? 'client' : 'log', batchBytesMax: config.maxMessageBytes },
-      this.#scan,
-    )
+    const error = scanAppend(batches, this.#scanOptions(origin, config), this.#scan)
     if (error !== null) return scanError(error)
     if (batches.length > config.segmentBytes && !replication) {
       return {
@@ -678,6 +683,22 @@ export class PartitionLog {
       }
     }
     return null
+  }
+
+  /** The checks an append's batches get (no object made per append). */
+  #scanOptions(origin: 'client' | 'coordinator' | 'replication', config: LogConfig): ScanOptions {
+    if (origin === 'replication') return REPLICATION_SCAN
+    let cached = this.#scanOptionsFor
+    if (cached === null || cached.maxMessageBytes !== config.maxMessageBytes) {
+      const batchBytesMax = config.maxMessageBytes
+      cached = {
+        maxMessageBytes: batchBytesMax,
+        client: { origin: 'client', batchBytesMax },
+        log: { origin: 'log', batchBytesMax },
+      }
+      this.#scanOptionsFor = cached
+    }
+    return origin === 'client' ? cached.client : cached.log
   }
 
   /** The slow path of `append`: wait for room in the append queue (`appendQueueBytesMax`). */
@@ -828,8 +849,9 @@ export class PartitionLog {
       const assign = p.assignOffsets
       if (!assign) {
         const firstOffset = buf.readBigInt64BE(0)
-        if (firstOffset < this.#nextOffset) {
-          p.error = new UnexpectedAppendOffsetError(firstOffset, this.#nextOffset)
+        const nextOffset = segment.baseOffset + BigInt(next)
+        if (firstOffset < nextOffset) {
+          p.error = new UnexpectedAppendOffsetError(firstOffset, nextOffset)
           continue
         }
       }
@@ -867,7 +889,6 @@ export class PartitionLog {
         if (onBatch !== undefined) onBatch(readBatchHeader(buf, at), 'append')
         at += size
       }
-      this.#nextOffset = segment.baseOffset + BigInt(next)
       const tail = sliceStart === 0 ? buf : buf.subarray(sliceStart)
       buffers.push(tail)
       bytes += tail.length
@@ -875,13 +896,14 @@ export class PartitionLog {
       p.result = {
         errorCode: 0,
         baseOffset,
-        lastOffset: this.#nextOffset - 1n,
+        lastOffset: segment.baseOffset + BigInt(next - 1),
         maxTimestampMs,
         logAppendTimeMs: p.logAppendTimeMs,
         logStartOffset: this.#logStartOffset,
         recordCount: p.recordCount,
       }
     }
+    this.#nextOffset = segment.baseOffset + BigInt(next)
     const write = bytes === 0 ? NO_WRITE : segment.issueWrite(buffers, bytes)
     const f: InFlightRound = {
       round,

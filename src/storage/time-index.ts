@@ -3,6 +3,7 @@
  * relative offset int32), timestamps strictly increasing. Maps a time to where a search starts.
  */
 import { assert } from '../model/index.ts'
+import { readInt64AsNumber } from './scan-append.ts'
 
 /** Bytes per entry: timestamp (int64) + relative offset (int32). */
 export const TIME_INDEX_ENTRY_BYTES = 12
@@ -63,7 +64,7 @@ export class TimeIndex {
   #entryAt(i: number): TimestampOffset {
     const at = i * TIME_INDEX_ENTRY_BYTES
     return {
-      timestampMs: Number(this.#buf.readBigInt64BE(at)),
+      timestampMs: readInt64AsNumber(this.#buf, at),
       relativeOffset: this.#buf.readInt32BE(at + 8),
     }
   }
@@ -88,7 +89,7 @@ export class TimeIndex {
 
   /** The last entry's timestamp; the index must not be empty. */
   get #lastTimestampMs(): number {
-    return Number(this.#buf.readBigInt64BE((this.#entries - 1) * TIME_INDEX_ENTRY_BYTES))
+    return readInt64AsNumber(this.#buf, (this.#entries - 1) * TIME_INDEX_ENTRY_BYTES)
   }
 
   #push(timestampMs: number, relativeOffset: number): void {
@@ -100,7 +101,10 @@ export class TimeIndex {
       this.#buf.copy(grown)
       this.#buf = grown
     }
-    this.#buf.writeBigInt64BE(BigInt(timestampMs), at)
+    // An int64 as two int32 halves (no BigInt on the append path); exact below 2^53.
+    const high = Math.floor(timestampMs / 0x100000000)
+    this.#buf.writeInt32BE(high, at)
+    this.#buf.writeUInt32BE(timestampMs - high * 0x100000000, at + 4)
     this.#buf.writeInt32BE(relativeOffset, at + 8)
     this.#entries++
   }
@@ -115,7 +119,7 @@ export class TimeIndex {
     let found = -1
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1
-      if (Number(this.#buf.readBigInt64BE(mid * TIME_INDEX_ENTRY_BYTES)) <= timestampMs) {
+      if (readInt64AsNumber(this.#buf, mid * TIME_INDEX_ENTRY_BYTES) <= timestampMs) {
         found = mid
         lo = mid + 1
       } else {
