@@ -7,11 +7,15 @@
 import { statfs } from 'node:fs/promises'
 import { type EffectiveConfig, resolveTopicConfig } from '../config/index.ts'
 import { type NodeConfigSource, topicConfigLayers } from '../controller/index.ts'
-import type { Clock, Disk, Random } from '../io/index.ts'
+import type { Clock, Disk, Random, Transport } from '../io/index.ts'
 import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
-import type { AllocateProducerIdsResponseData } from '../protocol/index.ts'
-import { ProducerIdManager, ReplicaManager, replicaSelectorOf } from '../replication/index.ts'
+import type {
+  AllocateProducerIdsResponseData,
+  AlterPartitionRequestData,
+  AlterPartitionResponseData,
+} from '../protocol/index.ts'
+import { ProducerIdManager, ReplicaManager, replicaSelectorOf, WireLeaderLink } from '../replication/index.ts'
 import {
   FetchSessionCache,
   type Handler,
@@ -40,6 +44,15 @@ export interface DataPathOptions {
   readonly configSource: () => NodeConfigSource
   /** AllocateProducerIds through the controller channel. */
   readonly allocateProducerIds: () => Promise<AllocateProducerIdsResponseData.AllocateProducerIdsResponseIn>
+  /** AlterPartition through the controller channel. */
+  readonly alterPartition: (
+    req: AlterPartitionRequestData.AlterPartitionRequest,
+  ) => Promise<AlterPartitionResponseData.AlterPartitionResponseIn>
+  /** This broker's epoch, -1 before it registered. */
+  readonly brokerEpoch: () => bigint
+  /** The latest metadata image (leaders' endpoints). */
+  readonly image: () => MetadataImage
+  readonly transport: Transport
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
 }
 
@@ -60,6 +73,33 @@ export class DataPath {
         resolveTopicConfig(topicConfigLayers(image, topic, options.configSource())),
       producerIdExpirationMs: e.int('producer.id.expiration.ms'),
       replicaSelector: replicaSelectorOf(e.string('replica.selector.class')),
+      replication: {
+        connect: (leader) =>
+          new WireLeaderLink({
+            leader,
+            nodeId: options.nodeId,
+            image: options.image,
+            listenerName: e.string('inter.broker.listener.name') || null,
+            clock: options.clock,
+            transport: options.transport,
+            requestTimeoutMs: e.int('replica.socket.timeout.ms'),
+            responseBytesMax:
+              e.int('replica.fetch.response.max.bytes') + e.int('replica.fetch.max.bytes') + 1024 * 1024,
+          }),
+        brokerEpoch: options.brokerEpoch,
+        alterPartition: options.alterPartition,
+        fetcher: {
+          fetchMaxBytes: e.int('replica.fetch.max.bytes'),
+          responseMaxBytes: e.int('replica.fetch.response.max.bytes'),
+          minBytes: e.int('replica.fetch.min.bytes'),
+          maxWaitMs: e.int('replica.fetch.wait.max.ms'),
+          backoffMs: e.int('replica.fetch.backoff.ms'),
+          numFetchers: e.int('num.replica.fetchers'),
+        },
+        lagTimeMaxMs: e.long('replica.lag.time.max.ms'),
+        highWatermarkCheckpointIntervalMs: e.long('replica.high.watermark.checkpoint.interval.ms'),
+        alterPartitionRetryBackoffMs: 100,
+      },
       log: options.log,
     })
     this.producerIds = new ProducerIdManager(async () => {

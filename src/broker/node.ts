@@ -284,6 +284,10 @@ export class WeirNode {
         configSource: () => this.configSource,
         allocateProducerIds: () =>
           this.#channel!.allocateProducerIds({ brokerId: config.nodeId, brokerEpoch: this.#brokerEpoch }),
+        alterPartition: (req) => this.#channel!.alterPartition(req),
+        brokerEpoch: () => this.#brokerEpoch,
+        image: () => this.#loader.image,
+        transport: io.transport,
         log: this.#log,
       })
       this.#dataPath = dataPath

@@ -1,8 +1,9 @@
 /**
- * One hosted partition: its log, its role (leader or follower) in a leader epoch, and as leader the
- * ISR view, the high watermark and idempotent appends. Written for any ISR: followers' end offsets
- * feed the high watermark the same way once followers fetch. It must not change ISR or leader by
- * itself: those come from metadata records.
+ * One hosted partition: its log, its role (leader or follower) in a leader epoch; as leader the
+ * ISR view (followers' fetch state, which of them are caught up), the high watermark and idempotent
+ * appends; as follower the leader's batches appended as they are, truncation and the leader's high
+ * watermark. It must not change ISR or leader by itself: it proposes ISR changes (AlterPartition)
+ * and applies what the controller answers or metadata records say.
  */
 import type { Clock } from '../io/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
@@ -35,6 +36,43 @@ export interface PartitionSettings {
 }
 
 export type Role = 'leader' | 'follower' | 'stopped'
+
+/** A member of a proposed ISR with the broker epoch the leader saw it fetch with (-1: unknown). */
+export interface IsrMember {
+  readonly brokerId: BrokerId
+  readonly brokerEpoch: bigint
+}
+
+/** An ISR change this leader sent to the controller and has not seen answered (one at a time). */
+export interface PendingIsrChange {
+  readonly isr: readonly BrokerId[]
+  readonly members: readonly IsrMember[]
+  /** Expansions count the larger ISR for the high watermark at once (Kafka's maximal ISR). */
+  readonly expand: boolean
+  readonly leaderEpoch: number
+  readonly partitionEpoch: number
+}
+
+/** The controller's answer to an ISR change, as it concerns this partition. */
+export interface IsrChangeAnswer {
+  readonly errorCode: number
+  readonly leaderEpoch: number
+  readonly partitionEpoch: number
+  readonly isr: readonly BrokerId[]
+}
+
+/** A follower as its leader sees it (Kafka's Replica state). */
+interface FollowerState {
+  /** Its log end offset, from its last fetch (-1 until it fetched in this leader epoch). */
+  logEndOffset: bigint
+  lastFetchMs: number
+  /** The leader's log end offset at that last fetch. */
+  lastFetchLeaderLogEndOffset: bigint
+  /** When it last had everything the leader had (at a fetch, or since its previous fetch). */
+  lastCaughtUpMs: number
+  /** The broker epoch its fetches carry (KIP-841), -1 when unknown. */
+  brokerEpoch: bigint
+}
 
 export type LeaderAppendResult =
   | {
@@ -124,8 +162,12 @@ export class Partition {
   #replicas: readonly BrokerId[] = []
   #isr: readonly BrokerId[] = []
   #highWatermark: bigint
-  /** As leader: each follower's log end offset, from its fetches (-1 until it fetched). */
-  readonly #followers = new Map<BrokerId, { logEndOffset: bigint; lastFetchMs: number }>()
+  /** As leader: the log end offset when this leader epoch began (a follower must reach it to rejoin). */
+  #leaderEpochStartOffset = -1n
+  /** As leader: each follower's fetch state. */
+  readonly #followers = new Map<BrokerId, FollowerState>()
+  /** As leader: the ISR change waiting for the controller's answer. */
+  #pendingIsr: PendingIsrChange | null = null
   /** Appends of one idempotent producer run one after another (check, append, record). */
   readonly #producerTails = new Map<bigint, Promise<unknown>>()
 
@@ -138,6 +180,8 @@ export class Partition {
     nodeId: BrokerId
     clock: Clock
     settings: PartitionSettings
+    /** From `replication-offset-checkpoint`: where the high watermark starts (clamped to the log). */
+    highWatermark?: bigint
   }) {
     this.topic = options.topic
     this.index = options.index
@@ -147,8 +191,9 @@ export class Partition {
     this.#nodeId = options.nodeId
     this.#clock = options.clock
     this.#settings = options.settings
-    // Everything recovered at open is durable (recovery syncs what it keeps).
-    this.#highWatermark = options.log.logStartOffset
+    // The checkpointed high watermark, within what the log holds; without one, the log start.
+    const hw = options.highWatermark ?? options.log.logStartOffset
+    this.#highWatermark = max(options.log.logStartOffset, min(hw, options.log.logEndOffset))
   }
 
   get role(): Role {
@@ -173,6 +218,23 @@ export class Partition {
 
   get isr(): readonly BrokerId[] {
     return this.#isr
+  }
+
+  /**
+   * The ISR the high watermark counts: the committed one, or while an expansion is pending the
+   * larger proposed one (Kafka's maximal ISR: a shrink counts only once committed).
+   */
+  get maximalIsr(): readonly BrokerId[] {
+    return this.#pendingIsr?.expand === true ? this.#pendingIsr.isr : this.#isr
+  }
+
+  get pendingIsrChange(): PendingIsrChange | null {
+    return this.#pendingIsr
+  }
+
+  /** As leader: where this leader epoch began in the log. */
+  get leaderEpochStartOffset(): bigint {
+    return this.#leaderEpochStartOffset
   }
 
   get replicas(): readonly BrokerId[] {
@@ -218,9 +280,12 @@ export class Partition {
    */
   async makeLeader(a: PartitionAssignment): Promise<void> {
     const newEpoch = this.#role !== 'leader' || a.leaderEpoch !== this.#leaderEpoch
+    if (!newEpoch && a.partitionEpoch < this.#partitionEpoch) return // an AlterPartition answer was newer
+    const nowMs = this.#clock.monotonicMs()
     if (newEpoch) {
       this.#role = 'follower' // takes no writes while the epoch is being recorded
       await this.state.assignEpochDurably(a.leaderEpoch, this.log.logEndOffset)
+      this.#leaderEpochStartOffset = this.log.logEndOffset
       this.#followers.clear()
     }
     this.#role = 'leader'
@@ -229,9 +294,19 @@ export class Partition {
     this.#partitionEpoch = a.partitionEpoch
     this.#replicas = a.replicas
     this.#isr = a.isr
+    this.#pendingIsr = null
     for (const r of a.replicas) {
-      if (r !== this.#nodeId && !this.#followers.has(r))
-        this.#followers.set(r, { logEndOffset: -1n, lastFetchMs: -1 })
+      if (r !== this.#nodeId && !this.#followers.has(r)) {
+        // Kafka's resetReplicaState: an ISR member counts as caught up now, so it has a full
+        // replica.lag.time.max.ms to fetch from the new leader before it is proposed out.
+        this.#followers.set(r, {
+          logEndOffset: -1n,
+          lastFetchMs: -1,
+          lastFetchLeaderLogEndOffset: -1n,
+          lastCaughtUpMs: a.isr.includes(r) ? nowMs : -1,
+          brokerEpoch: -1n,
+        })
+      }
     }
     for (const id of [...this.#followers.keys()]) if (!a.replicas.includes(id)) this.#followers.delete(id)
     const end = this.log.logEndOffset
@@ -241,9 +316,14 @@ export class Partition {
     this.watchers.wake()
   }
 
-  /** Follow `a.leader` (fetching from it comes with multi-broker replication). */
+  /**
+   * Follow `a.leader`. No truncation here (KIP-101/279): the fetcher starts at the log end with its
+   * last epoch, and the leader's divergence answers say where to truncate.
+   */
   makeFollower(a: PartitionAssignment): void {
     this.#role = 'follower'
+    this.#pendingIsr = null
+    this.#leaderEpochStartOffset = -1n
     this.#leaderId = a.leader
     this.#leaderEpoch = a.leaderEpoch
     this.#partitionEpoch = a.partitionEpoch
@@ -269,7 +349,7 @@ export class Partition {
   #maybeIncrementHighWatermark(): boolean {
     if (this.#role !== 'leader') return false
     let hw = this.#localEndOffset
-    for (const id of this.#isr) {
+    for (const id of this.maximalIsr) {
       if (id === this.#nodeId) continue
       const f = this.#followers.get(id)
       if (f === undefined) return false
@@ -282,18 +362,111 @@ export class Partition {
   }
 
   /**
-   * A follower fetched from `fetchOffset`: everything below it is on that follower. Moves the high
-   * watermark when the follower is in the ISR. (ISR expansion is a proposal to the controller.)
+   * A follower fetched from `fetchOffset`: everything below it is on that follower. It is caught
+   * up when it asked for the leader's log end, or for at least the log end the leader had at its
+   * previous fetch (then it was caught up as of that fetch) — Kafka's `updateFetchStateOrThrow`.
+   * Moves the high watermark when the follower counts for it. Returns whether it moved.
    */
-  updateFollowerFetchState(replicaId: BrokerId, fetchOffset: bigint): boolean {
+  updateFollowerFetchState(replicaId: BrokerId, fetchOffset: bigint, brokerEpoch = -1n): boolean {
     const f = this.#followers.get(replicaId)
     if (f === undefined || this.#role !== 'leader') return false
+    const nowMs = this.#clock.monotonicMs()
+    const leaderEnd = this.log.logEndOffset
+    if (fetchOffset >= leaderEnd) f.lastCaughtUpMs = Math.max(nowMs, f.lastCaughtUpMs)
+    else if (fetchOffset >= f.lastFetchLeaderLogEndOffset && f.lastFetchMs >= 0)
+      f.lastCaughtUpMs = Math.max(f.lastFetchMs, f.lastCaughtUpMs)
     f.logEndOffset = fetchOffset
-    f.lastFetchMs = this.#clock.monotonicMs()
+    f.lastFetchMs = nowMs
+    f.lastFetchLeaderLogEndOffset = leaderEnd
+    f.brokerEpoch = brokerEpoch
     return this.#maybeIncrementHighWatermark()
   }
 
-  /** Followers' end offsets as the leader last saw them (DescribeQuorum-like views, tests). */
+  /**
+   * The ISR expansion a follower's fetch calls for (Kafka's `maybeExpandIsr`): none while a change
+   * is pending; else when `replicaId` is outside the ISR, eligible (`eligible(id, brokerEpoch)`:
+   * unfenced, not shutting down, its fetch's broker epoch current — KIP-841) and has reached both
+   * the high watermark and this leader epoch's start. Returns the proposal, now pending, or null.
+   */
+  maybeExpandIsr(
+    replicaId: BrokerId,
+    eligible: (id: BrokerId, brokerEpoch: bigint) => boolean,
+  ): PendingIsrChange | null {
+    if (this.#role !== 'leader' || this.#pendingIsr !== null || this.#isr.includes(replicaId)) return null
+    const f = this.#followers.get(replicaId)
+    if (f === undefined || f.logEndOffset < 0n) return null
+    if (f.logEndOffset < this.#highWatermark || f.logEndOffset < this.#leaderEpochStartOffset) return null
+    if (!eligible(replicaId, f.brokerEpoch)) return null
+    return this.#propose([...this.#isr, replicaId], true)
+  }
+
+  /**
+   * The ISR shrink that lagging followers call for (Kafka's `maybeShrinkIsr`): ISR members other
+   * than this leader that are behind its log end and were last caught up more than `lagMs` ago.
+   * Returns the proposal, now pending, or null.
+   */
+  maybeShrinkIsr(lagMs: number): PendingIsrChange | null {
+    if (this.#role !== 'leader' || this.#pendingIsr !== null) return null
+    const nowMs = this.#clock.monotonicMs()
+    const leaderEnd = this.log.logEndOffset
+    const out = this.#isr.filter((id) => {
+      if (id === this.#nodeId) return false
+      const f = this.#followers.get(id)
+      if (f === undefined) return true
+      return f.logEndOffset !== leaderEnd && nowMs - f.lastCaughtUpMs > lagMs
+    })
+    if (out.length === 0) return null
+    return this.#propose(
+      this.#isr.filter((id) => !out.includes(id)),
+      false,
+    )
+  }
+
+  #propose(isr: readonly BrokerId[], expand: boolean): PendingIsrChange {
+    const members = isr.map((id) => ({
+      brokerId: id,
+      brokerEpoch: id === this.#nodeId ? -1n : (this.#followers.get(id)?.brokerEpoch ?? -1n),
+    }))
+    this.#pendingIsr = {
+      isr,
+      members,
+      expand,
+      leaderEpoch: this.#leaderEpoch,
+      partitionEpoch: this.#partitionEpoch,
+    }
+    if (expand) this.#maybeIncrementHighWatermark()
+    return this.#pendingIsr
+  }
+
+  /**
+   * The controller answered `change`. Success: the new ISR and partition epoch apply at once (the
+   * metadata record follows). FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION and unknown partitions
+   * keep the change pending until metadata moves this partition on (makeLeader clears it); other
+   * refusals (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED, INVALID_REQUEST ...) drop it so the
+   * next fetch or lag check proposes again. An answer to a change no longer pending is ignored.
+   */
+  onIsrChangeAnswer(change: PendingIsrChange, answer: IsrChangeAnswer): void {
+    if (this.#pendingIsr !== change || this.#role !== 'leader') return
+    switch (answer.errorCode) {
+      case ErrorCode.None:
+        this.#pendingIsr = null
+        if (answer.leaderEpoch !== this.#leaderEpoch || answer.partitionEpoch <= this.#partitionEpoch) break
+        this.#isr = answer.isr
+        this.#partitionEpoch = answer.partitionEpoch
+        break
+      case ErrorCode.FencedLeaderEpoch:
+      case ErrorCode.InvalidUpdateVersion:
+      case ErrorCode.UnknownTopicOrPartition:
+      case ErrorCode.UnknownTopicId:
+        return
+      default:
+        this.#pendingIsr = null
+    }
+    this.#maybeIncrementHighWatermark()
+    this.watchers.wake()
+  }
+
+  /** Followers' end offsets as the leader last saw them (views, tests). */
   followerEndOffsets(): ReadonlyMap<BrokerId, bigint> {
     return new Map([...this.#followers].map(([id, f]) => [id, f.logEndOffset]))
   }
@@ -301,6 +474,54 @@ export class Partition {
   /** As leader: each follower's end offset and last fetch time (KIP-392 read-replica selection). */
   followerStates(): ReadonlyMap<BrokerId, { readonly logEndOffset: bigint; readonly lastFetchMs: number }> {
     return new Map([...this.#followers].map(([id, f]) => [id, { ...f }]))
+  }
+
+  // ---------------------------------------------------------------- follower
+
+  /**
+   * Appends the leader's batches as they are (offsets and epochs kept; the epoch cache and producer
+   * state follow through the log's hooks). They must start at this log's end.
+   */
+  async appendAsFollower(records: Buffer): Promise<{ errorCode: number; errorMessage: string | null }> {
+    if (this.#role !== 'follower') return { errorCode: ErrorCode.NotLeaderOrFollower, errorMessage: null }
+    const r = await this.log.append(records, { origin: 'replication' })
+    if (r.errorCode !== 0) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
+    this.watchers.wake()
+    return { errorCode: 0, errorMessage: null }
+  }
+
+  /**
+   * The leader's high watermark as a follower keeps it: at most this log's end. It moves back only
+   * when truncation cuts below it.
+   */
+  updateFollowerHighWatermark(leaderHighWatermark: bigint): void {
+    if (this.#role !== 'follower') return
+    const hw = min(leaderHighWatermark, this.log.logEndOffset)
+    if (hw > this.#highWatermark) {
+      this.#highWatermark = hw
+      this.watchers.wake()
+    }
+  }
+
+  /** The leader's log start offset moved on: follow it, up to the high watermark (Kafka's rule). */
+  async maybeIncrementLogStartOffset(leaderLogStartOffset: bigint): Promise<void> {
+    if (this.#role !== 'follower') return
+    const target = min(leaderLogStartOffset, this.#highWatermark)
+    if (target > this.log.logStartOffset) await this.log.deleteRecordsBefore(target)
+  }
+
+  /** Removes every offset from `offset` on (divergence from the leader); the cut is durable. */
+  async truncateTo(offset: bigint): Promise<void> {
+    await this.log.truncateTo(offset)
+    if (this.#highWatermark > this.log.logEndOffset) this.#highWatermark = this.log.logEndOffset
+    this.watchers.wake()
+  }
+
+  /** Empties the log and restarts it at `offset` (the leader's log start is past this log). */
+  async truncateFullyAndStartAt(offset: bigint): Promise<void> {
+    await this.log.truncateFullyAndStartAt(offset)
+    this.#highWatermark = offset
+    this.watchers.wake()
   }
 
   #afterAppend(): void {

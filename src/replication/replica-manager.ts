@@ -13,10 +13,14 @@ import {
   type LogHooks,
   type LogManager,
   logConfigFrom,
+  type OffsetCheckpoint,
   type PartitionLog,
   partitionKey,
+  readOffsetCheckpoint,
   writeFileDurably,
+  writeOffsetCheckpoint,
 } from '../storage/index.ts'
+import { AlterPartitionManager, type AlterPartitionManagerOptions } from './alter-partition-manager.ts'
 import { DelayedOperations, type Watchers } from './delayed-operations.ts'
 import {
   type OffsetForTimestamp,
@@ -28,6 +32,7 @@ import {
 } from './partition.ts'
 import type { ProducerEntry } from './producer-state.ts'
 import { type ReplicaSelectorKind, selectReadReplica } from './read-replica-selector.ts'
+import { type LeaderLink, ReplicaFetcherManager, type ReplicaFetcherSettings } from './replica-fetcher.ts'
 import { ReplicaLogState } from './replica-log-state.ts'
 
 /** Kafka's replica ids of requests that are not from a follower. */
@@ -35,6 +40,25 @@ export const CONSUMER_REPLICA_ID = -1
 export const DEBUGGING_REPLICA_ID = -2
 /** Kafka's `partition.metadata` file: the topic id a partition directory belongs to. */
 export const PARTITION_METADATA_FILE = 'partition.metadata'
+/** Kafka's per-directory high-watermark checkpoint. */
+export const REPLICATION_OFFSET_CHECKPOINT_FILE = 'replication-offset-checkpoint'
+
+/** What multi-broker replication needs: links to leaders, the controller, and Kafka's settings. */
+export interface ReplicationOptions {
+  /** A link to a leader broker (for its fetcher). */
+  readonly connect: (leader: BrokerId) => LeaderLink
+  /** This broker's epoch (its registration's), -1 before it registered. */
+  readonly brokerEpoch: () => bigint
+  /** AlterPartition to the active controller. */
+  readonly alterPartition: AlterPartitionManagerOptions['send']
+  readonly fetcher: ReplicaFetcherSettings
+  /** `replica.lag.time.max.ms` */
+  readonly lagTimeMaxMs: number
+  /** `replica.high.watermark.checkpoint.interval.ms` */
+  readonly highWatermarkCheckpointIntervalMs: number
+  /** Wait before resending a failed AlterPartition. */
+  readonly alterPartitionRetryBackoffMs: number
+}
 
 export interface ReplicaManagerLimits {
   /** Delayed produces and fetches waiting at once (each connection has at most one). */
@@ -65,6 +89,8 @@ export interface ReplicaManagerOptions {
   readonly limits?: Partial<ReplicaManagerLimits>
   /** `replica.selector.class` (KIP-392): null answers no preferred read replica, as Kafka's default. */
   readonly replicaSelector?: ReplicaSelectorKind | null
+  /** Followers fetch and leaders change the ISR only with this (a lone broker needs neither). */
+  readonly replication?: ReplicationOptions
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void
 }
 
@@ -107,6 +133,8 @@ export interface FetchParams {
    * read from a follower (up to that follower's high watermark) and be pointed at one (KIP-392).
    */
   readonly clientRack?: string
+  /** A follower's broker epoch (Fetch v15+ replicaState), -1 when not sent. */
+  readonly replicaEpoch?: bigint
 }
 
 export interface ListOffsetParams {
@@ -195,6 +223,12 @@ export class ReplicaManager {
   #pending: { full: boolean; work: Work[] } = { full: true, work: [] }
   #reconciling: Promise<void> = Promise.resolve()
   #expiryTimer: TimerHandle | null = null
+  #isrTimer: TimerHandle | null = null
+  #checkpointTimer: TimerHandle | null = null
+  readonly #fetchers: ReplicaFetcherManager | null
+  readonly #alterPartition: AlterPartitionManager | null
+  /** Each log directory's replication-offset-checkpoint as read at start. */
+  readonly #hwCheckpoints = new Map<string, OffsetCheckpoint>()
 
   constructor(options: ReplicaManagerOptions) {
     this.#o = options
@@ -202,6 +236,30 @@ export class ReplicaManager {
     this.#delayed = new DelayedOperations(options.clock, {
       operationsMax: this.#limits.delayedOperationsMax,
     })
+    const r = options.replication
+    const log = (level: 'info' | 'warn' | 'error', message: string) => this.#log(level, message)
+    this.#fetchers =
+      r === undefined
+        ? null
+        : new ReplicaFetcherManager({
+            nodeId: options.nodeId,
+            brokerEpoch: r.brokerEpoch,
+            clock: options.clock,
+            settings: r.fetcher,
+            connect: r.connect,
+            log,
+          })
+    this.#alterPartition =
+      r === undefined
+        ? null
+        : new AlterPartitionManager({
+            nodeId: options.nodeId,
+            brokerEpoch: r.brokerEpoch,
+            send: r.alterPartition,
+            clock: options.clock,
+            retryBackoffMs: r.alterPartitionRetryBackoffMs,
+            log,
+          })
   }
 
   #log(level: 'info' | 'warn' | 'error', message: string): void {
@@ -224,14 +282,112 @@ export class ReplicaManager {
     return state.hooks
   }
 
-  /** Starts reconciling with the log directories (opened with `hooksFor`) and the latest image. */
+  /**
+   * Starts reconciling with the log directories (opened with `hooksFor`) and the latest image,
+   * once each directory's `replication-offset-checkpoint` is read.
+   */
   start(managers: readonly LogManager[]): void {
     assert(!this.#started, 'replica manager started twice')
     assert(managers.length > 0, 'a broker needs a log directory')
     this.#managers = managers
     this.#started = true
+    this.#reconciling = this.#reconciling.then(() => this.#readHighWatermarkCheckpoints())
     this.#scheduleReconcile()
     this.#armExpiry()
+    this.#armIsrCheck()
+    this.#armCheckpoint()
+  }
+
+  async #readHighWatermarkCheckpoints(): Promise<void> {
+    for (const m of this.#managers) {
+      const path = joinPath(m.dir, REPLICATION_OFFSET_CHECKPOINT_FILE)
+      try {
+        this.#hwCheckpoints.set(m.dir, await readOffsetCheckpoint(this.#o.disk, path))
+      } catch (e) {
+        // A damaged checkpoint costs the high watermark (it restarts at the log start), never data.
+        this.#log('warn', `${path}: ${(e as Error).message}; high watermarks start at the log start`)
+      }
+    }
+  }
+
+  /** Writes every directory's `replication-offset-checkpoint` (Kafka's format) durably. */
+  async checkpointHighWatermarks(): Promise<void> {
+    for (const m of this.#managers) {
+      const entries: Array<{ topic: string; partition: number; offset: bigint }> = []
+      for (const h of m.logs()) {
+        const p = this.getPartition(h.topic, h.partition)
+        if (p !== undefined && p.log === h.log)
+          entries.push({ topic: h.topic, partition: h.partition, offset: p.highWatermark })
+      }
+      try {
+        await writeOffsetCheckpoint(
+          this.#o.disk,
+          joinPath(m.dir, REPLICATION_OFFSET_CHECKPOINT_FILE),
+          entries,
+        )
+      } catch (e) {
+        this.#log(
+          'warn',
+          `${m.dir}: writing ${REPLICATION_OFFSET_CHECKPOINT_FILE} failed: ${(e as Error).message}`,
+        )
+      }
+    }
+  }
+
+  /** Every `replica.high.watermark.checkpoint.interval.ms` (with replication; close writes it always). */
+  #armCheckpoint(): void {
+    const r = this.#o.replication
+    if (r === undefined || this.#closed) return
+    this.#checkpointTimer = this.#o.clock.setTimer(r.highWatermarkCheckpointIntervalMs, () => {
+      this.#checkpointTimer = null
+      void this.checkpointHighWatermarks().finally(() => this.#armCheckpoint())
+    })
+  }
+
+  /** Kafka's isr-expiration task: every half `replica.lag.time.max.ms`, lagging followers are proposed out. */
+  #armIsrCheck(): void {
+    const r = this.#o.replication
+    if (r === undefined || this.#closed) return
+    this.#isrTimer = this.#o.clock.setTimer(Math.max(1, Math.floor(r.lagTimeMaxMs / 2)), () => {
+      this.#isrTimer = null
+      this.maybeShrinkIsrs()
+      this.#armIsrCheck()
+    })
+  }
+
+  /** Proposes every lagging follower out of its leader's ISR (also run by the timer). */
+  maybeShrinkIsrs(): void {
+    const r = this.#o.replication
+    if (r === undefined) return
+    for (const p of this.#partitions.values()) {
+      const change = p.maybeShrinkIsr(r.lagTimeMaxMs)
+      if (change !== null) {
+        this.#log(
+          'info',
+          `partition ${p.topic}-${p.index}: shrinking ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
+        )
+        this.#submitIsrChange(p, change)
+      }
+    }
+  }
+
+  #submitIsrChange(p: Partition, change: NonNullable<Partition['pendingIsrChange']>): void {
+    this.#alterPartition?.submit({
+      topic: p.topic,
+      topicId: p.topicId,
+      partition: p.index,
+      change,
+      wanted: () => p.pendingIsrChange === change && this.getPartition(p.topic, p.index) === p,
+      answer: (a) => p.onIsrChangeAnswer(change, a),
+    })
+  }
+
+  /** KIP-841: a follower may join the ISR only while registered, unfenced, not shutting down, in its current broker epoch. */
+  #isrEligible(id: BrokerId, brokerEpoch: bigint): boolean {
+    const b = this.#image?.brokers.get(id)
+    return (
+      b !== undefined && !b.fenced && !b.inControlledShutdown && (brokerEpoch < 0n || b.epoch === brokerEpoch)
+    )
   }
 
   /** The metadata loader's publication: reconciles what changed (everything, the first time). */
@@ -379,8 +535,14 @@ export class ReplicaManager {
     }
     try {
       p ??= await this.#openPartition(topic, topicId, index, image)
-      if (reg.leader === this.#o.nodeId) await p.makeLeader(reg)
-      else p.makeFollower(reg)
+      if (reg.leader === this.#o.nodeId) {
+        await this.#fetchers?.unassign(p)
+        await p.makeLeader(reg)
+      } else {
+        p.makeFollower(reg)
+        if (reg.leader >= 0) await this.#fetchers?.assign(p, reg.leader, reg.leaderEpoch)
+        else await this.#fetchers?.unassign(p)
+      }
     } catch (e) {
       this.#log('error', `partition ${key}: ${(e as Error).message}`)
     }
@@ -426,6 +588,7 @@ export class ReplicaManager {
     const state = this.#states.get(key)
     assert(state !== undefined, `log ${key} was opened without the replica manager's hooks`)
     if (!state.loaded) await state.load(found.log)
+    const checkpointed = this.#hwCheckpoints.get(found.manager.dir)?.get(key)?.offset
     const p = new Partition({
       topic,
       index,
@@ -435,6 +598,7 @@ export class ReplicaManager {
       nodeId: this.#o.nodeId,
       clock: this.#o.clock,
       settings,
+      ...(checkpointed === undefined ? {} : { highWatermark: checkpointed }),
     })
     this.#partitions.set(key, p)
     return p
@@ -461,6 +625,7 @@ export class ReplicaManager {
   async #removePartition(key: string, topic: string, index: number): Promise<void> {
     const p = this.#partitions.get(key)
     this.#partitions.delete(key)
+    await this.#fetchers?.unassign({ topic, index })
     p?.stop()
     this.#states.get(key)?.abandon()
     this.#states.delete(key)
@@ -587,8 +752,19 @@ export class ReplicaManager {
         minOneBatch = false
         budget = Math.max(0, budget - r.records.length)
       }
-      if (params.replicaId >= 0 && r.errorCode === ErrorCode.None) {
-        p.updateFollowerFetchState(params.replicaId as BrokerId, s.fetchOffset)
+      if (params.replicaId >= 0 && r.errorCode === ErrorCode.None && r.divergingEpoch === null) {
+        const replicaId = params.replicaId as BrokerId
+        p.updateFollowerFetchState(replicaId, s.fetchOffset, params.replicaEpoch ?? -1n)
+        if (this.#alterPartition !== null) {
+          const change = p.maybeExpandIsr(replicaId, (id, epoch) => this.#isrEligible(id, epoch))
+          if (change !== null) {
+            this.#log(
+              'info',
+              `partition ${p.topic}-${p.index}: expanding ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
+            )
+            this.#submitIsrChange(p, change)
+          }
+        }
       }
       out.push(r)
     }
@@ -817,9 +993,13 @@ export class ReplicaManager {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    await this.#fetchers?.close()
+    this.#alterPartition?.close()
     this.#delayed.completeAll()
-    if (this.#expiryTimer !== null) this.#o.clock.clearTimer(this.#expiryTimer)
+    for (const t of [this.#expiryTimer, this.#isrTimer, this.#checkpointTimer])
+      if (t !== null) this.#o.clock.clearTimer(t)
     await this.settled()
+    if (this.#started) await this.checkpointHighWatermarks()
     for (const state of this.#states.values()) await state.close()
   }
 }

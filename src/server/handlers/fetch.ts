@@ -63,6 +63,7 @@ export function makeFetchHandler(view: FetchView): Handler {
     const maxBytes = Math.max(0, Math.min(req.maxBytes, view.fetchMaxBytes))
     const outcomes = await view.fetchMessages(specs, {
       replicaId,
+      replicaEpoch: v >= 15 ? req.replicaState.replicaEpoch : -1n,
       maxWaitMs: req.maxWaitMs,
       minBytes: Math.min(req.minBytes, maxBytes),
       maxBytes,
