@@ -83,7 +83,8 @@ export class AlterPartitionManager {
         partitions: t.partitions.map((r) => ({
           partitionIndex: r.partition,
           leaderEpoch: r.change.leaderEpoch,
-          newIsr: [...r.change.isr],
+          // v3's form (Weir's controllers serve v0-3; an encoder refuses newIsr at v3).
+          newIsr: [],
           newIsrWithEpochs: r.change.members.map((m) => ({
             brokerId: m.brokerId,
             brokerEpoch: m.brokerEpoch,
