@@ -8,9 +8,13 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
-def create(bootstrap, topic, partitions):
+def create(bootstrap, topic, partitions, replication_factor=1, configs=""):
+    """configs: comma-separated key=value topic configs (e.g. flush.messages=1), or empty."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    fs = admin.create_topics([NewTopic(topic, num_partitions=int(partitions), replication_factor=1)])
+    config = dict(kv.split("=", 1) for kv in configs.split(",") if kv)
+    fs = admin.create_topics(
+        [NewTopic(topic, num_partitions=int(partitions), replication_factor=int(replication_factor), config=config)]
+    )
     for f in fs.values():
         f.result(30)
     # Wait until the topic's leaders are known.
@@ -18,7 +22,7 @@ def create(bootstrap, topic, partitions):
     while time.time() < deadline:
         md = admin.list_topics(topic, timeout=5).topics.get(topic)
         if md is not None and md.error is None and len(md.partitions) == int(partitions) and all(
-            p.leader >= 0 for p in md.partitions.values()
+            p.leader >= 0 and len(p.isrs) >= int(replication_factor) for p in md.partitions.values()
         ):
             break
         time.sleep(0.05)

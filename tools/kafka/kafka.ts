@@ -53,6 +53,8 @@ export interface KafkaBroker {
   startMs: number
   /** The full broker log (INFO) lies here. */
   logFile: string
+  /** The broker JVM's process id (bench/peers reads its peak RSS from /proc). */
+  pid: number | undefined
   /** Stops the broker (SIGTERM, then SIGKILL after `graceMs`) and waits for its exit. */
   stop(graceMs?: number): Promise<void>
 }
@@ -207,6 +209,7 @@ export async function startKafka(options: KafkaOptions): Promise<KafkaBroker> {
     clusterId,
     startMs: 0,
     logFile: join(logsDir, 'server.log'),
+    pid: child.pid,
     stop: (graceMs = 15_000) => stopChild(child, exited, graceMs),
   }
   const deadline = Date.now() + (options.startTimeoutMs ?? 90_000)

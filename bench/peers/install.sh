@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what `npm run bench:peers` needs besides Weir and Apache Kafka (tools/kafka/install.sh):
+# Debian's redis-server, nats-server and rabbitmq-server (their packaged services are never used:
+# bench/peers/peers.ts starts each as its own child process on loopback), kcat, and the Go client
+# driver for Redis, NATS JetStream and RabbitMQ Streams (bench/peers/client), built into
+# .cache/peers/peers-client. Idempotent; not part of CI (benchmarks never are).
+#
+#   bench/peers/install.sh
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cache="$root/.cache/peers"
+mkdir -p "$cache"
+
+missing=""
+for p in redis-server nats-server rabbitmq-server kcat; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "install.sh: apt-get install$missing" >&2
+  [ "$(id -u)" = 0 ] || { echo "install.sh: run as root (apt-get)" >&2; exit 1; }
+  apt-get update -qq >&2
+  # bench/peers/peers.ts runs its own instances on free loopback ports; where the packages' own
+  # services start (no policy-rc.d), they are left alone: nothing here uses their default ports.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+fi
+
+"$root/tools/kafka/install.sh" >/dev/null
+
+command -v go >/dev/null || { echo "install.sh: Go is required to build bench/peers/client" >&2; exit 1; }
+stamp="$cache/peers-client.stamp"
+sum=$(cat "$here/client/"*.go "$here/client/go.mod" "$here/client/go.sum" | sha256sum | cut -c1-16)
+if [ ! -x "$cache/peers-client" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
+  (cd "$here/client" && go build -trimpath -o "$cache/peers-client" .) >&2
+  echo "$sum" >"$stamp"
+fi
+echo "install.sh: redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), nats-server $(nats-server --version 2>&1 | sed 's/.*v//'), rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server), peers-client built" >&2

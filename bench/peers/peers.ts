@@ -1,0 +1,956 @@
+/**
+ * Weir beside the systems a user would pick instead, on this machine and in one run: Apache Kafka
+ * (KRaft, the jars of tools/kafka), Weir single node, Weir 3 nodes (replication factor 3), Redis
+ * Streams, NATS JetStream and RabbitMQ Streams, each started here as a child process on loopback
+ * with a temp data dir and stopped at the end (also on failure), one system at a time.
+ *
+ *   bench/peers/install.sh                       # once: Debian's servers, kcat, the Go client
+ *   npm run bench:peers                          # everything (~10-20 min on 2 cores)
+ *   npm run bench:peers -- --systems weir,redis --workloads p100,lat --records 100000
+ *
+ * Workloads (one producer, then one consumer of what it wrote):
+ * - p100 / c100: `--records` (1,000,000) records of 100 B produced, then consumed from the start;
+ * - p1k / c1k: `--big-records` (100,000) records of 1 KiB;
+ * - lat: `--latency-records` (100,000) records of 100 B at a fixed `--rate` (20,000/s), each timed
+ *   from its send to its ack: p50/p99.
+ * Clients: for Kafka and Weir both Kafka's own perf tools (`ProducerPerformance` /
+ * `ConsumerPerformance` of the Kafka 4.4.0 jars, i.e. kafka-producer-perf-test and
+ * kafka-consumer-perf-test) and librdkafka (kcat for throughput, confluent-kafka for the fixed-rate
+ * latency), with acks=1 and acks=all; for the others bench/peers/client (Go): a raw pipelined RESP
+ * client for Redis (XADD / XREAD COUNT), nats.go for JetStream (PublishAsync, pull consumer), the
+ * stream-protocol client for RabbitMQ. RSS is the peak resident set (VmHWM) of the server
+ * process(es) over the system's whole run (all its workloads; summed over the 3 Weir nodes).
+ * Prints one table and Weir's ratios to each peer from this same run. Never fails on a figure.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createConnection } from 'node:net'
+import { cpus, loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { WeirCluster } from '../../test/support/cluster.ts'
+import { freePorts, NODE, REPO, WEIR } from '../../test/support/weir-process.ts'
+import { kafkaVersion, startKafka } from '../../tools/kafka/kafka.ts'
+
+const { values: opts } = parseArgs({
+  options: {
+    systems: { type: 'string', default: 'kafka,weir,weir3,redis,nats,rabbit' },
+    workloads: { type: 'string', default: 'p100,c100,p1k,c1k,lat' },
+    clients: { type: 'string', default: 'java,rdkafka' },
+    acks: { type: 'string', default: '1,all' },
+    records: { type: 'string', default: '1000000' },
+    'big-records': { type: 'string', default: '100000' },
+    'latency-records': { type: 'string', default: '100000' },
+    rate: { type: 'string', default: '20000' },
+    json: { type: 'string' },
+  },
+})
+const list = (s: string) => s.split(',').filter((x) => x !== '')
+const SYSTEMS = list(opts.systems)
+const WORKLOADS = new Set(list(opts.workloads))
+const CLIENTS = list(opts.clients) as Array<'java' | 'rdkafka'>
+const ACKS = list(opts.acks) as Array<'1' | 'all'>
+const RECORDS = Number(opts.records)
+const BIG_RECORDS = Number(opts['big-records'])
+const LATENCY_RECORDS = Number(opts['latency-records'])
+const RATE = Number(opts.rate)
+const SMALL = 100
+const BIG = 1024
+const MB = 1_000_000
+
+const KAFKA_LIBS = join(REPO, '.cache/kafka', kafkaVersion(), 'libs')
+const PEERS_CLIENT = join(REPO, '.cache/peers/peers-client')
+const PY = join(REPO, '.cache/compat/pyvenv/bin/python')
+const PY_CLIENT = join(REPO, 'bench/broker-client.py')
+
+// ---------------------------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------------------------
+
+interface Row {
+  system: string
+  client: string
+  acks: string
+  fsync: string
+  /** records/s by workload (p100, c100, p1k, c1k). */
+  rps: Partial<Record<'p100' | 'c100' | 'p1k' | 'c1k', number>>
+  p50?: number
+  p99?: number
+  rssBytes?: number
+  notes: string[]
+}
+const rows: Row[] = []
+
+function row(system: string, client: string, acks: string, fsync: string): Row {
+  const r: Row = { system, client, acks, fsync, rps: {}, notes: [] }
+  rows.push(r)
+  return r
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+// ---------------------------------------------------------------------------------------------
+
+/** Every server started, so that all of them stop at the end, also on failure. */
+const running = new Set<() => Promise<void>>()
+
+/** Runs a command to its end; resolves with its stdout and its wall time. */
+function run(
+  cmd: string,
+  args: readonly string[],
+  options: { env?: NodeJS.ProcessEnv; count?: boolean; timeoutMs?: number } = {},
+): Promise<{ out: string; ms: number; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now()
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env })
+    let out = ''
+    let err = ''
+    let bytes = 0
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 300_000)
+    child.stdout.on('data', (d: Buffer) => {
+      bytes += d.length
+      if (!options.count || out.length < 4096) out += d.toString()
+    })
+    child.stderr.on('data', (d: Buffer) => {
+      if (err.length < 65536) err += d.toString()
+    })
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer)
+      const ms = performance.now() - start
+      if (code === 0) resolve({ out, ms, bytes })
+      else reject(new Error(`${cmd} ${args.join(' ')} exited with ${code ?? signal}:\n${err.slice(-4000)}`))
+    })
+  })
+}
+
+/** Peak RSS (VmHWM) of a process and all its descendants, in bytes; 0 if it is gone. */
+function peakRssTree(pid: number | undefined): number {
+  if (pid === undefined) return 0
+  const children = new Map<number, number[]>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      const list = children.get(ppid) ?? []
+      list.push(Number(entry))
+      children.set(ppid, list)
+    } catch {}
+  }
+  let total = 0
+  const visit = (p: number) => {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))
+      if (m !== null) total += Number(m[1]) * 1024
+    } catch {}
+    for (const c of children.get(p) ?? []) visit(c)
+  }
+  visit(pid)
+  return total
+}
+
+/** A server child process of ours: spawned, waited for, stopped with SIGTERM (SIGKILL after 20 s). */
+class Child {
+  readonly child: ChildProcess
+  readonly exited: Promise<void>
+  output = ''
+
+  constructor(cmd: string, args: readonly string[], env?: NodeJS.ProcessEnv) {
+    this.child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env })
+    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()))
+    const keep = (d: Buffer) => {
+      if (this.output.length < 1 << 20) this.output += d.toString()
+    }
+    this.child.stdout?.on('data', keep)
+    this.child.stderr?.on('data', keep)
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return
+    this.child.kill(signal)
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 20_000)
+    await this.exited
+    clearTimeout(timer)
+  }
+}
+
+async function waitPort(port: number, what: string, child?: Child, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = createConnection({ host: '127.0.0.1', port })
+      s.once('connect', () => {
+        s.destroy()
+        resolve(true)
+      })
+      s.once('error', () => resolve(false))
+    })
+    if (ok) return
+    if (child !== undefined && child.child.exitCode !== null)
+      throw new Error(`${what} exited:\n${child.output.slice(-4000)}`)
+    if (Date.now() > deadline)
+      throw new Error(`${what} did not listen on ${port}:\n${child?.output.slice(-4000)}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+function tempDir(name: string): string {
+  return mkdtempSync(join(tmpdir(), `weir-peers-${name}-`))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kafka-compatible systems: Apache Kafka, Weir, Weir x3
+// ---------------------------------------------------------------------------------------------
+
+interface KafkaLike {
+  bootstrap: string
+  replicationFactor: number
+  /** Topic configs for a topic written with these acks (Kafka: flush.messages=1 under acks=all). */
+  topicConfig(acks: string): string
+  fsync(acks: string): string
+  rss(): number
+  stop(): Promise<void>
+}
+
+const recordFiles = new Map<number, string>()
+function recordsFile(size: number, n: number): string {
+  const key = size * 1e9 + n
+  let f = recordFiles.get(key)
+  if (f === undefined) {
+    f = join(tmpdir(), `weir-peers-records-${size}-${n}-${process.pid}.txt`)
+    writeFileSync(f, `${'r'.repeat(size)}\n`.repeat(n))
+    recordFiles.set(key, f)
+  }
+  return f
+}
+
+async function createTopic(k: KafkaLike, topic: string, acks: string): Promise<void> {
+  await run(PY, [
+    PY_CLIENT,
+    'create',
+    k.bootstrap,
+    topic,
+    '1',
+    String(k.replicationFactor),
+    k.topicConfig(acks),
+  ])
+}
+
+function javaTool(cls: string, args: string[]): Promise<{ out: string }> {
+  return run('java', [
+    '-Xmx1g',
+    '-XX:+UseG1GC',
+    `-Dlog4j2.configurationFile=${join(REPO, 'tools/kafka/log4j2-tools.properties')}`,
+    '-cp',
+    `${KAFKA_LIBS}/*`,
+    cls,
+    ...args,
+  ])
+}
+
+const PRODUCER_PROPS = [
+  'linger.ms=5',
+  'batch.size=1000000',
+  'buffer.memory=268435456',
+  'compression.type=none',
+  'enable.idempotence=false',
+  'max.in.flight.requests.per.connection=5',
+]
+
+/** kafka-producer-perf-test: records/s and latency p50/p99 as it prints them. */
+async function javaProduce(
+  k: KafkaLike,
+  topic: string,
+  n: number,
+  size: number,
+  acks: string,
+  rate: number,
+): Promise<{ rps: number; p50: number; p99: number }> {
+  const { out } = await javaTool('org.apache.kafka.tools.ProducerPerformance', [
+    '--topic',
+    topic,
+    '--num-records',
+    String(n),
+    '--record-size',
+    String(size),
+    '--throughput',
+    String(rate > 0 ? rate : -1),
+    '--producer-props',
+    `bootstrap.servers=${k.bootstrap}`,
+    `acks=${acks}`,
+    ...PRODUCER_PROPS,
+  ])
+  // "1000000 records sent, 512345.6 records/sec (48.86 MB/sec), 50.12 ms avg latency, 300.00 ms max
+  // latency, 45 ms 50th, 120 ms 95th, 150 ms 99th, 160 ms 99.9th."
+  const last = out.trim().split('\n').at(-1) ?? ''
+  const m = /([\d.]+) records\/sec.*?(\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th/.exec(last)
+  if (m === null) throw new Error(`ProducerPerformance printed no summary:\n${out.slice(-2000)}`)
+  const sent = Number(/^(\d+) records sent/.exec(last)?.[1])
+  if (sent !== n) throw new Error(`ProducerPerformance sent ${sent} of ${n}`)
+  return { rps: Number(m[1]), p50: Number(m[2]), p99: Number(m[4]) }
+}
+
+/** kafka-consumer-perf-test: records/s over its fetch time (group join excluded). */
+async function javaConsume(k: KafkaLike, topic: string, n: number): Promise<number> {
+  const { out } = await javaTool('org.apache.kafka.tools.ConsumerPerformance', [
+    '--bootstrap-server',
+    k.bootstrap,
+    '--topic',
+    topic,
+    '--num-records',
+    String(n),
+    '--timeout',
+    '60000',
+    '--group',
+    `peers-${topic}`,
+    '--command-property',
+    'fetch.max.bytes=52428800',
+    '--command-property',
+    'max.partition.fetch.bytes=10485760',
+    '--command-property',
+    'receive.buffer.bytes=4194304',
+  ])
+  // start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
+  // rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+  const last = (out.trim().split('\n').at(-1) ?? '').split(',').map((s) => s.trim())
+  const got = Number(last[4])
+  if (got < n) throw new Error(`ConsumerPerformance consumed ${got} of ${n}:\n${out.slice(-2000)}`)
+  return Number(last[9])
+}
+
+async function kcatProduce(
+  k: KafkaLike,
+  topic: string,
+  n: number,
+  size: number,
+  acks: string,
+): Promise<number> {
+  const { ms } = await run('kcat', [
+    '-P',
+    '-b',
+    k.bootstrap,
+    '-t',
+    topic,
+    '-X',
+    `acks=${acks}`,
+    '-X',
+    'linger.ms=5',
+    '-X',
+    'batch.size=1000000',
+    '-X',
+    'batch.num.messages=100000',
+    '-X',
+    'queue.buffering.max.messages=2000000',
+    '-X',
+    'queue.buffering.max.kbytes=2097151',
+    '-l',
+    recordsFile(size, n),
+  ])
+  return n / (ms / 1000)
+}
+
+async function kcatConsume(k: KafkaLike, topic: string, n: number): Promise<number> {
+  const { ms, bytes } = await run(
+    'kcat',
+    [
+      '-C',
+      '-b',
+      k.bootstrap,
+      '-t',
+      topic,
+      '-o',
+      'beginning',
+      '-e',
+      '-q',
+      '-X',
+      'fetch.max.bytes=52428800',
+      '-X',
+      'fetch.message.max.bytes=10485760',
+      '-X',
+      'queued.max.messages.kbytes=1048576',
+      '-f',
+      '.',
+    ],
+    { count: true },
+  )
+  if (bytes !== n) throw new Error(`kcat consumed ${bytes} records of ${n}`)
+  return n / (ms / 1000)
+}
+
+async function pyLatency(k: KafkaLike, topic: string, acks: string): Promise<{ p50: number; p99: number }> {
+  const { out } = await run(PY, [
+    PY_CLIENT,
+    'produce',
+    k.bootstrap,
+    topic,
+    String(LATENCY_RECORDS),
+    '100',
+    acks,
+    String(RATE),
+  ])
+  const r = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as Record<string, number>
+  if (r.errors! > 0) throw new Error(`${r.errors} delivery errors`)
+  return { p50: r.p50!, p99: r.p99! }
+}
+
+async function benchKafkaLike(system: string, k: KafkaLike): Promise<void> {
+  const mine: Row[] = []
+  for (const acks of ACKS) {
+    for (const client of CLIENTS) {
+      const r = row(system, client === 'java' ? 'kafka perf tools (Java)' : 'librdkafka', acks, k.fsync(acks))
+      mine.push(r)
+      const t = (w: string) => `${client}-a${acks}-${w}`
+      try {
+        for (const [w, size, n] of [
+          ['100', SMALL, RECORDS],
+          ['1k', BIG, BIG_RECORDS],
+        ] as const) {
+          if (!WORKLOADS.has(`p${w}`)) continue
+          await createTopic(k, t(w), acks)
+          const p =
+            client === 'java'
+              ? (await javaProduce(k, t(w), n, size, acks, 0)).rps
+              : await kcatProduce(k, t(w), n, size, acks)
+          r.rps[`p${w}`] = p
+          progress(`${system} ${client} acks=${acks} p${w}: ${Math.round(p)} rec/s`)
+          if (!WORKLOADS.has(`c${w}`)) continue
+          const c = client === 'java' ? await javaConsume(k, t(w), n) : await kcatConsume(k, t(w), n)
+          r.rps[`c${w}`] = c
+          progress(`${system} ${client} acks=${acks} c${w}: ${Math.round(c)} rec/s`)
+        }
+        if (WORKLOADS.has('lat')) {
+          await createTopic(k, t('lat'), acks)
+          const l =
+            client === 'java'
+              ? await javaProduce(k, t('lat'), LATENCY_RECORDS, SMALL, acks, RATE)
+              : await pyLatency(k, t('lat'), acks)
+          r.p50 = l.p50
+          r.p99 = l.p99
+          progress(`${system} ${client} acks=${acks} lat: p50 ${l.p50} p99 ${l.p99} ms`)
+        }
+      } catch (e) {
+        r.notes.push(`failed: ${(e as Error).message.split('\n')[0]}`)
+        progress(`${system} ${client} acks=${acks}: ${(e as Error).message}`)
+      }
+    }
+  }
+  const rss = k.rss()
+  for (const r of mine) r.rssBytes = rss
+}
+
+async function withServer<T extends { stop(): Promise<void> }>(
+  start: () => Promise<T>,
+  body: (s: T) => Promise<void>,
+): Promise<void> {
+  const s = await start()
+  const stop = () => s.stop()
+  running.add(stop)
+  try {
+    await body(s)
+  } finally {
+    running.delete(stop)
+    await s.stop()
+  }
+}
+
+async function kafka(): Promise<void> {
+  const dir = tempDir('kafka')
+  await withServer(
+    async () => {
+      const b = await startKafka({ port: 0, dataDir: dir, quiet: true, heapMb: 1024 })
+      return {
+        bootstrap: b.bootstrap,
+        replicationFactor: 1,
+        topicConfig: (acks: string) => (acks === 'all' ? 'flush.messages=1' : ''),
+        fsync: (acks: string) =>
+          acks === 'all'
+            ? 'fsync before the ack (topic flush.messages=1)'
+            : 'no fsync (page cache; Kafka default flush.messages=inf)',
+        rss: () => peakRssTree(b.pid),
+        stop: async () => {
+          await b.stop()
+          rmSync(dir, { recursive: true, force: true })
+        },
+      }
+    },
+    (k) => benchKafkaLike(`Kafka ${kafkaVersion()}`, k),
+  )
+}
+
+const WEIR_FSYNC = (acks: string) =>
+  acks === 'all'
+    ? 'fsync before the ack (flush.on.ack=true, group commit)'
+    : 'ack after the append, fsync not awaited (consumers see records once fsynced)'
+
+async function weir(): Promise<void> {
+  const dir = tempDir('weir')
+  await withServer(
+    async () => {
+      // The controller listens on PORT+1, which freePorts did not check: retry on a clash.
+      let port = 0
+      let c: Child | undefined
+      for (let attempt = 0; c === undefined; attempt++) {
+        ;[port] = (await freePorts(1)) as [number]
+        const child = new Child(NODE, [WEIR, 'start', '--data-dir', dir, '--listen', `127.0.0.1:${port}`])
+        const deadline = Date.now() + 60_000
+        while (!/ready in \d+ ms/.test(child.output)) {
+          if (child.child.exitCode !== null && attempt < 3 && /EADDRINUSE/.test(child.output)) break
+          if (child.child.exitCode !== null || Date.now() > deadline) {
+            await child.stop()
+            throw new Error(`weir did not start:\n${child.output}`)
+          }
+          await new Promise((r) => setTimeout(r, 50))
+        }
+        if (/ready in \d+ ms/.test(child.output)) c = child
+      }
+      return {
+        bootstrap: `127.0.0.1:${port}`,
+        replicationFactor: 1,
+        topicConfig: () => '',
+        fsync: WEIR_FSYNC,
+        rss: () => peakRssTree(c.pid),
+        stop: async () => {
+          await c.stop()
+          rmSync(dir, { recursive: true, force: true })
+        },
+      }
+    },
+    (k) => benchKafkaLike('Weir', k),
+  )
+}
+
+async function weir3(): Promise<void> {
+  await withServer(
+    async () => {
+      const cluster = await WeirCluster.start({ nodes: 3, prefix: 'weir-peers-weir3-' })
+      return {
+        bootstrap: cluster.bootstrap,
+        replicationFactor: 3,
+        topicConfig: () => '',
+        fsync: (acks: string) =>
+          acks === 'all' ? 'leader fsync and all 3 replicas in the ISR before the ack' : WEIR_FSYNC(acks),
+        rss: () => cluster.nodes.reduce((sum, n) => sum + peakRssTree(n.process.pid), 0),
+        stop: async () => {
+          await cluster.stop()
+        },
+      }
+    },
+    (k) => benchKafkaLike('Weir x3 (RF 3)', k),
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redis Streams, NATS JetStream, RabbitMQ Streams: bench/peers/client (Go)
+// ---------------------------------------------------------------------------------------------
+
+interface GoResult {
+  n: number
+  bytes: number
+  seconds: number
+  p50?: number
+  p99?: number
+}
+
+async function goClient(
+  system: string,
+  addr: string,
+  mode: string,
+  stream: string,
+  n = 0,
+  size = 0,
+  rate = 0,
+): Promise<GoResult> {
+  const { out } = await run(PEERS_CLIENT, [
+    '-system',
+    system,
+    '-mode',
+    mode,
+    '-addr',
+    addr,
+    '-stream',
+    stream,
+    '-n',
+    String(n),
+    '-size',
+    String(size),
+    '-rate',
+    String(rate),
+  ])
+  return JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as GoResult
+}
+
+async function benchPeer(
+  system: string,
+  goSystem: string,
+  addr: string,
+  fsync: string,
+  rss: () => number,
+  create: boolean,
+): Promise<void> {
+  const r = row(
+    system,
+    goSystem === 'redis'
+      ? 'Go, raw RESP pipeline'
+      : goSystem === 'nats'
+        ? 'Go, nats.go'
+        : 'Go, rabbitmq-stream-go-client',
+    '-',
+    fsync,
+  )
+  try {
+    for (const [w, size, n] of [
+      ['100', SMALL, RECORDS],
+      ['1k', BIG, BIG_RECORDS],
+    ] as const) {
+      if (!WORKLOADS.has(`p${w}`)) continue
+      const stream = `s${w}`
+      if (create) await goClient(goSystem, addr, 'create', stream)
+      const p = await goClient(goSystem, addr, 'produce', stream, n, size)
+      if (p.n !== n) throw new Error(`${system} acked ${p.n} of ${n}`)
+      r.rps[`p${w}`] = n / p.seconds
+      progress(`${system} p${w}: ${Math.round(n / p.seconds)} rec/s`)
+      if (!WORKLOADS.has(`c${w}`)) continue
+      const c = await goClient(goSystem, addr, 'consume', stream, n, size)
+      if (c.n < n) throw new Error(`${system} consumed ${c.n} of ${n}`)
+      r.rps[`c${w}`] = n / c.seconds
+      progress(`${system} c${w}: ${Math.round(n / c.seconds)} rec/s`)
+    }
+    if (WORKLOADS.has('lat')) {
+      if (create) await goClient(goSystem, addr, 'create', 'lat')
+      const l = await goClient(goSystem, addr, 'produce', 'lat', LATENCY_RECORDS, SMALL, RATE)
+      if (l.p50 !== undefined) r.p50 = l.p50
+      if (l.p99 !== undefined) r.p99 = l.p99
+      progress(`${system} lat: p50 ${l.p50?.toFixed(2)} p99 ${l.p99?.toFixed(2)} ms`)
+    }
+  } catch (e) {
+    r.notes.push(`failed: ${(e as Error).message.split('\n')[0]}`)
+    progress(`${system}: ${(e as Error).message}`)
+  }
+  r.rssBytes = rss()
+}
+
+function version(cmd: string, args: string[], re: RegExp): string {
+  try {
+    return (
+      re.exec(execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }))?.[1] ?? '?'
+    )
+  } catch {
+    return '?'
+  }
+}
+
+async function redis(): Promise<void> {
+  const dir = tempDir('redis')
+  const [port] = await freePorts(1)
+  const v = version('redis-server', ['--version'], /v=(\S+)/)
+  await withServer(
+    async () => {
+      const c = new Child('redis-server', [
+        '--bind',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--dir',
+        dir,
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'everysec',
+        '--save',
+        '',
+        '--daemonize',
+        'no',
+      ])
+      await waitPort(port!, 'redis-server', c)
+      return {
+        c,
+        stop: async () => {
+          await c.stop()
+          rmSync(dir, { recursive: true, force: true })
+        },
+      }
+    },
+    ({ c }) =>
+      benchPeer(
+        `Redis ${v} Streams`,
+        'redis',
+        `127.0.0.1:${port}`,
+        'AOF, appendfsync everysec (fsync up to 1 s after the ack)',
+        () => peakRssTree(c.pid),
+        false,
+      ),
+  )
+}
+
+async function nats(): Promise<void> {
+  const dir = tempDir('nats')
+  const [port] = await freePorts(1)
+  const v = version('nats-server', ['--version'], /\bv(\d\S*)/)
+  await withServer(
+    async () => {
+      const c = new Child('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir])
+      await waitPort(port!, 'nats-server', c)
+      return {
+        c,
+        stop: async () => {
+          await c.stop()
+          rmSync(dir, { recursive: true, force: true })
+        },
+      }
+    },
+    ({ c }) =>
+      benchPeer(
+        `NATS ${v} JetStream`,
+        'nats',
+        `127.0.0.1:${port}`,
+        'file store, ack after the write; no fsync per ack (sync_interval default)',
+        () => peakRssTree(c.pid),
+        true,
+      ),
+  )
+}
+
+async function rabbit(): Promise<void> {
+  const dir = tempDir('rabbit')
+  const [amqp, stream, dist, epmdPort] = await freePorts(4)
+  const v = version('dpkg-query', ['-W', 'rabbitmq-server'], /\t([\d.]+)/)
+  await withServer(
+    async () => {
+      writeFileSync(
+        join(dir, 'rabbitmq.conf'),
+        [
+          `listeners.tcp.1 = 127.0.0.1:${amqp}`,
+          `stream.listeners.tcp.1 = 127.0.0.1:${stream}`,
+          'stream.advertised_host = 127.0.0.1',
+          `stream.advertised_port = ${stream}`,
+          '',
+        ].join('\n'),
+      )
+      writeFileSync(join(dir, 'enabled_plugins'), '[rabbitmq_stream].\n')
+      mkdirSync(join(dir, 'home'))
+      // Our own epmd on loopback and a port of its own, so that nothing outlives the run.
+      const epmd = new Child('epmd', ['-address', '127.0.0.1', '-port', String(epmdPort)])
+      await waitPort(epmdPort!, 'epmd', epmd)
+      const env = {
+        ...process.env,
+        HOME: join(dir, 'home'),
+        ERL_EPMD_PORT: String(epmdPort),
+        ERL_EPMD_ADDRESS: '127.0.0.1',
+        RABBITMQ_CONF_ENV_FILE: join(dir, 'rabbitmq-env.conf'),
+        RABBITMQ_CONFIG_FILE: join(dir, 'rabbitmq.conf'),
+        RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
+        RABBITMQ_MNESIA_BASE: join(dir, 'mnesia'),
+        RABBITMQ_LOG_BASE: join(dir, 'log'),
+        RABBITMQ_LOGS: '-',
+        RABBITMQ_PID_FILE: join(dir, 'rabbit.pid'),
+        RABBITMQ_PLUGINS_EXPAND_DIR: join(dir, 'plugins-expand'),
+        RABBITMQ_NODENAME: `weirpeers${stream}@localhost`,
+        RABBITMQ_NODE_IP_ADDRESS: '127.0.0.1',
+        RABBITMQ_NODE_PORT: String(amqp),
+        RABBITMQ_DIST_PORT: String(dist),
+        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS: '-kernel inet_dist_use_interface {127,0,0,1}',
+      }
+      const c = new Child('/usr/lib/rabbitmq/bin/rabbitmq-server', [], env)
+      try {
+        await waitPort(stream!, 'rabbitmq-server', c, 120_000)
+      } catch (e) {
+        await c.stop()
+        await epmd.stop()
+        throw e
+      }
+      return {
+        c,
+        stop: async () => {
+          // The script forwards SIGTERM to the Erlang VM, which shuts down cleanly.
+          await c.stop()
+          await epmd.stop()
+          rmSync(dir, { recursive: true, force: true })
+        },
+      }
+    },
+    ({ c }) =>
+      benchPeer(
+        `RabbitMQ ${v} Streams`,
+        'rabbit',
+        `127.0.0.1:${stream}`,
+        'ack after the write to the segment; no fsync per ack',
+        () => peakRssTree(c.pid),
+        true,
+      ),
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------------
+
+function progress(line: string): void {
+  process.stderr.write(`  ${line}\n`)
+}
+
+const kilo = (x: number | undefined) => (x === undefined ? '-' : `${Math.round(x / 1000)}k`)
+const mbps = (x: number | undefined, size: number) => (x === undefined ? '-' : ((x * size) / MB).toFixed(0))
+const ms = (x: number | undefined) => (x === undefined ? '-' : x < 10 ? x.toFixed(2) : x.toFixed(1))
+
+function markdown(table: string[][]): string {
+  const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => (r[i] ?? '').length)))
+  const line = (r: string[]) => `| ${r.map((x, i) => x.padEnd(widths[i]!)).join(' | ')} |`
+  return [
+    line(table[0]!),
+    `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,
+    ...table.slice(1).map(line),
+  ].join('\n')
+}
+
+function resultsTable(): string {
+  const head = [
+    'system',
+    'client',
+    'acks',
+    `P 100 B rec/s`,
+    'MB/s',
+    'C 100 B rec/s',
+    'MB/s',
+    'P 1 KiB rec/s',
+    'MB/s',
+    'C 1 KiB rec/s',
+    'MB/s',
+    `@${RATE / 1000}k/s p50 / p99 ms`,
+    'RSS MB',
+    'durability (fsync)',
+  ]
+  const body = rows.map((r) => [
+    r.system,
+    r.client,
+    r.acks,
+    kilo(r.rps.p100),
+    mbps(r.rps.p100, SMALL),
+    kilo(r.rps.c100),
+    mbps(r.rps.c100, SMALL),
+    kilo(r.rps.p1k),
+    mbps(r.rps.p1k, BIG),
+    kilo(r.rps.c1k),
+    mbps(r.rps.c1k, BIG),
+    `${ms(r.p50)} / ${ms(r.p99)}`,
+    r.rssBytes === undefined ? '-' : (r.rssBytes / 1024 / 1024).toFixed(0),
+    r.fsync + (r.notes.length > 0 ? ` (${r.notes.join('; ')})` : ''),
+  ])
+  return markdown([head, ...body])
+}
+
+/** Weir's figure over the peer's (throughput: >1 is Weir faster; p99 and RSS: peer over Weir, >1 is Weir better). */
+function ratiosTable(): string {
+  const weirRows = rows.filter((r) => r.system === 'Weir')
+  if (weirRows.length === 0) return ''
+  const best = (rs: Row[], f: (r: Row) => number | undefined, lower = false) => {
+    const xs = rs.map(f).filter((x): x is number => x !== undefined && Number.isFinite(x))
+    if (xs.length === 0) return undefined
+    return lower ? Math.min(...xs) : Math.max(...xs)
+  }
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined || b === 0 ? '-' : `${(a / b).toFixed(2)}x`
+  const head = [
+    'Weir vs',
+    'match',
+    'P 100 B',
+    'C 100 B',
+    'P 1 KiB',
+    'C 1 KiB',
+    'p99 (peer/Weir)',
+    'RSS (peer/Weir)',
+  ]
+  const body: string[][] = []
+  for (const peer of rows.filter((r) => r.system.startsWith('Kafka'))) {
+    const w = weirRows.find((r) => r.client === peer.client && r.acks === peer.acks)
+    if (w === undefined) continue
+    body.push([
+      peer.system,
+      `${peer.client}, acks=${peer.acks}`,
+      ratio(w.rps.p100, peer.rps.p100),
+      ratio(w.rps.c100, peer.rps.c100),
+      ratio(w.rps.p1k, peer.rps.p1k),
+      ratio(w.rps.c1k, peer.rps.c1k),
+      ratio(peer.p99, w.p99),
+      ratio(peer.rssBytes, w.rssBytes),
+    ])
+  }
+  const acks1 = weirRows.filter((r) => r.acks === '1')
+  for (const peer of rows.filter((r) => r.acks === '-')) {
+    body.push([
+      peer.system,
+      "Weir's best client, acks=1",
+      ratio(
+        best(acks1, (r) => r.rps.p100),
+        peer.rps.p100,
+      ),
+      ratio(
+        best(acks1, (r) => r.rps.c100),
+        peer.rps.c100,
+      ),
+      ratio(
+        best(acks1, (r) => r.rps.p1k),
+        peer.rps.p1k,
+      ),
+      ratio(
+        best(acks1, (r) => r.rps.c1k),
+        peer.rps.c1k,
+      ),
+      ratio(
+        peer.p99,
+        best(acks1, (r) => r.p99, true),
+      ),
+      ratio(peer.rssBytes, acks1[0]?.rssBytes),
+    ])
+  }
+  return markdown([head, ...body])
+}
+
+const uptime = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')
+
+async function main(): Promise<void> {
+  execFileSync(join(import.meta.dirname, 'install.sh'), { stdio: ['ignore', 'ignore', 'inherit'] })
+  const loadBefore = uptime()
+  const started = performance.now()
+  const header =
+    `weir peers bench: ${RECORDS} x 100 B and ${BIG_RECORDS} x 1 KiB, one producer then one consumer; ` +
+    `latency: ${LATENCY_RECORDS} x 100 B at ${RATE}/s; ${cpus().length} cpus (${cpus()[0]?.model ?? '?'}), ` +
+    `node ${process.version}; load average at start ${loadBefore}`
+  console.log(header)
+  const systems: Record<string, () => Promise<void>> = { kafka, weir, weir3, redis, nats, rabbit }
+  const stopAll = async () => {
+    for (const stop of [...running]) await stop().catch(() => {})
+  }
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      void stopAll().then(() => process.exit(130))
+    })
+  }
+  try {
+    for (const s of SYSTEMS) {
+      const start = systems[s]
+      if (start === undefined)
+        throw new Error(`unknown system ${s} (known: ${Object.keys(systems).join(', ')})`)
+      progress(`${s}: start (load ${uptime()})`)
+      await start()
+    }
+  } finally {
+    await stopAll()
+    for (const f of recordFiles.values()) rmSync(f, { force: true })
+  }
+  const minutes = ((performance.now() - started) / 60000).toFixed(1)
+  console.log(`\n${resultsTable()}\n`)
+  const ratios = ratiosTable()
+  if (ratios !== '') console.log(`${ratios}\n`)
+  console.log(`load average at start ${loadBefore}, at end ${uptime()}; ${minutes} min`)
+  if (opts.json !== undefined)
+    writeFileSync(opts.json, JSON.stringify({ header, rows, loadBefore, loadAfter: uptime() }, null, 2))
+}
+
+await main()
