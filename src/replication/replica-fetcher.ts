@@ -112,7 +112,6 @@ export class ReplicaFetcher {
   #timer: TimerHandle | null = null
   /** The processing of the current response: removal waits for it (no append after a role change). */
   #processing: Promise<void> = Promise.resolve()
-  #loop: Promise<void> = Promise.resolve()
 
   constructor(options: {
     leader: BrokerId
@@ -155,7 +154,7 @@ export class ReplicaFetcher {
   #start(): void {
     if (this.#running || this.#stopped) return
     this.#running = true
-    this.#loop = this.#run()
+    void this.#run()
       .catch((e: unknown) => {
         this.#log(
           'error',
@@ -355,12 +354,15 @@ export class ReplicaFetcher {
     await p.truncateFullyAndStartAt(o.logStartOffset)
   }
 
-  /** Stops fetching and closes the link. */
+  /**
+   * Stops fetching and closes the link; resolves once no response is being applied (a fetch in
+   * flight is abandoned: its answer is dropped).
+   */
   async stop(): Promise<void> {
     this.#stopped = true
     this.#poke()
     this.#link.close()
-    await this.#loop
+    await this.#processing
   }
 }
 

@@ -1,0 +1,483 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { resolveTopicConfig } from '../config/index.ts'
+import { ManualClock, SimDisk } from '../io/index.ts'
+import { ConfigResourceType, configKey, imageToSnapshot, MetadataLoader } from '../metadata/index.ts'
+import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import {
+  type AlterPartitionRequestData,
+  type AlterPartitionResponseData,
+  ErrorCode,
+  encodeBatch,
+  encodeMetadataRecord,
+  metadataRecordTypes as T,
+} from '../protocol/index.ts'
+import { LogManager } from '../storage/index.ts'
+import type { LeaderLink, ReplicaFetchAnswer, ReplicaFetchRequest } from './replica-fetcher.ts'
+import { ReplicaManager } from './replica-manager.ts'
+
+const TOPIC = 'events' as TopicName
+const TOPIC_ID = Buffer.alloc(16, 7).toString('base64url') as Uuid
+const b = (n: number) => n as BrokerId
+
+async function settle(rounds = 30): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise<void>((resolve) => setImmediate(resolve))
+}
+
+function batch(n: number, prefix: string): Buffer {
+  return encodeBatch({
+    records: Array.from({ length: n }, (_, i) => ({
+      value: Buffer.from(`${prefix}${i}`),
+      timestamp: 1_000_000n,
+    })),
+  })
+}
+
+/**
+ * Brokers on simulated disks sharing one ManualClock and one metadata log; fetchers reach a leader
+ * through an in-process link that calls the leader's ReplicaManager as its Fetch and ListOffsets
+ * handlers do. A link can be cut (a network partition); AlterPartition is decided by a recording
+ * controller that commits the new ISR to every broker's metadata.
+ */
+class Cluster {
+  readonly clock = new ManualClock({ nowMs: 1_000_000 })
+  readonly nodes = new Map<
+    number,
+    { rm: ReplicaManager; manager: LogManager; loader: MetadataLoader; disk: SimDisk }
+  >()
+  /** Cut links: `${from}->${to}`. */
+  readonly cut = new Set<string>()
+  readonly alterRequests: AlterPartitionRequestData.AlterPartitionRequest[] = []
+  /** While set, AlterPartition answers wait (a slow controller). */
+  holdAlter: Promise<void> | null = null
+  /** What the replica managers logged, as `node: message`. */
+  readonly logs: string[] = []
+  #offset = 0n
+
+  async addNode(id: number, existing?: SimDisk): Promise<void> {
+    const disk = existing ?? new SimDisk()
+    if (existing === undefined) {
+      await disk.mkdir('/data')
+      await disk.syncDir('/')
+    }
+    const loader = new MetadataLoader()
+    const rm: ReplicaManager = new ReplicaManager({
+      nodeId: b(id),
+      disk,
+      clock: this.clock,
+      topicConfig: (topic, image) =>
+        resolveTopicConfig({
+          topic: image.configs.get(configKey(ConfigResourceType.Topic, topic)) ?? new Map(),
+        }),
+      producerIdExpirationMs: 86_400_000,
+      log: (_level, message) => this.logs.push(`${id}: ${message}`),
+      replication: {
+        connect: (leader) => this.#link(id, leader),
+        brokerEpoch: () => BigInt(id),
+        alterPartition: (req) => this.#alterPartition(req),
+        fetcher: {
+          fetchMaxBytes: 1 << 20,
+          responseMaxBytes: 10 << 20,
+          minBytes: 1,
+          maxWaitMs: 500,
+          backoffMs: 300,
+          numFetchers: 1,
+        },
+        lagTimeMaxMs: 10_000,
+        highWatermarkCheckpointIntervalMs: 5000,
+        alterPartitionRetryBackoffMs: 100,
+      },
+    })
+    const manager = await LogManager.open('/data', {
+      disk,
+      clock: this.clock,
+      clusterId: 'c',
+      nodeId: b(id),
+      hooksFor: (t, p) => rm.hooksFor(t, p),
+    })
+    loader.subscribe((p) => rm.onPublish(p))
+    rm.start([manager])
+    this.nodes.set(id, { rm, manager, loader, disk })
+  }
+
+  /** A clean restart of one broker on its disk, given the committed metadata again. */
+  async restartNode(id: number): Promise<void> {
+    const n = this.node(id)
+    await n.rm.close()
+    await n.manager.close()
+    const image = n.loader.image
+    await this.addNode(id, n.disk)
+    this.node(id).loader.loadSnapshot(imageToSnapshot(image), image.provenance)
+    await this.node(id).rm.settled()
+  }
+
+  node(id: number) {
+    const n = this.nodes.get(id)
+    assert.ok(n !== undefined)
+    return n
+  }
+
+  partition(id: number) {
+    const p = this.node(id).rm.getPartition(TOPIC, 0)
+    assert.ok(p !== undefined, `node ${id} hosts the partition`)
+    return p
+  }
+
+  #link(from: number, leader: BrokerId): LeaderLink {
+    const down = () => this.cut.has(`${from}->${leader}`)
+    return {
+      fetch: async (req: ReplicaFetchRequest): Promise<ReplicaFetchAnswer[]> => {
+        if (down()) throw new Error('connection refused')
+        const outcomes = await this.node(leader).rm.fetchMessages(
+          req.partitions.map((p) => ({
+            topic: p.topic,
+            partition: p.partition,
+            fetchOffset: p.fetchOffset,
+            maxBytes: p.maxBytes,
+            currentLeaderEpoch: p.currentLeaderEpoch,
+            lastFetchedEpoch: p.lastFetchedEpoch,
+          })),
+          {
+            replicaId: req.replicaId,
+            replicaEpoch: req.brokerEpoch,
+            maxWaitMs: req.maxWaitMs,
+            minBytes: req.minBytes,
+            maxBytes: req.maxBytes,
+            isolationLevel: 0,
+          },
+        )
+        if (down()) throw new Error('connection reset')
+        return outcomes.map((o) => ({
+          errorCode: o.errorCode,
+          highWatermark: o.highWatermark,
+          logStartOffset: o.logStartOffset,
+          divergingEpoch: o.divergingEpoch,
+          records: o.records,
+        }))
+      },
+      offsets: async (partitions) => {
+        if (down()) throw new Error('connection refused')
+        return Promise.all(
+          partitions.map(async (p) => {
+            const params = { currentLeaderEpoch: p.currentLeaderEpoch, isolationLevel: 0, replicaId: from }
+            const e = await this.node(leader).rm.listOffset(p.topic, p.partition, {
+              ...params,
+              timestamp: -2n,
+            })
+            const l = await this.node(leader).rm.listOffset(p.topic, p.partition, {
+              ...params,
+              timestamp: -1n,
+            })
+            return { errorCode: e.errorCode || l.errorCode, logStartOffset: e.offset, logEndOffset: l.offset }
+          }),
+        )
+      },
+      close: () => {},
+    }
+  }
+
+  /** The controller: the ISR as asked (validation is the controller's own test's business). */
+  async #alterPartition(
+    req: AlterPartitionRequestData.AlterPartitionRequest,
+  ): Promise<AlterPartitionResponseData.AlterPartitionResponseIn> {
+    this.alterRequests.push(req)
+    if (this.holdAlter !== null) await this.holdAlter
+    const partitions: AlterPartitionResponseData.PartitionDataIn[] = []
+    for (const t of req.topics) {
+      for (const p of t.partitions) {
+        const isr = p.newIsrWithEpochs.map((m) => m.brokerId)
+        const current = this.node(req.brokerId)
+          .loader.image.topicsById.get(t.topicId)
+          ?.partitions.get(p.partitionIndex)
+        assert.ok(current !== undefined)
+        if (current.partitionEpoch !== p.partitionEpoch) {
+          partitions.push({ partitionIndex: p.partitionIndex, errorCode: ErrorCode.InvalidUpdateVersion })
+          continue
+        }
+        await this.commit(
+          encodeMetadataRecord(T.PartitionChange, 0, { topicId: t.topicId, partitionId: 0, isr }),
+        )
+        partitions.push({
+          partitionIndex: p.partitionIndex,
+          errorCode: 0,
+          leaderId: current.leader,
+          leaderEpoch: current.leaderEpoch,
+          isr,
+          partitionEpoch: current.partitionEpoch + 1,
+        })
+      }
+    }
+    return { errorCode: 0, topics: req.topics.map((t) => ({ topicId: t.topicId, partitions })) }
+  }
+
+  async commit(...records: Buffer[]): Promise<void> {
+    const entries = records.map((data) => ({ kind: 'data' as const, offset: this.#offset++, epoch: 1, data }))
+    for (const n of this.nodes.values()) n.loader.applyCommitted(entries)
+    for (const n of this.nodes.values()) await n.rm.settled()
+  }
+
+  async start(
+    ids: number[],
+    partition: { replicas: number[]; isr: number[]; leader: number; minIsr?: number },
+  ) {
+    for (const id of ids) await this.addNode(id)
+    await this.commit(
+      ...ids.map((id) =>
+        encodeMetadataRecord(T.RegisterBroker, 0, {
+          brokerId: b(id),
+          brokerEpoch: BigInt(id),
+          incarnationId: Buffer.alloc(16, id).toString('base64url') as Uuid,
+          fenced: false,
+        }),
+      ),
+      encodeMetadataRecord(T.Topic, 0, { name: TOPIC, topicId: TOPIC_ID }),
+      encodeMetadataRecord(T.Config, 0, {
+        resourceType: ConfigResourceType.Topic,
+        resourceName: TOPIC,
+        name: 'min.insync.replicas',
+        value: String(partition.minIsr ?? 1),
+      }),
+      encodeMetadataRecord(T.Partition, 0, {
+        topicId: TOPIC_ID,
+        partitionId: 0,
+        replicas: partition.replicas.map(b),
+        isr: partition.isr.map(b),
+        leader: b(partition.leader),
+        leaderEpoch: 0,
+        partitionEpoch: 0,
+      }),
+    )
+  }
+
+  /** A new leader (and ISR) as the controller would elect. */
+  elect(leader: number, isr?: number[]) {
+    return this.commit(
+      encodeMetadataRecord(T.PartitionChange, 0, {
+        topicId: TOPIC_ID,
+        partitionId: 0,
+        leader: b(leader),
+        ...(isr === undefined ? {} : { isr: isr.map(b) }),
+      }),
+    )
+  }
+
+  /** Appends to the leader (acks=1 unless asked: acks=all waits for fetchers, so for `run`). */
+  produce(id: number, records: Buffer, acks = 1) {
+    return this.node(id).rm.appendRecords([{ topic: TOPIC, partition: 0, records }], {
+      acks,
+      timeoutMs: 30_000,
+    })
+  }
+
+  /** Runs the fetchers: lets I/O settle and time pass in steps. */
+  async run(ms: number, stepMs = 100): Promise<void> {
+    for (let t = 0; t < ms; t += stepMs) {
+      await settle()
+      this.clock.advance(stepMs)
+    }
+    await settle()
+  }
+
+  async logBytes(id: number): Promise<Buffer> {
+    const p = this.partition(id)
+    const r = await p.log.read(p.logStartOffset, 64 << 20, { maxOffset: p.logEndOffset })
+    assert.equal(r.errorCode, 0)
+    return 'records' in r ? Buffer.from(r.records) : Buffer.alloc(0)
+  }
+
+  async close(): Promise<void> {
+    for (const n of this.nodes.values()) {
+      await n.rm.close()
+      await n.manager.close()
+    }
+  }
+}
+
+describe('replica fetcher', { timeout: 60_000 }, () => {
+  test('followers copy the leader byte for byte; acks=all completes once the ISR has the records', async () => {
+    const c = new Cluster()
+    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
+    const acked = c.produce(1, batch(5, 'a'), -1)
+    let done = false
+    void acked.then(() => {
+      done = true
+    })
+    await c.run(1000)
+    assert.ok(done, 'acks=all answered once the followers fetched')
+    const [r] = await acked
+    assert.equal(r?.errorCode, 0)
+    assert.equal(r?.baseOffset, 0n)
+    for (let i = 0; i < 3; i++) await c.produce(1, batch(3, `b${i}-`))
+    await c.run(1500)
+    const leader = await c.logBytes(1)
+    assert.ok(leader.length > 0)
+    assert.deepEqual(await c.logBytes(2), leader)
+    assert.deepEqual(await c.logBytes(3), leader)
+    assert.equal(c.partition(1).highWatermark, 14n)
+    // The followers learn the high watermark from the leader, and its epochs (leader-epoch cache).
+    assert.equal(c.partition(2).highWatermark, 14n)
+    assert.deepEqual(c.partition(3).state.epochs.entries, [{ epoch: 0, startOffset: 0n }])
+    assert.equal(c.alterRequests.length, 0, 'an ISR of caught-up followers needs no change')
+    await c.close()
+  })
+
+  test('a follower with a divergent uncommitted tail (an older epoch) truncates it and converges', async () => {
+    const c = new Cluster()
+    await c.start([1, 2], { replicas: [1, 2], isr: [1, 2], leader: 1 })
+    await c.produce(1, batch(4, 'committed-'))
+    await c.run(600)
+    assert.equal(c.partition(2).logEndOffset, 4n)
+    // Broker 2 is cut off from its leader; broker 1 writes a tail in epoch 0 nobody else has.
+    c.cut.add('2->1')
+    await c.produce(1, batch(3, 'lost-'))
+    await c.produce(1, batch(2, 'lost2-'))
+    assert.equal(c.partition(1).logEndOffset, 9n)
+    // The controller moves leadership to 2 (epoch 1), which writes other records at the same offsets.
+    await c.elect(2, [2])
+    c.cut.add('1->2')
+    await c.run(200)
+    assert.equal(c.partition(2).leaderEpoch, 1)
+    await c.produce(2, batch(2, 'new-'))
+    await c.produce(2, batch(1, 'newer-'))
+    assert.equal(c.partition(2).logEndOffset, 7n)
+    assert.notDeepEqual(await c.logBytes(1), await c.logBytes(2))
+    // The network heals: broker 1 fetches with its last epoch 0 at offset 9; the leader answers that
+    // epoch 0 ended at 4; broker 1 truncates to 4 and copies epoch 1's batches.
+    c.cut.clear()
+    await c.run(3000)
+    assert.equal(c.partition(1).role, 'follower')
+    assert.deepEqual(await c.logBytes(1), await c.logBytes(2))
+    assert.equal(c.partition(1).logEndOffset, 7n)
+    assert.ok(
+      c.logs.includes('1: replica events-0: truncating from 9 to 4 (leader epoch 0 ends at 4)'),
+      'truncated at the divergence point, not by a full reset',
+    )
+    assert.equal(c.partition(1).logStartOffset, 0n)
+    assert.deepEqual(c.partition(1).state.epochs.entries, [
+      { epoch: 0, startOffset: 0n },
+      { epoch: 1, startOffset: 4n },
+    ])
+    // Caught up again, it is proposed back into the ISR.
+    assert.deepEqual(c.partition(2).isr, [2, 1])
+    await c.close()
+  })
+
+  test('a follower that lags past replica.lag.time.max.ms is proposed out; back in once caught up', async () => {
+    const c = new Cluster()
+    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
+    await c.produce(1, batch(2, 'x'))
+    await c.run(600)
+    c.cut.add('3->1')
+    await c.produce(1, batch(2, 'y'))
+    await c.run(5000)
+    assert.deepEqual(c.partition(1).isr, [1, 2, 3], 'not yet lagging for 10 s')
+    await c.run(11_000) // the lag check runs every half replica.lag.time.max.ms
+    assert.deepEqual(c.partition(1).isr, [1, 2])
+    const shrink = c.alterRequests.at(-1)?.topics[0]?.partitions[0]
+    assert.deepEqual(
+      shrink?.newIsrWithEpochs.map((m) => [m.brokerId, m.brokerEpoch]),
+      [
+        [1, -1n],
+        [2, 2n],
+      ],
+      'members carry the broker epoch of their fetches (KIP-841)',
+    )
+    c.cut.clear()
+    await c.run(3000)
+    assert.deepEqual(c.partition(1).isr, [1, 2, 3])
+    assert.deepEqual(await c.logBytes(3), await c.logBytes(1))
+    await c.close()
+  })
+
+  test('acks=all: NOT_ENOUGH_REPLICAS below min ISR, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrinks meanwhile', async () => {
+    const c = new Cluster()
+    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
+    await c.produce(1, batch(1, 'a'))
+    await c.run(600)
+    c.cut.add('2->1')
+    c.cut.add('3->1')
+    const waiting = c.produce(1, batch(1, 'b'), -1)
+    let answer: Awaited<typeof waiting> | null = null
+    void waiting.then((a) => {
+      answer = a
+    })
+    await c.run(16_000)
+    assert.deepEqual(c.partition(1).isr, [1])
+    assert.equal(
+      (answer as Awaited<typeof waiting> | null)?.[0]?.errorCode,
+      ErrorCode.NotEnoughReplicasAfterAppend,
+    )
+    const [refused] = await c.produce(1, batch(1, 'c'), -1)
+    assert.equal(refused?.errorCode, ErrorCode.NotEnoughReplicas)
+    // Consumers never read past the high watermark: the unreplicated 'b' is below the log end only.
+    assert.equal(c.partition(1).highWatermark, c.partition(1).logEndOffset)
+    await c.close()
+  })
+
+  test('the high watermark is checkpointed (replication-offset-checkpoint) and read back at start', async () => {
+    const c = new Cluster()
+    await c.start([1, 2], { replicas: [1, 2], isr: [1, 2], leader: 1 })
+    await c.produce(1, batch(6, 'h'))
+    await c.run(1200)
+    assert.equal(c.partition(2).highWatermark, 6n)
+    await c.run(5000)
+    const text = (await c.node(2).disk.readFile('/data/replication-offset-checkpoint')).toString()
+    assert.equal(text, '0\n1\nevents 0 6\n')
+    // Restarted and cut off from its leader, the follower starts from its checkpointed high watermark.
+    c.cut.add('2->1')
+    await c.restartNode(2)
+    assert.equal(c.partition(2).role, 'follower')
+    assert.equal(c.partition(2).highWatermark, 6n)
+    await c.close()
+  })
+
+  test("OFFSET_OUT_OF_RANGE: a follower behind the leader's log start restarts there, then joins the ISR", async () => {
+    const c = new Cluster()
+    c.cut.add('2->1')
+    await c.start([1, 2], { replicas: [1, 2], isr: [1], leader: 1 })
+    for (let i = 0; i < 4; i++) await c.produce(1, batch(5, `r${i}-`))
+    await c.run(100)
+    assert.equal(c.partition(1).highWatermark, 20n)
+    assert.equal((await c.node(1).rm.deleteRecords(TOPIC, 0, 15n)).errorCode, 0)
+    c.cut.clear()
+    await c.run(3000)
+    assert.ok(
+      c.logs.some((l) => l.startsWith("2: replica events-0: restarting at the leader's log start 15")),
+    )
+    assert.equal(c.partition(2).logStartOffset, 15n)
+    assert.equal(c.partition(2).logEndOffset, 20n)
+    assert.deepEqual(await c.logBytes(2), await c.logBytes(1))
+    assert.deepEqual(c.partition(1).isr, [1, 2])
+    await c.close()
+  })
+
+  test("while an expansion is pending, the high watermark counts the larger ISR (Kafka's maximal ISR)", async () => {
+    const c = new Cluster()
+    c.cut.add('3->1')
+    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2], leader: 1 })
+    await c.produce(1, batch(4, 'a'))
+    await c.run(1000)
+    assert.equal(c.partition(1).highWatermark, 4n)
+    let release = () => {}
+    c.holdAlter = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    c.cut.clear()
+    await c.run(1000)
+    assert.deepEqual(c.partition(1).pendingIsrChange?.isr, [1, 2, 3], 'broker 3 caught up: expansion sent')
+    assert.deepEqual(c.partition(1).isr, [1, 2])
+    // Broker 3 falls behind again before the controller answers: the high watermark waits for it.
+    c.cut.add('3->1')
+    await c.produce(1, batch(2, 'b'))
+    await c.run(1000)
+    assert.equal(c.partition(2).logEndOffset, 6n)
+    assert.equal(c.partition(1).highWatermark, 4n, 'broker 3 (pending member) has only 4')
+    release()
+    c.holdAlter = null
+    c.cut.clear()
+    await c.run(1500)
+    assert.deepEqual(c.partition(1).isr, [1, 2, 3])
+    assert.equal(c.partition(1).highWatermark, 6n)
+    await c.close()
+  })
+})
