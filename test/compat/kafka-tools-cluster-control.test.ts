@@ -1,5 +1,6 @@
 /**
- * Kafka's own tools (4.4.0 jars, tools/kafka) against three combined Weir nodes: kafka-topics
+ * Kafka's own tools (4.4.0 jars, tools/kafka) against three combined Weir nodes and a broker-only
+ * fourth: kafka-topics
  * --describe (leaders, replicas, ISR), kafka-metadata-quorum describe --status,
  * kafka-reassign-partitions (--generate, --execute, --verify, --cancel), kafka-leader-election
  * --election-type preferred and unclean, and kafka-configs enabling unclean election on a topic.
@@ -50,7 +51,8 @@ async function describe(topic: string, via = cluster.node(1).address): Promise<M
 
 before(async () => {
   cluster = await WeirCluster.start({
-    nodes: 3,
+    nodes: 4,
+    controllers: 3,
     prefix: 'weir-cluster-control-',
     config: {
       'broker.session.timeout.ms': 3000,
@@ -73,7 +75,9 @@ test('kafka-metadata-quorum describe --status names a leader and the three voter
     '--status',
   )
   assert.match(out, /LeaderId:\s+[123]/)
-  assert.match(out, /CurrentVoters:\s+\[.*"id":\s*1.*"id":\s*2.*"id":\s*3/s)
+  const voters = /CurrentVoters:\s+(\[.*\])/.exec(out)?.[1] ?? ''
+  const ids = [...voters.matchAll(/"id":\s*(\d+)/g)].map((m) => Number(m[1])).sort()
+  assert.deepEqual(ids, [1, 2, 3])
 })
 
 test('kafka-topics --describe shows each partition spread over the three brokers with a full ISR', async () => {
@@ -95,8 +99,9 @@ test('kafka-topics --describe shows each partition spread over the three brokers
   })
   const leaders = new Set<number>()
   for (const p of parts.values()) {
-    assert.deepEqual([...p.replicas].sort(), [1, 2, 3])
-    assert.deepEqual([...p.isr].sort(), [1, 2, 3])
+    assert.equal(new Set(p.replicas).size, 3)
+    assert.ok(p.replicas.every((r) => r >= 1 && r <= 4))
+    assert.deepEqual([...p.isr].sort(), [...p.replicas].sort())
     assert.equal(p.leader, p.replicas[0], 'the preferred replica leads a new partition')
     leaders.add(p.leader)
   }
@@ -196,11 +201,12 @@ test('kafka-reassign-partitions --generate proposes a plan; --execute starts a m
   assert.ok(proposed, generated)
   const target = JSON.parse(proposed[1]!) as { partitions: Array<{ replicas: number[] }> }
   assert.ok([2, 3].includes(target.partitions[0]!.replicas[0]!))
-  // An explicit move to broker 3, so that this test knows the target.
+  // A move to broker 4 while it is down (registered, fenced): it cannot complete until 4 catches up.
+  await cluster.node(4).process.kill()
   const plan = join(cluster.dir, 'move.json')
   writeFileSync(
     plan,
-    JSON.stringify({ version: 1, partitions: [{ topic: 'move', partition: 0, replicas: [3] }] }),
+    JSON.stringify({ version: 1, partitions: [{ topic: 'move', partition: 0, replicas: [4] }] }),
   )
   const executed = await tool(
     'kafka-reassign-partitions',
@@ -212,21 +218,33 @@ test('kafka-reassign-partitions --generate proposes a plan; --execute starts a m
   )
   assert.match(executed, /Successfully started partition reassignment for move-0/)
   const d = (await describe('move')).get(0)!
-  assert.deepEqual(d.replicas, [3, 1], 'target ∪ current while the move is in progress')
-  // Cancel (the move completes only once broker 3's replica joins the ISR).
+  assert.deepEqual(d.replicas, [4, 1], 'target ∪ current while the move is in progress')
+  const verified = await tool(
+    'kafka-reassign-partitions',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    '--reassignment-json-file',
+    plan,
+    '--verify',
+  )
+  assert.match(verified, /Reassignment of partition move-0 is still in progress/)
   const listed = await tool('kafka-reassign-partitions', '--bootstrap-server', cluster.bootstrap, '--list')
-  if (/move-0/.test(listed)) {
-    const cancelled = await tool(
-      'kafka-reassign-partitions',
-      '--bootstrap-server',
-      cluster.bootstrap,
-      '--reassignment-json-file',
-      plan,
-      '--cancel',
-    )
-    assert.match(cancelled, /Successfully cancelled partition reassignment/)
-    assert.deepEqual((await describe('move')).get(0)!.replicas, [1])
-  }
+  assert.match(listed, /move-0/)
+  // The tool then clears the throttles on every broker of the plan, and broker 4 is down: it times
+  // out on that, as it would against Kafka, after the cancel.
+  const cancelled = await tool(
+    'kafka-reassign-partitions',
+    '--bootstrap-server',
+    cluster.bootstrap,
+    '--reassignment-json-file',
+    plan,
+    '--cancel',
+  ).catch((e: Error) => e.message)
+  assert.match(cancelled, /Successfully cancelled partition reassignment/)
+  const reverted = (await describe('move')).get(0)!
+  assert.deepEqual(reverted.replicas, [1])
+  assert.equal(reverted.leader, 1)
+  await cluster.node(4).process.start()
 })
 
 test('a partition whose last ISR member died stays leaderless; unclean elections (tool, then topic config) elect a live replica', async () => {
@@ -239,27 +257,29 @@ test('a partition whose last ISR member died stays leaderless; unclean elections
       '--topic',
       topic,
       '--replica-assignment',
-      '2:3',
+      '4:3',
     )
   }
   const via = cluster.node(1).address
-  // Broker 3 dies: fenced, it leaves the ISR. It comes back but is not in the ISR.
+  // Broker 3 dies: fenced, it leaves the ISR.
   await cluster.node(3).process.kill()
   await waitFor('broker 3 out of the ISR', async () => {
     const a = (await describe('unclean-tool', via)).get(0)
     const b = (await describe('unclean-config', via)).get(0)
-    return a?.isr.join() === '2' && b?.isr.join() === '2' ? true : undefined
+    return a?.isr.join() === '4' && b?.isr.join() === '4' ? true : undefined
   })
-  await cluster.node(3).process.start()
-  // Broker 2, the last ISR member, dies: no leader, as unclean.leader.election.enable is false.
-  await cluster.node(2).process.kill()
+  // Broker 4, the last ISR member, dies: no leader, as unclean.leader.election.enable is false.
+  await cluster.node(4).process.kill()
   for (const topic of ['unclean-tool', 'unclean-config']) {
     const p = await waitFor(`${topic} leaderless`, async () => {
       const d = (await describe(topic, via)).get(0)
       return d?.leader === -1 ? d : undefined
     })
-    assert.deepEqual(p.isr, [2], 'the ISR keeps its last member')
+    assert.deepEqual(p.isr, [4], 'the ISR keeps its last member')
   }
+  // Broker 3 comes back: alive, out of the ISR, with no leader to catch up from.
+  await cluster.node(3).process.start()
+  assert.equal((await describe('unclean-tool', via)).get(0)?.leader, -1, 'no clean election is possible')
   const elected = await tool(
     'kafka-leader-election',
     '--bootstrap-server',
@@ -277,6 +297,7 @@ test('a partition whose last ISR member died stays leaderless; unclean elections
     return d?.leader === 3 ? d : undefined
   })
   assert.deepEqual(a.isr, [3])
+  assert.equal((await describe('unclean-config', via)).get(0)?.leader, -1)
   await tool(
     'kafka-configs',
     '--bootstrap-server',
@@ -294,5 +315,5 @@ test('a partition whose last ISR member died stays leaderless; unclean elections
     return d?.leader === 3 ? d : undefined
   })
   assert.deepEqual(b.isr, [3])
-  await cluster.node(2).process.start()
+  await cluster.node(4).process.start()
 })

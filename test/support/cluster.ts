@@ -1,6 +1,7 @@
 /**
  * A cluster of N real Weir processes on loopback for compat and fault tests: every node is broker
- * and controller (combined), shares one cluster id, and listens on free ports. Start them all,
+ * and controller (combined) unless `controllers` makes the last ones brokers only; all share one
+ * cluster id and listen on free ports. Start them all,
  * stop or kill one, restart it from its files, stop them all.
  *
  *   const cluster = await WeirCluster.start({ nodes: 3 })
@@ -14,6 +15,11 @@ import { freePorts, tempDir, WeirProcess, writeProperties } from './weir-process
 export interface ClusterOptions {
   /** How many nodes (ids 1..nodes). Default 3. */
   readonly nodes?: number
+  /**
+   * How many of them are controllers (voters, ids 1..controllers, combined broker and controller);
+   * the others are brokers only. Default all.
+   */
+  readonly controllers?: number
   /** Static configs every node gets (e.g. `offsets.topic.replication.factor`). */
   readonly config?: Readonly<Record<string, string | number>>
   /** Static configs of one node by id (e.g. `broker.rack`). */
@@ -28,7 +34,7 @@ export interface ClusterNode {
   readonly id: number
   /** The client (PLAINTEXT) port. */
   readonly port: number
-  /** The CONTROLLER listener port. */
+  /** The CONTROLLER listener port (unused by a broker-only node). */
   readonly controllerPort: number
   readonly process: WeirProcess
   /** "127.0.0.1:port" of the client listener. */
@@ -74,15 +80,22 @@ export class WeirCluster {
     clusterId: string,
     options: ClusterOptions,
   ): ClusterNode[] {
-    const voters = Array.from({ length: n }, (_, i) => `${i + 1}@127.0.0.1:${ports[2 * i + 1]}`).join(',')
+    const controllers = Math.min(n, options.controllers ?? n)
+    const voters = Array.from(
+      { length: controllers },
+      (_, i) => `${i + 1}@127.0.0.1:${ports[2 * i + 1]}`,
+    ).join(',')
     return Array.from({ length: n }, (_, i) => {
       const id = i + 1
       const port = ports[2 * i]!
       const controllerPort = ports[2 * i + 1]!
       const config = writeProperties(dir, `node-${id}.properties`, {
         'node.id': id,
-        'process.roles': 'broker,controller',
-        listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+        'process.roles': id <= controllers ? 'broker,controller' : 'broker',
+        listeners:
+          id <= controllers
+            ? `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`
+            : `PLAINTEXT://127.0.0.1:${port}`,
         'controller.listener.names': 'CONTROLLER',
         'controller.quorum.voters': voters,
         'log.dirs': `${dir}/node-${id}`,
