@@ -20,7 +20,10 @@
  *   or one fsync, so this is its ceiling on this disk; the 1 MiB ratio mixes the log's costs with
  *   the client's window. (Single 4 and 16 MiB writes before an fdatasync measured 290-500 MB/s in
  *   most runs here, against ~1800 for the same bytes in 1 MiB writes: not the log's pattern.)
- * Ratios are taken per round (log / raw of the same round), then the median.
+ * Ratios are taken per round (log / raw of the same round), then the median. `cpu` is the process's
+ * CPU time (every thread: the main one and libuv's, which copy the bytes into the page cache) over
+ * the workload's wall time, in % of one core: near 200% the run was bound by this 2-core machine's
+ * CPU, not by its disk.
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtemp, open, rm } from 'node:fs/promises'
@@ -146,16 +149,27 @@ async function rawWrite(dir: string, bytes: number, windowBytes: number, fsync: 
   const fh = await open(path, 'w')
   const writeBytes = Math.min(windowBytes, RAW_WRITE_BYTES_MAX)
   const chunk = Buffer.alloc(writeBytes, 7)
+  const cpu0 = process.cpuUsage()
   const start = performance.now()
   for (let position = 0; position < bytes; position += windowBytes) {
     for (let at = 0; at < windowBytes; at += writeBytes) await fh.write(chunk, 0, writeBytes, position + at)
     if (fsync) await fh.datasync()
   }
   const ms = performance.now() - start
+  rawCpu.push(cpuShare(cpu0, ms))
   await fh.close()
   await rm(path)
   return mbps(bytes, ms)
 }
+
+/** Process CPU (every thread: the main one and libuv's) since `from`, as % of one core over `ms`. */
+function cpuShare(from: NodeJS.CpuUsage, ms: number): number {
+  const used = process.cpuUsage(from)
+  return (used.user + used.system) / 10 / ms
+}
+
+/** `cpuShare` of the last raw run (read by the caller beside its MB/s). */
+const rawCpu: number[] = []
 
 /** A record batch of exactly `batchBytes` (uncompressed, one value filling it). */
 function makeBatch(batchBytes: number): Buffer {
@@ -186,6 +200,8 @@ function windowBytes(c: Case): number {
 
 interface LogRun {
   appendMBps: number
+  /** Process CPU while appending, % of one core (main thread and libuv's, which copy to the page cache). */
+  cpuPercent: number
   appendsPerSec: number
   bytesPerWrite: number
   bytesPerSync: number
@@ -205,6 +221,7 @@ async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> 
   const count = Math.ceil(bytes / template.length)
   let issued = 0
   disk.reset()
+  const cpu0 = process.cpuUsage()
   const start = performance.now()
   const producer = async (slot: number) => {
     let buffer = pool[slot]!
@@ -224,6 +241,7 @@ async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> 
   await rm(logDir, { recursive: true, force: true })
   return {
     appendMBps: mbps(count * template.length, ms),
+    cpuPercent: cpuShare(cpu0, ms),
     appendsPerSec: count / (ms / 1000),
     bytesPerWrite: writtenBytes / Math.max(1, writes),
     bytesPerSync: syncs === 0 ? 0 : writtenBytes / syncs,
@@ -300,6 +318,7 @@ async function main(): Promise<void> {
     ...cases.map((c): Job => ({ kind: 'log', c })),
   ]
   const rawRuns = new Map<string, number[]>()
+  const rawCpuRuns = new Map<string, number[]>()
   const logRuns = new Map<Case, LogRun[]>()
   try {
     console.log(
@@ -315,6 +334,7 @@ async function main(): Promise<void> {
           const runs = rawRuns.get(key) ?? []
           runs.push(await rawWrite(dir, bytes, job.raw.writeBytes, job.raw.fsync))
           rawRuns.set(key, runs)
+          rawCpuRuns.set(key, [...(rawCpuRuns.get(key) ?? []), rawCpu.pop()!])
         } else {
           const runs = logRuns.get(job.c) ?? []
           runs.push(await appendCase(dir, job.c, bytes))
@@ -325,10 +345,13 @@ async function main(): Promise<void> {
     }
     if (withRaw) {
       console.log('')
-      console.log('raw sequential write (MB/s, median (min-max))')
+      console.log('raw sequential write (MB/s, median (min-max); process CPU, % of one core)')
       for (const r of raws.values()) {
         const tag = original.some((o) => rawKey(o) === rawKey(r)) ? ' [original baseline]' : ''
-        console.log(`  ${rawName(r).padEnd(34)} ${spread(rawRuns.get(rawKey(r))!).padStart(20)}${tag}`)
+        const cpu = `cpu ${median(rawCpuRuns.get(rawKey(r))!).toFixed(0)}%`
+        console.log(
+          `  ${rawName(r).padEnd(34)} ${spread(rawRuns.get(rawKey(r))!).padStart(20)} ${cpu.padStart(9)}${tag}`,
+        )
       }
     }
     console.log('')
@@ -343,6 +366,7 @@ async function main(): Promise<void> {
         'target'.padStart(6),
         'B/write'.padStart(9),
         'B/fsync'.padStart(9),
+        'cpu'.padStart(5),
       ].join(' '),
     )
     for (const c of cases) {
@@ -376,6 +400,7 @@ async function main(): Promise<void> {
               .padStart(9)
           : '-'
         ).padStart(9),
+        `${median(runs.map((r) => r.cpuPercent)).toFixed(0)}%`.padStart(5),
       )
       console.log(cols.join(' '))
     }

@@ -358,16 +358,6 @@ describe('PartitionLog with two write rounds in flight', () => {
     assert.equal((await readAll(again)).length, 20)
   })
 
-  it('splits a large burst into two rounds written together', async () => {
-    const { log, disk } = await openSimLog()
-    const value = 'x'.repeat(8 * 1024)
-    const results = await Promise.all(Array.from({ length: 8 }, () => log.append(batch([{ value }]))))
-    assert.ok(results.every((r) => r.errorCode === 0))
-    assert.equal(disk.writes, 2)
-    assert.equal(disk.maxWritesInFlight, 2)
-    assert.equal((await readAll(log)).length, 8)
-  })
-
   it('a failed first round fails the second round too and takes the log offline', async () => {
     const { log, disk } = await openSimLog()
     await log.append(valuesBatch(1, 'before'), { flush: true })

@@ -167,11 +167,6 @@ const FLUSH_ROUND_BYTES_FIRST = WRITE_ROUND_BYTES_MAX / 2
  * the next is assigned offsets and handed to the disk, and the appends it acknowledges come back.
  */
 const WRITE_ROUNDS_IN_FLIGHT = 2
-/**
- * With no write in flight, a queue of at least this many bytes is split in two rounds written
- * together, so that the first one's appenders work while the second is written (two cohorts).
- */
-const SPLIT_ROUND_BYTES_MIN = 32 * 1024
 const EMPTY = Buffer.alloc(0)
 
 const INT32_MAX = 0x7fffffff
@@ -754,7 +749,7 @@ export class PartitionLog {
           this.#offline === null &&
           this.#lockWaiters === 0
         ) {
-          taken = this.#takeRound(inFlight.length === 0)
+          taken = this.#takeRound()
           if (this.#spaceWaiters.length > 0) for (const w of this.#spaceWaiters.splice(0)) w()
           await this.#issueRound(taken)
           taken = null
@@ -809,12 +804,14 @@ export class PartitionLog {
     }
   }
 
-  /** `split`: no write in flight, so a large queue goes out as two rounds written together. */
-  #takeRound(split: boolean): PendingAppend[] {
+  /**
+   * The next round: the whole queue up to WRITE_ROUND_BYTES_MAX. A queue found with no write in
+   * flight is not split to make two cohorts: measured on the shared 2-core VM, halving the writes
+   * (and fsyncs) cost more than the overlap won (src/storage/README.md, Benchmark).
+   */
+  #takeRound(): PendingAppend[] {
     const queue = this.#queue
-    let max = this.#flushRound === null && queue[0]!.flush ? FLUSH_ROUND_BYTES_FIRST : WRITE_ROUND_BYTES_MAX
-    if (split && queue.length > 1 && this.#queuedBytes >= SPLIT_ROUND_BYTES_MIN)
-      max = Math.min(max, Math.ceil(this.#queuedBytes / 2))
+    const max = this.#flushRound === null && queue[0]!.flush ? FLUSH_ROUND_BYTES_FIRST : WRITE_ROUND_BYTES_MAX
     if (this.#queuedBytes <= max) {
       this.#queue = []
       this.#queuedBytes = 0
