@@ -107,7 +107,11 @@ async function runScenario(s: Scenario): Promise<void> {
         checkpointedRecoveryPoint = log.recoveryPoint
       } else if (op.kind === 'truncate') {
         // A follower's truncation; the manager rewrites the checkpoint through onRecoveryPointLowered.
-        await log.truncateTo(log.logEndOffset - BigInt(Math.min(op.back, Number(log.logEndOffset))))
+        const target = log.logEndOffset - BigInt(Math.min(op.back, Number(log.logEndOffset)))
+        // Once started it may take effect (its cut synced) before a crash ends it: what it removes
+        // need not survive. (Found: a crash after the cut's sync recovered 3 of 4 flushed records.)
+        if (durable > Number(target)) durable = Number(target)
+        await log.truncateTo(target)
         const end = Number(log.logEndOffset)
         written.length = end
         next = end
@@ -172,6 +176,25 @@ describe('partition log under simulated crashes', () => {
       examples: [
         // Found in CI: recovery cut a torn tail, but its sync recorded the size before the cut, so a
         // later flush that brought the file back to that length skipped its fsync.
+        [
+          {
+            ops: [
+              { kind: 'append', records: 1, concurrent: 1, gapTicks: 0 },
+              { kind: 'append', records: 1, concurrent: 1, gapTicks: 0 },
+              { kind: 'flush' },
+              { kind: 'append', records: 1, concurrent: 1, gapTicks: 0 },
+              { kind: 'append', records: 1, concurrent: 1, gapTicks: 0 },
+              { kind: 'flush' },
+              { kind: 'truncate', back: 1 },
+              { kind: 'tick' },
+            ],
+            crashAtOp: 24,
+            seed: 0,
+            garbage: false,
+            useRecoveryPoint: false,
+            segmentBytes: 5000,
+          },
+        ],
         [
           {
             ops: [
