@@ -1124,6 +1124,9 @@ export class PartitionLog {
         const kept = this.#segments.filter((s) => s.baseOffset <= offset)
         this.#segments = kept
         await this.#retire(doomed)
+        // The later segments' renames are durable before the cut is: else a crash after the cut's
+        // sync brings them back behind a cut segment, a hole in the offsets.
+        if (doomed.length > 0) await this.#disk.syncDir(this.dir)
         const active = kept[kept.length - 1]!
         await active.truncateTo(offset)
         await removeIfExists(this.#disk, active.path(SegmentFile.index))

@@ -174,6 +174,22 @@ describe('partition log under simulated crashes', () => {
     await fc.assert(fc.asyncProperty(scenarioArb, runScenario), {
       numRuns: 150,
       examples: [
+        // Found: truncateTo renamed the later segments away without syncing the directory, then
+        // synced its cut; a crash between brought them back behind the cut segment (a hole).
+        [
+          {
+            ops: [
+              { kind: 'append', records: 3, concurrent: 2, gapTicks: 0 },
+              { kind: 'append', records: 2, concurrent: 3, gapTicks: 0 },
+              { kind: 'truncate', back: 7 },
+            ],
+            crashAtOp: 57,
+            seed: 0,
+            garbage: false,
+            useRecoveryPoint: false,
+            segmentBytes: 250,
+          },
+        ],
         // Found in CI: recovery cut a torn tail, but its sync recorded the size before the cut, so a
         // later flush that brought the file back to that length skipped its fsync.
         [
