@@ -231,7 +231,9 @@ interface Slot {
 /**
  * Starts an embedded cluster of `nodes` nodes (default 1) and resolves once every broker serves.
  * Internal topics get replication factor min(3, nodes); `group.initial.rebalance.delay.ms` is 0 (as
- * in Kafka's own test harness) so that a test's consumer group forms at once.
+ * in Kafka's own test harness) so that a test's consumer group forms at once; broker sessions are
+ * 2 s (heartbeats every 500 ms) instead of 9 s, so a killed node is fenced and can restart sooner.
+ * `options.config` overrides any of these.
  */
 export async function startCluster(options: StartClusterOptions = {}): Promise<EmbeddedCluster> {
   const count = options.nodes ?? 1
@@ -260,6 +262,10 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<E
     'transaction.state.log.replication.factor': rf,
     'transaction.state.log.min.isr': String(Math.min(2, count)),
     'group.initial.rebalance.delay.ms': '0',
+    // A killed node's old broker session must expire before its restart can register again, and a
+    // killed node is fenced only then: 2 s instead of Kafka's 9 s keeps kill/restart tests quick.
+    'broker.session.timeout.ms': '2000',
+    'broker.heartbeat.interval.ms': '500',
   }
   for (const [k, v] of Object.entries(options.config ?? {})) base[k] = String(v)
 

@@ -1,13 +1,4 @@
 /** The `weir` command: dispatches to its subcommands. */
-import { runBench } from './bench-command.ts'
-import { runCluster } from './cluster-command.ts'
-import { runConsume } from './consume-command.ts'
-import { runDev } from './dev-command.ts'
-import { runGroup } from './group-command.ts'
-import { runProduce } from './produce-command.ts'
-import { runStart } from './start.ts'
-import { runTopic } from './topic-command.ts'
-
 export const USAGE = `Usage: weir <command> [options]
 
 Run a cluster:
@@ -26,15 +17,16 @@ Run 'weir <command> --help' for a command's options. Every cluster command takes
 Exit codes: 0 done, 1 the cluster refused (the Kafka error is printed), 2 bad usage, 3 cluster unreachable.
 `
 
+/** Each command's module is loaded only when run: a cluster command does not load the broker. */
 const COMMANDS: Record<string, (argv: readonly string[]) => Promise<number>> = {
-  start: runStart,
-  dev: runDev,
-  topic: runTopic,
-  produce: runProduce,
-  consume: runConsume,
-  group: runGroup,
-  cluster: runCluster,
-  bench: runBench,
+  start: async (argv) => (await import('./start.ts')).runStart(argv),
+  dev: async (argv) => (await import('./dev-command.ts')).runDev(argv),
+  topic: async (argv) => (await import('./topic-command.ts')).runTopic(argv),
+  produce: async (argv) => (await import('./produce-command.ts')).runProduce(argv),
+  consume: async (argv) => (await import('./consume-command.ts')).runConsume(argv),
+  group: async (argv) => (await import('./group-command.ts')).runGroup(argv),
+  cluster: async (argv) => (await import('./cluster-command.ts')).runCluster(argv),
+  bench: async (argv) => (await import('./bench-command.ts')).runBench(argv),
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
