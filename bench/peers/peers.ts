@@ -430,10 +430,10 @@ async function benchKafkaLike(system: string, k: KafkaLike): Promise<void> {
               : await pyLatency(k, t('lat'), acks)
           r.p50 = l.p50
           r.p99 = l.p99
-          progress(`${system} ${client} acks=${acks} lat: p50 ${l.p50} p99 ${l.p99} ms`)
+          progress(`${system} ${client} acks=${acks} lat: p50 ${ms(l.p50)} p99 ${ms(l.p99)} ms`)
         }
       } catch (e) {
-        r.notes.push(`failed: ${(e as Error).message.split('\n')[0]}`)
+        r.notes.push(`failed: ${failure(e)}`)
         progress(`${system} ${client} acks=${acks}: ${(e as Error).message}`)
       }
     }
@@ -468,8 +468,8 @@ async function kafka(): Promise<void> {
         topicConfig: (acks: string) => (acks === 'all' ? 'flush.messages=1' : ''),
         fsync: (acks: string) =>
           acks === 'all'
-            ? 'fsync before the ack (topic flush.messages=1)'
-            : 'no fsync (page cache; Kafka default flush.messages=inf)',
+            ? 'per append, before the ack (flush.messages=1)'
+            : 'none (page cache; Kafka default)',
         rss: () => peakRssTree(b.pid),
         stop: async () => {
           await b.stop()
@@ -483,8 +483,8 @@ async function kafka(): Promise<void> {
 
 const WEIR_FSYNC = (acks: string) =>
   acks === 'all'
-    ? 'fsync before the ack (flush.on.ack=true, group commit)'
-    : 'ack after the append, fsync not awaited (consumers see records once fsynced)'
+    ? 'before the ack (flush.on.ack, group commit)'
+    : 'not awaited (flush.on.ack: readable once fsynced)'
 
 async function weir(): Promise<void> {
   const dir = tempDir('weir')
@@ -532,7 +532,7 @@ async function weir3(): Promise<void> {
         replicationFactor: 3,
         topicConfig: () => '',
         fsync: (acks: string) =>
-          acks === 'all' ? 'leader fsync and all 3 replicas in the ISR before the ack' : WEIR_FSYNC(acks),
+          acks === 'all' ? 'leader fsync + 3 in-sync replicas before the ack' : WEIR_FSYNC(acks),
         rss: () => cluster.nodes.reduce((sum, n) => sum + peakRssTree(n.process.pid), 0),
         stop: async () => {
           await cluster.stop()
@@ -627,7 +627,7 @@ async function benchPeer(
       progress(`${system} lat: p50 ${l.p50?.toFixed(2)} p99 ${l.p99?.toFixed(2)} ms`)
     }
   } catch (e) {
-    r.notes.push(`failed: ${(e as Error).message.split('\n')[0]}`)
+    r.notes.push(`failed: ${failure(e)}`)
     progress(`${system}: ${(e as Error).message}`)
   }
   r.rssBytes = rss()
@@ -679,7 +679,7 @@ async function redis(): Promise<void> {
         `Redis ${v} Streams`,
         'redis',
         `127.0.0.1:${port}`,
-        'AOF, appendfsync everysec (fsync up to 1 s after the ack)',
+        'AOF everysec (up to 1 s after the ack)',
         () => peakRssTree(c.pid),
         false,
       ),
@@ -707,7 +707,7 @@ async function nats(): Promise<void> {
         `NATS ${v} JetStream`,
         'nats',
         `127.0.0.1:${port}`,
-        'file store, ack after the write; no fsync per ack (sync_interval default)',
+        'none per ack (file store, sync_interval default)',
         () => peakRssTree(c.pid),
         true,
       ),
@@ -777,7 +777,7 @@ async function rabbit(): Promise<void> {
         `RabbitMQ ${v} Streams`,
         'rabbit',
         `127.0.0.1:${stream}`,
-        'ack after the write to the segment; no fsync per ack',
+        'none per ack (segment file)',
         () => peakRssTree(c.pid),
         true,
       ),
@@ -787,6 +787,12 @@ async function rabbit(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Report
 // ---------------------------------------------------------------------------------------------
+
+/** A short reason: the last line the failed command printed (its own error), or the message's first. */
+function failure(e: unknown): string {
+  const lines = (e as Error).message.split('\n').filter((l) => l.trim() !== '')
+  return (lines.length > 1 ? lines.at(-1)! : (lines[0] ?? '?')).slice(0, 100)
+}
 
 function progress(line: string): void {
   process.stderr.write(`  ${line}\n`)
@@ -821,7 +827,7 @@ function resultsTable(): string {
     'MB/s',
     `@${RATE / 1000}k/s p50 / p99 ms`,
     'RSS MB',
-    'durability (fsync)',
+    'fsync',
   ]
   const body = rows.map((r) => [
     r.system,

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -82,8 +83,16 @@ func natsProduce(o options) (result, error) {
 		k := p.allow(sent, o.n)
 		for j := 0; j < k; j++ {
 			sentAt[sent+j] = time.Now()
-			if _, err := js.PublishAsync(o.stream, v); err != nil {
-				return result{}, err
+			for {
+				_, err := js.PublishAsync(o.stream, v)
+				if err == nil {
+					break
+				}
+				// natsMaxPending acks outstanding for longer than the stall wait: wait for them.
+				if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+					return result{}, err
+				}
+				sentAt[sent+j] = time.Now()
 			}
 		}
 		sent += k
