@@ -1,6 +1,7 @@
 /** `weir group list|describe|delete|reset-offsets`: consumer groups over ListGroups, DescribeGroups, OffsetFetch, DeleteGroups, OffsetCommit. */
 import {
   type ClusterClient,
+  ConnectionError,
   commitOffsets,
   decodeAssignment,
   EARLIEST,
@@ -77,11 +78,17 @@ async function list(client: ClusterClient, values: Values): Promise<number> {
   const groups = new Map<string, { group: string; state: string; protocolType: string }>()
   await Promise.all(
     [...md.brokers.keys()].map(async (id) => {
-      const { response } = await client.request(
-        apis.ListGroups,
-        { statesFilter: [], typesFilter: [] },
-        { to: id },
-      )
+      let response: Awaited<ReturnType<typeof listGroupsOf>>
+      try {
+        response = await listGroupsOf(client, id)
+      } catch (e) {
+        // One broker down should not hide the others' groups: say so and go on.
+        if (!(e instanceof ConnectionError)) throw e
+        process.stderr.write(
+          `weir group list: broker ${id} did not answer (${e.message}); its groups are missing\n`,
+        )
+        return
+      }
       if (response.errorCode !== 0) throw new KafkaError(response.errorCode)
       for (const g of response.groups)
         groups.set(g.groupId, {
@@ -99,6 +106,11 @@ async function list(client: ClusterClient, values: Values): Promise<number> {
       rows.map((r) => [r.group, r.state, r.protocolType === '' ? '-' : r.protocolType]),
     )
   return 0
+}
+
+async function listGroupsOf(client: ClusterClient, brokerId: number) {
+  return (await client.request(apis.ListGroups, { statesFilter: [], typesFilter: [] }, { to: brokerId }))
+    .response
 }
 
 interface Described {
