@@ -20,7 +20,11 @@
  * client for Redis (XADD / XREAD COUNT), nats.go for JetStream (PublishAsync, pull consumer), the
  * stream-protocol client for RabbitMQ. RSS is the peak resident set (VmHWM) of the server
  * process(es) over the system's whole run (all its workloads; summed over the 3 Weir nodes).
- * Prints one table and Weir's ratios to each peer from this same run. Never fails on a figure.
+ * By default (`--order interleaved`) every system is up at once and each workload runs on every
+ * system in turn, the first one rotating, so that the load of a shared machine drifting during the
+ * run spreads over all systems instead of favouring the ones that ran first; `--order sequential`
+ * runs one system at a time (only its servers up). Prints one table and Weir's ratios to each peer
+ * from this same run. Never fails on a figure.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -43,6 +47,8 @@ const { values: opts } = parseArgs({
     'latency-records': { type: 'string', default: '100000' },
     rate: { type: 'string', default: '20000' },
     json: { type: 'string' },
+    /** interleaved: every system up at once, each workload run on all of them in turn; sequential: one system at a time. */
+    order: { type: 'string', default: 'interleaved' },
   },
 })
 const list = (s: string) => s.split(',').filter((x) => x !== '')
@@ -397,88 +403,114 @@ async function pyLatency(k: KafkaLike, topic: string, acks: string): Promise<{ p
   return { p50: r.p50!, p99: r.p99! }
 }
 
-async function benchKafkaLike(system: string, k: KafkaLike): Promise<void> {
-  const mine: Row[] = []
+/** One row of the table: a system with one client (and acks), run workload by workload. */
+interface Case {
+  readonly row: Row
+  /** Runs one workload (p100, c100, p1k, c1k, lat) and records its figure in the row. */
+  step(workload: string): Promise<void>
+}
+
+/** A started system: its cases, its servers' peak RSS, and how to stop it. */
+interface System {
+  readonly cases: Case[]
+  rss(): number
+  stop(): Promise<void>
+}
+
+const WORKLOAD_ORDER = ['p100', 'c100', 'p1k', 'c1k', 'lat'] as const
+const SIZES: Record<string, readonly [size: number, n: () => number]> = {
+  '100': [SMALL, () => RECORDS],
+  '1k': [BIG, () => BIG_RECORDS],
+}
+
+/** Wraps a case's steps: a failed step is noted in the row and the case's later steps are skipped. */
+function makeCase(r: Row, label: string, step: (workload: string) => Promise<string>): Case {
+  let failed = false
+  return {
+    row: r,
+    async step(workload) {
+      if (failed) return
+      try {
+        progress(`${label} ${workload}: ${await step(workload)}`)
+      } catch (e) {
+        failed = true
+        r.notes.push(`failed in ${workload}: ${failure(e)}`)
+        progress(`${label} ${workload}: ${(e as Error).message}`)
+      }
+    },
+  }
+}
+
+function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
+  const cases: Case[] = []
   for (const acks of ACKS) {
     for (const client of CLIENTS) {
       const r = row(system, client === 'java' ? 'kafka perf tools (Java)' : 'librdkafka', acks, k.fsync(acks))
-      mine.push(r)
       const t = (w: string) => `${client}-a${acks}-${w}`
-      try {
-        for (const [w, size, n] of [
-          ['100', SMALL, RECORDS],
-          ['1k', BIG, BIG_RECORDS],
-        ] as const) {
-          if (!WORKLOADS.has(`p${w}`)) continue
-          await createTopic(k, t(w), acks)
-          const p =
-            client === 'java'
-              ? (await javaProduce(k, t(w), n, size, acks, 0)).rps
-              : await kcatProduce(k, t(w), n, size, acks)
-          r.rps[`p${w}`] = p
-          progress(`${system} ${client} acks=${acks} p${w}: ${Math.round(p)} rec/s`)
-          if (!WORKLOADS.has(`c${w}`)) continue
-          const c = client === 'java' ? await javaConsume(k, t(w), n) : await kcatConsume(k, t(w), n)
-          r.rps[`c${w}`] = c
-          progress(`${system} ${client} acks=${acks} c${w}: ${Math.round(c)} rec/s`)
-        }
-        if (WORKLOADS.has('lat')) {
-          await createTopic(k, t('lat'), acks)
-          const l =
-            client === 'java'
-              ? await javaProduce(k, t('lat'), LATENCY_RECORDS, SMALL, acks, RATE)
-              : await pyLatency(k, t('lat'), acks)
-          r.p50 = l.p50
-          r.p99 = l.p99
-          progress(`${system} ${client} acks=${acks} lat: p50 ${ms(l.p50)} p99 ${ms(l.p99)} ms`)
-        }
-      } catch (e) {
-        r.notes.push(`failed: ${failure(e)}`)
-        progress(`${system} ${client} acks=${acks}: ${(e as Error).message}`)
-      }
+      const rps = (x: number) => `${Math.round(x)} rec/s`
+      cases.push(
+        makeCase(r, `${system} ${client} acks=${acks}`, async (workload) => {
+          const [kind, w] = [workload[0], workload.slice(1)]
+          if (workload === 'lat') {
+            await createTopic(k, t('lat'), acks)
+            const l =
+              client === 'java'
+                ? await javaProduce(k, t('lat'), LATENCY_RECORDS, SMALL, acks, RATE)
+                : await pyLatency(k, t('lat'), acks)
+            r.p50 = l.p50
+            r.p99 = l.p99
+            return `p50 ${ms(l.p50)} p99 ${ms(l.p99)} ms`
+          }
+          const [size, n] = SIZES[w]!
+          if (kind === 'p') {
+            await createTopic(k, t(w), acks)
+            const x =
+              client === 'java'
+                ? (await javaProduce(k, t(w), n(), size, acks, 0)).rps
+                : await kcatProduce(k, t(w), n(), size, acks)
+            r.rps[workload as 'p100'] = x
+            return rps(x)
+          }
+          if (r.rps[`p${w}` as 'p100'] === undefined) return 'skipped (nothing produced)'
+          const x = client === 'java' ? await javaConsume(k, t(w), n()) : await kcatConsume(k, t(w), n())
+          r.rps[workload as 'c100'] = x
+          return rps(x)
+        }),
+      )
     }
   }
-  const rss = k.rss()
-  for (const r of mine) r.rssBytes = rss
+  return cases
 }
 
-async function withServer<T extends { stop(): Promise<void> }>(
-  start: () => Promise<T>,
-  body: (s: T) => Promise<void>,
-): Promise<void> {
-  const s = await start()
+/** Starts a server and registers its stop, so that every server stops at the end, also on failure. */
+async function started<T extends { stop(): Promise<void> }>(s: T): Promise<T> {
   const stop = () => s.stop()
   running.add(stop)
-  try {
-    await body(s)
-  } finally {
-    running.delete(stop)
-    await s.stop()
+  return {
+    ...s,
+    stop: async () => {
+      running.delete(stop)
+      await s.stop()
+    },
   }
 }
 
-async function kafka(): Promise<void> {
+async function kafka(): Promise<System> {
   const dir = tempDir('kafka')
-  await withServer(
-    async () => {
-      const b = await startKafka({ port: 0, dataDir: dir, quiet: true, heapMb: 1024 })
-      return {
-        bootstrap: b.bootstrap,
-        replicationFactor: 1,
-        topicConfig: (acks: string) => (acks === 'all' ? 'flush.messages=1' : ''),
-        fsync: (acks: string) =>
-          acks === 'all'
-            ? 'per append, before the ack (flush.messages=1)'
-            : 'none (page cache; Kafka default)',
-        rss: () => peakRssTree(b.pid),
-        stop: async () => {
-          await b.stop()
-          rmSync(dir, { recursive: true, force: true })
-        },
-      }
+  const b = await started(await startKafka({ port: 0, dataDir: dir, quiet: true, heapMb: 1024 }))
+  const k: KafkaLike = {
+    bootstrap: b.bootstrap,
+    replicationFactor: 1,
+    topicConfig: (acks: string) => (acks === 'all' ? 'flush.messages=1' : ''),
+    fsync: (acks: string) =>
+      acks === 'all' ? 'per append, before the ack (flush.messages=1)' : 'none (page cache; Kafka default)',
+    rss: () => peakRssTree(b.pid),
+    stop: async () => {
+      await b.stop()
+      rmSync(dir, { recursive: true, force: true })
     },
-    (k) => benchKafkaLike(`Kafka ${kafkaVersion()}`, k),
-  )
+  }
+  return { cases: kafkaLikeCases(`Kafka ${kafkaVersion()}`, k), rss: k.rss, stop: k.stop }
 }
 
 const WEIR_FSYNC = (acks: string) =>
@@ -486,10 +518,10 @@ const WEIR_FSYNC = (acks: string) =>
     ? 'before the ack (flush.on.ack, group commit)'
     : 'not awaited (flush.on.ack: readable once fsynced)'
 
-async function weir(): Promise<void> {
+async function weir(): Promise<System> {
   const dir = tempDir('weir')
-  await withServer(
-    async () => {
+  const k = await started(
+    await (async (): Promise<KafkaLike> => {
       // The controller listens on PORT+1, which freePorts did not check: retry on a clash.
       let port = 0
       let c: Child | undefined
@@ -518,29 +550,25 @@ async function weir(): Promise<void> {
           rmSync(dir, { recursive: true, force: true })
         },
       }
-    },
-    (k) => benchKafkaLike('Weir', k),
+    })(),
   )
+  return { cases: kafkaLikeCases('Weir', k), rss: k.rss, stop: k.stop }
 }
 
-async function weir3(): Promise<void> {
-  await withServer(
-    async () => {
-      const cluster = await WeirCluster.start({ nodes: 3, prefix: 'weir-peers-weir3-' })
-      return {
-        bootstrap: cluster.bootstrap,
-        replicationFactor: 3,
-        topicConfig: () => '',
-        fsync: (acks: string) =>
-          acks === 'all' ? 'leader fsync + 3 in-sync replicas before the ack' : WEIR_FSYNC(acks),
-        rss: () => cluster.nodes.reduce((sum, n) => sum + peakRssTree(n.process.pid), 0),
-        stop: async () => {
-          await cluster.stop()
-        },
-      }
+async function weir3(): Promise<System> {
+  const cluster = await WeirCluster.start({ nodes: 3, prefix: 'weir-peers-weir3-' })
+  const k = await started<KafkaLike>({
+    bootstrap: cluster.bootstrap,
+    replicationFactor: 3,
+    topicConfig: () => '',
+    fsync: (acks: string) =>
+      acks === 'all' ? 'leader fsync + 3 in-sync replicas before the ack' : WEIR_FSYNC(acks),
+    rss: () => cluster.nodes.reduce((sum, n) => sum + peakRssTree(n.process.pid), 0),
+    stop: async () => {
+      await cluster.stop()
     },
-    (k) => benchKafkaLike('Weir x3 (RF 3)', k),
-  )
+  })
+  return { cases: kafkaLikeCases('Weir x3 (RF 3)', k), rss: k.rss, stop: k.stop }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -583,54 +611,38 @@ async function goClient(
   return JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as GoResult
 }
 
-async function benchPeer(
-  system: string,
-  goSystem: string,
-  addr: string,
-  fsync: string,
-  rss: () => number,
-  create: boolean,
-): Promise<void> {
-  const r = row(
-    system,
+function peerCase(system: string, goSystem: string, addr: string, fsync: string, create: boolean): Case {
+  const client =
     goSystem === 'redis'
       ? 'Go, raw RESP pipeline'
       : goSystem === 'nats'
         ? 'Go, nats.go'
-        : 'Go, rabbitmq-stream-go-client',
-    '-',
-    fsync,
-  )
-  try {
-    for (const [w, size, n] of [
-      ['100', SMALL, RECORDS],
-      ['1k', BIG, BIG_RECORDS],
-    ] as const) {
-      if (!WORKLOADS.has(`p${w}`)) continue
-      const stream = `s${w}`
-      if (create) await goClient(goSystem, addr, 'create', stream)
-      const p = await goClient(goSystem, addr, 'produce', stream, n, size)
-      if (p.n !== n) throw new Error(`${system} acked ${p.n} of ${n}`)
-      r.rps[`p${w}`] = n / p.seconds
-      progress(`${system} p${w}: ${Math.round(n / p.seconds)} rec/s`)
-      if (!WORKLOADS.has(`c${w}`)) continue
-      const c = await goClient(goSystem, addr, 'consume', stream, n, size)
-      if (c.n < n) throw new Error(`${system} consumed ${c.n} of ${n}`)
-      r.rps[`c${w}`] = n / c.seconds
-      progress(`${system} c${w}: ${Math.round(n / c.seconds)} rec/s`)
-    }
-    if (WORKLOADS.has('lat')) {
+        : 'Go, rabbitmq-stream-go-client'
+  const r = row(system, client, '-', fsync)
+  return makeCase(r, system, async (workload) => {
+    const [kind, w] = [workload[0], workload.slice(1)]
+    if (workload === 'lat') {
       if (create) await goClient(goSystem, addr, 'create', 'lat')
       const l = await goClient(goSystem, addr, 'produce', 'lat', LATENCY_RECORDS, SMALL, RATE)
       if (l.p50 !== undefined) r.p50 = l.p50
       if (l.p99 !== undefined) r.p99 = l.p99
-      progress(`${system} lat: p50 ${l.p50?.toFixed(2)} p99 ${l.p99?.toFixed(2)} ms`)
+      return `p50 ${ms(l.p50)} p99 ${ms(l.p99)} ms`
     }
-  } catch (e) {
-    r.notes.push(`failed: ${failure(e)}`)
-    progress(`${system}: ${(e as Error).message}`)
-  }
-  r.rssBytes = rss()
+    const [size, n] = SIZES[w]!
+    const stream = `s${w}`
+    if (kind === 'p') {
+      if (create) await goClient(goSystem, addr, 'create', stream)
+      const p = await goClient(goSystem, addr, 'produce', stream, n(), size)
+      if (p.n !== n()) throw new Error(`${system} acked ${p.n} of ${n()}`)
+      r.rps[workload as 'p100'] = n() / p.seconds
+      return `${Math.round(n() / p.seconds)} rec/s`
+    }
+    if (r.rps[`p${w}` as 'p100'] === undefined) return 'skipped (nothing produced)'
+    const c = await goClient(goSystem, addr, 'consume', stream, n(), size)
+    if (c.n < n()) throw new Error(`${system} consumed ${c.n} of ${n()}`)
+    r.rps[workload as 'c100'] = n() / c.seconds
+    return `${Math.round(n() / c.seconds)} rec/s`
+  })
 }
 
 function version(cmd: string, args: string[], re: RegExp): string {
@@ -643,12 +655,12 @@ function version(cmd: string, args: string[], re: RegExp): string {
   }
 }
 
-async function redis(): Promise<void> {
+async function redis(): Promise<System> {
   const dir = tempDir('redis')
   const [port] = await freePorts(1)
   const v = version('redis-server', ['--version'], /v=(\S+)/)
-  await withServer(
-    async () => {
+  const { c, stop } = await started(
+    await (async () => {
       const c = new Child('redis-server', [
         '--bind',
         '127.0.0.1',
@@ -673,25 +685,29 @@ async function redis(): Promise<void> {
           rmSync(dir, { recursive: true, force: true })
         },
       }
-    },
-    ({ c }) =>
-      benchPeer(
+    })(),
+  )
+  return {
+    cases: [
+      peerCase(
         `Redis ${v} Streams`,
         'redis',
         `127.0.0.1:${port}`,
         'AOF everysec (up to 1 s after the ack)',
-        () => peakRssTree(c.pid),
         false,
       ),
-  )
+    ],
+    rss: () => peakRssTree(c.pid),
+    stop,
+  }
 }
 
-async function nats(): Promise<void> {
+async function nats(): Promise<System> {
   const dir = tempDir('nats')
   const [port] = await freePorts(1)
   const v = version('nats-server', ['--version'], /\bv(\d\S*)/)
-  await withServer(
-    async () => {
+  const { c, stop } = await started(
+    await (async () => {
       const c = new Child('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir])
       await waitPort(port!, 'nats-server', c)
       return {
@@ -701,25 +717,29 @@ async function nats(): Promise<void> {
           rmSync(dir, { recursive: true, force: true })
         },
       }
-    },
-    ({ c }) =>
-      benchPeer(
+    })(),
+  )
+  return {
+    cases: [
+      peerCase(
         `NATS ${v} JetStream`,
         'nats',
         `127.0.0.1:${port}`,
         'none per ack (file store, sync_interval default)',
-        () => peakRssTree(c.pid),
         true,
       ),
-  )
+    ],
+    rss: () => peakRssTree(c.pid),
+    stop,
+  }
 }
 
-async function rabbit(): Promise<void> {
+async function rabbit(): Promise<System> {
   const dir = tempDir('rabbit')
   const [amqp, stream, dist, epmdPort] = await freePorts(4)
   const v = version('dpkg-query', ['-W', 'rabbitmq-server'], /\t([\d.]+)/)
-  await withServer(
-    async () => {
+  const { c, stop } = await started(
+    await (async () => {
       writeFileSync(
         join(dir, 'rabbitmq.conf'),
         [
@@ -771,17 +791,15 @@ async function rabbit(): Promise<void> {
           rmSync(dir, { recursive: true, force: true })
         },
       }
-    },
-    ({ c }) =>
-      benchPeer(
-        `RabbitMQ ${v} Streams`,
-        'rabbit',
-        `127.0.0.1:${stream}`,
-        'none per ack (segment file)',
-        () => peakRssTree(c.pid),
-        true,
-      ),
+    })(),
   )
+  return {
+    cases: [
+      peerCase(`RabbitMQ ${v} Streams`, 'rabbit', `127.0.0.1:${stream}`, 'none per ack (segment file)', true),
+    ],
+    rss: () => peakRssTree(c.pid),
+    stop,
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -923,13 +941,17 @@ const uptime = () =>
 async function main(): Promise<void> {
   execFileSync(join(import.meta.dirname, 'install.sh'), { stdio: ['ignore', 'ignore', 'inherit'] })
   const loadBefore = uptime()
-  const started = performance.now()
+  const t0 = performance.now()
   const header =
     `weir peers bench: ${RECORDS} x 100 B and ${BIG_RECORDS} x 1 KiB, one producer then one consumer; ` +
     `latency: ${LATENCY_RECORDS} x 100 B at ${RATE}/s; ${cpus().length} cpus (${cpus()[0]?.model ?? '?'}), ` +
     `node ${process.version}; load average at start ${loadBefore}`
   console.log(header)
-  const systems: Record<string, () => Promise<void>> = { kafka, weir, weir3, redis, nats, rabbit }
+  const systems: Record<string, () => Promise<System>> = { kafka, weir, weir3, redis, nats, rabbit }
+  for (const s of SYSTEMS) {
+    if (systems[s] === undefined)
+      throw new Error(`unknown system ${s} (known: ${Object.keys(systems).join(', ')})`)
+  }
   const stopAll = async () => {
     for (const stop of [...running]) await stop().catch(() => {})
   }
@@ -938,19 +960,42 @@ async function main(): Promise<void> {
       void stopAll().then(() => process.exit(130))
     })
   }
+  const workloads = WORKLOAD_ORDER.filter((w) => WORKLOADS.has(w))
+  /** Runs each workload on every case in turn, the starting case rotating, so load drift spreads. */
+  const interleave = async (cases: Case[]) => {
+    for (const [i, w] of workloads.entries()) {
+      for (let j = 0; j < cases.length; j++) await cases[(i + j) % cases.length]!.step(w)
+    }
+  }
+  const rssOf = new Map<Row, number>()
+  const finish = async (s: System) => {
+    const rss = s.rss()
+    for (const c of s.cases) rssOf.set(c.row, rss)
+    await s.stop()
+  }
   try {
-    for (const s of SYSTEMS) {
-      const start = systems[s]
-      if (start === undefined)
-        throw new Error(`unknown system ${s} (known: ${Object.keys(systems).join(', ')})`)
-      progress(`${s}: start (load ${uptime()})`)
-      await start()
+    if (opts.order === 'sequential') {
+      for (const name of SYSTEMS) {
+        progress(`${name}: start (load ${uptime()})`)
+        const s = await systems[name]!()
+        await interleave(s.cases)
+        await finish(s)
+      }
+    } else {
+      const all: System[] = []
+      for (const name of SYSTEMS) {
+        progress(`${name}: start (load ${uptime()})`)
+        all.push(await systems[name]!())
+      }
+      await interleave(all.flatMap((s) => s.cases))
+      for (const s of all) await finish(s)
     }
   } finally {
     await stopAll()
     for (const f of recordFiles.values()) rmSync(f, { force: true })
   }
-  const minutes = ((performance.now() - started) / 60000).toFixed(1)
+  for (const [r, rss] of rssOf) r.rssBytes = rss
+  const minutes = ((performance.now() - t0) / 60000).toFixed(1)
   console.log(`\n${resultsTable()}\n`)
   const ratios = ratiosTable()
   if (ratios !== '') console.log(`${ratios}\n`)
