@@ -23,7 +23,8 @@
  * Ratios are taken per round (log / raw of the same round), then the median. `cpu` is the process's
  * CPU time (every thread: the main one and libuv's, which copy the bytes into the page cache) over
  * the workload's wall time, in % of one core: near 200% the run was bound by this 2-core machine's
- * CPU, not by its disk.
+ * CPU, not by its disk. `2 writes`: the share of the log's writes issued while its previous one was
+ * still in flight (two write rounds in flight).
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtemp, open, rm } from 'node:fs/promises'
@@ -81,9 +82,12 @@ class CountingDisk implements Disk {
   writes = 0
   writtenBytes = 0
   syncs = 0
+  /** Positional writes in flight now, and writes issued while another was in flight. */
+  inFlight = 0
+  overlapped = 0
 
   reset(): void {
-    this.writes = this.writtenBytes = this.syncs = 0
+    this.writes = this.writtenBytes = this.syncs = this.overlapped = 0
   }
 
   async open(path: string, options?: Parameters<Disk['open']>[1]): Promise<DiskFile> {
@@ -101,7 +105,10 @@ class CountingDisk implements Disk {
       write(buffers, position) {
         counts.writes++
         for (const b of buffers) counts.writtenBytes += b.length
-        return file.write(buffers, position)
+        if (counts.inFlight++ > 0) counts.overlapped++
+        return file.write(buffers, position).finally(() => {
+          counts.inFlight--
+        })
       },
       truncate: (size) => file.truncate(size),
       sync() {
@@ -204,6 +211,8 @@ interface LogRun {
   cpuPercent: number
   appendsPerSec: number
   bytesPerWrite: number
+  /** Share of the log's writes issued while its previous write was still in flight. */
+  overlappedPercent: number
   bytesPerSync: number
   readMBps: number | null
 }
@@ -234,7 +243,7 @@ async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> 
   }
   await Promise.all(Array.from({ length: c.inFlight }, (_, i) => producer(i)))
   const ms = performance.now() - start
-  const { writes, writtenBytes, syncs } = disk
+  const { writes, writtenBytes, syncs, overlapped } = disk
   await log.flush()
   const readMBps = !c.fsync && c.batchesPerAppend === 1 ? await readCase(log, MIB) : null
   await log.close()
@@ -244,6 +253,7 @@ async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> 
     cpuPercent: cpuShare(cpu0, ms),
     appendsPerSec: count / (ms / 1000),
     bytesPerWrite: writtenBytes / Math.max(1, writes),
+    overlappedPercent: (100 * overlapped) / Math.max(1, writes),
     bytesPerSync: syncs === 0 ? 0 : writtenBytes / syncs,
     readMBps,
   }
@@ -367,6 +377,7 @@ async function main(): Promise<void> {
         'B/write'.padStart(9),
         'B/fsync'.padStart(9),
         'cpu'.padStart(5),
+        '2 writes'.padStart(8),
       ].join(' '),
     )
     for (const c of cases) {
@@ -401,6 +412,7 @@ async function main(): Promise<void> {
           : '-'
         ).padStart(9),
         `${median(runs.map((r) => r.cpuPercent)).toFixed(0)}%`.padStart(5),
+        `${median(runs.map((r) => r.overlappedPercent)).toFixed(0)}%`.padStart(8),
       )
       console.log(cols.join(' '))
     }
