@@ -134,12 +134,10 @@ describe('weir dev --brokers 3', () => {
           [1, 2, 3],
         )
         assert.deepEqual(s.quorum.voters.map((v) => v.nodeId).sort(), [1, 2, 3])
-        await weirOk(['topic', 'create', 'dev-t', '-b', info.bootstrap])
+        await weirOk(['topic', 'create', 'dev-t', '-r', '3', '-b', info.bootstrap])
         await weirOk(['produce', 'dev-t', '-b', info.bootstrap], 'x\n')
-        assert.equal(await weirOk(['consume', 'dev-t', '-b', info.bootstrap]), 'x\n')
-        // Internal topics get replication factor min(3, N): a FindCoordinator creates __consumer_offsets.
-        // (Groups themselves wait for follower replication: their appends need the other replicas.)
-        await weir(['group', 'describe', 'probe', '--timeout', '2000', '-b', info.bootstrap])
+        assert.equal(await weirOk(['consume', 'dev-t', '-g', 'dev-g', '-b', info.bootstrap]), 'x\n')
+        // Internal topics get replication factor min(3, N).
         const offsets = await weirJson<{ partitions: Array<{ replicas: number[] }> }>([
           'topic',
           'describe',
