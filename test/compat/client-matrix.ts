@@ -405,6 +405,63 @@ export function checkCompressions(compressions: ReadonlyMap<string, number>): vo
   }
 }
 
+/**
+ * Waits until the topic's latest offsets (ListOffsets: the high watermark) add up to at least
+ * `records`. A producer's acks=1 comes back after the append, before the high watermark passes it
+ * (Weir moves it only past fsynced records; Kafka only past the ISR's fetches), so a reader that
+ * takes the latest offsets as its end right after producing could stop short. Kafka's clients
+ * give no read-your-acks=1-writes promise either: the test waits for visibility, then reads.
+ */
+export async function waitVisible(
+  port: number,
+  topic: string,
+  partitions: number,
+  records: number,
+): Promise<void> {
+  const c = await KafkaConnection.open(
+    { host: '127.0.0.1', port },
+    {
+      clientId: 'weir-matrix',
+      clock: systemClock,
+      transport: nodeTransport,
+      requestTimeoutMs: 10_000,
+      inFlightRequestsMax: 1,
+      responseBytesMax: 1 << 20,
+      connectTimeoutMs: 2_000,
+    },
+  )
+  try {
+    let total = 0n
+    for (let round = 0; round < 300; round++) {
+      const res = await c.request(apis.ListOffsets, 1, {
+        replicaId: -1 as BrokerId,
+        isolationLevel: 0,
+        topics: [
+          {
+            name: topic as TopicName,
+            partitions: Array.from({ length: partitions }, (_, partitionIndex) => ({
+              partitionIndex,
+              currentLeaderEpoch: -1,
+              timestamp: -1n,
+              maxNumOffsets: 1,
+            })),
+          },
+        ],
+        timeoutMs: 10_000,
+      })
+      total = (res.topics[0]?.partitions ?? []).reduce(
+        (sum, p) => sum + (p.errorCode === 0 ? p.offset : 0n),
+        0n,
+      )
+      if (total >= BigInt(records)) return
+      await new Promise((done) => setTimeout(done, 20))
+    }
+    assert.fail(`${topic}: ${total} records visible of ${records} produced after 6 s`)
+  } finally {
+    c.close()
+  }
+}
+
 /** The idempotent producer's topic: one producer id, each record once in order, the last sequence. */
 export async function checkIdempotent(
   port: number,
@@ -473,6 +530,7 @@ export function clientMatrix(o: MatrixOptions): void {
   test('keyed records with headers in every codec: a group consumer reads each once, in order, and commits', async () => {
     const produced = (await run('produce', 'codecs', String(PARTITIONS))) as { sent: SentRecord[] }
     await o.also?.produced?.(produced, weir)
+    await waitVisible(weir.port, 'codecs', PARTITIONS, CODECS.length * PER_CODEC)
     const consumed = (await run('consume', 'codecs', GROUP)) as {
       records: ReadRecord[]
       committed: ByPartition
@@ -489,6 +547,7 @@ export function clientMatrix(o: MatrixOptions): void {
       unknown
     >
     idempotentAcked = out.offsets
+    await waitVisible(weir.port, 'idempotent', 1, out.offsets.length)
     const read = (await run('read', 'idempotent')) as { records: ReadRecord[] }
     const producers = await checkIdempotent(weir.port, 'idempotent', out.offsets, read.records)
     o.also?.idempotent?.(out, producers)
@@ -514,6 +573,7 @@ export function clientMatrix(o: MatrixOptions): void {
     assert.deepEqual(committed.committed, endsOf(codecs), 'the commits survived')
     o.also?.committed?.(committed)
     await run('more', 'codecs', '10')
+    await waitVisible(weir.port, 'codecs', PARTITIONS, codecs.length + 10)
     const resumed = (await run('consume', 'codecs', GROUP)) as {
       records: ReadRecord[]
       committed: ByPartition

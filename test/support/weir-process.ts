@@ -4,7 +4,6 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -12,22 +11,7 @@ export const REPO = join(import.meta.dirname, '../..')
 export const NODE = join(REPO, 'node_modules/.bin/node')
 export const WEIR = join(REPO, 'bin/weir.js')
 
-/** Ports nobody listens on right now (bound then released). */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolve) => {
-          const s = createServer()
-          s.listen(0, '127.0.0.1', () => resolve(s))
-        }),
-    ),
-  )
-  const ports = servers.map((s) => (s.address() as { port: number }).port)
-  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))))
-  return ports
-}
+export { freePorts } from '../../tools/free-ports.ts'
 
 export function tempDir(prefix: string): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix))

@@ -8,10 +8,11 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createConnection, createServer } from 'node:net'
+import { createConnection } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { freePorts } from '../free-ports.ts'
 
 const toolsDir = dirname(fileURLToPath(import.meta.url))
 const host = '127.0.0.1'
@@ -77,17 +78,10 @@ export function installKafka(): string {
   return libs
 }
 
-/** A port that was free on 127.0.0.1 a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer()
-    server.once('error', fail)
-    server.listen(0, host, () => {
-      const address = server.address()
-      if (address === null || typeof address === 'string') throw new Error('no port')
-      server.close(() => done(address.port))
-    })
-  })
+/** A port that was free on 127.0.0.1 a moment ago (see tools/free-ports.ts for which). */
+export async function freePort(): Promise<number> {
+  const [port] = await freePorts(1)
+  return port!
 }
 
 /**
