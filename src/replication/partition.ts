@@ -510,8 +510,16 @@ export class Partition {
     if (target > this.log.logStartOffset) await this.log.deleteRecordsBefore(target)
   }
 
-  /** Removes every offset from `offset` on (divergence from the leader); the cut is durable. */
+  /**
+   * Removes every offset from `offset` on (divergence from the leader); the cut is durable. At or
+   * past the log end nothing is cut, but epoch entries starting at the log end go (as Kafka's
+   * `truncateTo`): a replica that led an epoch and wrote nothing in it keeps no claim to it.
+   */
   async truncateTo(offset: bigint): Promise<void> {
+    if (offset >= this.log.logEndOffset) {
+      this.state.hooks.onTruncateTo?.(this.log.logEndOffset)
+      return
+    }
     await this.log.truncateTo(offset)
     if (this.#highWatermark > this.log.logEndOffset) this.#highWatermark = this.log.logEndOffset
     this.watchers.wake()

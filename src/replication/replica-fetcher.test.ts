@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { resolveTopicConfig } from '../config/index.ts'
-import { ManualClock, SimDisk } from '../io/index.ts'
+import { ManualClock, SeededRandom, SimDisk } from '../io/index.ts'
 import { ConfigResourceType, configKey, imageToSnapshot, MetadataLoader } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
 import {
   type AlterPartitionRequestData,
   type AlterPartitionResponseData,
+  decodeBatch,
   ErrorCode,
   encodeBatch,
   encodeMetadataRecord,
@@ -293,7 +294,7 @@ class Cluster {
   }
 }
 
-describe('replica fetcher', { timeout: 60_000 }, () => {
+describe('replica fetcher', { timeout: 120_000 }, () => {
   test('followers copy the leader byte for byte; acks=all completes once the ISR has the records', async () => {
     const c = new Cluster()
     await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
@@ -480,4 +481,73 @@ describe('replica fetcher', { timeout: 60_000 }, () => {
     assert.equal(c.partition(1).highWatermark, 6n)
     await c.close()
   })
+
+  // Seed 1 once spun: a replica that led an epoch without writing kept that epoch at its log end.
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+    test(`random cuts and clean leader changes: no acknowledged record is lost, replicas converge (seed ${seed})`, async () => {
+      const random = new SeededRandom(seed)
+      const c = new Cluster()
+      await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
+      const acked = new Map<bigint, string>()
+      const inFlight: Promise<void>[] = []
+      /** HighWatermarkMonotonic: per (leader, epoch), the high watermark never moves back. */
+      const seenHw = new Map<string, bigint>()
+      const registration = () => c.node(1).loader.image.topicsById.get(TOPIC_ID)!.partitions.get(0)!
+      let n = 0
+      for (let step = 0; step < 40; step++) {
+        const action = random.int(10)
+        const reg = registration()
+        if (action < 5 && reg.leader > 0) {
+          const values = Array.from({ length: 1 + random.int(3) }, () => `s${seed}-${n++}`)
+          const records = encodeBatch({
+            records: values.map((v) => ({ value: Buffer.from(v), timestamp: 1n })),
+          })
+          inFlight.push(
+            c.produce(reg.leader, records, -1).then(([r]) => {
+              if (r?.errorCode !== 0) return
+              for (const [i, v] of values.entries()) acked.set(r.baseOffset + BigInt(i), v)
+            }),
+          )
+        } else if (action < 7) {
+          const from = 1 + random.int(3)
+          const to = 1 + random.int(3)
+          if (from !== to) c.cut.add(`${from}->${to}`)
+        } else if (action < 8) {
+          c.cut.clear()
+        } else {
+          // A clean election: another member of the ISR leads (as when the controller fences the leader).
+          const candidates = reg.isr.filter((id) => id !== reg.leader)
+          if (candidates.length > 0) await c.elect(candidates[random.int(candidates.length)]!)
+        }
+        await c.run(100 + random.int(3000))
+        for (const id of [1, 2, 3]) {
+          const p = c.partition(id)
+          if (!p.isLeader) continue
+          const key = `${id}@${p.leaderEpoch}`
+          const before = seenHw.get(key) ?? -1n
+          assert.ok(p.highWatermark >= before, `seed ${seed}: HW of ${key} moved back`)
+          seenHw.set(key, p.highWatermark)
+        }
+      }
+      c.cut.clear()
+      await c.run(30_000)
+      await Promise.all(inFlight)
+      const leader = registration().leader
+      assert.ok(leader > 0)
+      const bytes = await c.logBytes(leader)
+      for (const id of [1, 2, 3])
+        assert.deepEqual(await c.logBytes(id), bytes, `seed ${seed}: replica ${id} converged`)
+      const log = new Map<bigint, string>()
+      for (let at = 0; at < bytes.length; ) {
+        const d = decodeBatch(bytes, at)
+        for (const r of d.records) log.set(r.offset, r.value?.toString() ?? '')
+        at += 12 + d.header.batchLength
+      }
+      assert.ok(acked.size > 0, `seed ${seed}: something was acknowledged`)
+      for (const [offset, value] of acked)
+        assert.equal(log.get(offset), value, `seed ${seed}: acked offset ${offset}`)
+      assert.deepEqual([...registration().isr].sort(), [1, 2, 3])
+      await c.close()
+    })
+  }
 })

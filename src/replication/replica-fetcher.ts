@@ -306,7 +306,10 @@ export class ReplicaFetcher {
     const p = s.p
     const end = p.logEndOffset
     let offset: bigint
-    if (d.endOffset === UNDEFINED_EPOCH_OFFSET) return
+    if (d.endOffset === UNDEFINED_EPOCH_OFFSET) {
+      s.delayedUntilMs = this.#clock.monotonicMs() + this.#settings.backoffMs
+      return
+    }
     if (d.epoch === UNDEFINED_EPOCH) offset = minOffset(d.endOffset, end)
     else {
       const mine = p.state.epochs.endOffsetFor(d.epoch, end)
@@ -314,13 +317,16 @@ export class ReplicaFetcher {
       else if (mine.epoch !== d.epoch) offset = minOffset(mine.endOffset, end)
       else offset = minOffset(d.endOffset, mine.endOffset)
     }
-    if (offset < end) {
+    const epochBefore = p.state.epochs.latestEpoch
+    if (offset < end)
       this.#log(
         'info',
         `replica ${keyOf(p)}: truncating from ${end} to ${offset} (leader epoch ${d.epoch} ends at ${d.endOffset})`,
       )
-      await p.truncateTo(offset)
-    }
+    await p.truncateTo(offset)
+    // Nothing changed (no log to cut, no epoch entry past it): fetching again at once would spin.
+    if (p.logEndOffset === end && p.state.epochs.latestEpoch === epochBefore)
+      s.delayedUntilMs = this.#clock.monotonicMs() + this.#settings.backoffMs
   }
 
   /**
