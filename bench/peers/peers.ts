@@ -19,7 +19,9 @@
  * latency), with acks=1 and acks=all; for the others bench/peers/client (Go): a raw pipelined RESP
  * client for Redis (XADD / XREAD COUNT), nats.go for JetStream (PublishAsync, pull consumer), the
  * stream-protocol client for RabbitMQ. RSS is the peak resident set (VmHWM) of the server
- * process(es) over the system's whole run (all its workloads; summed over the 3 Weir nodes).
+ * process(es) over the system's whole run (all its workloads; summed over the 3 Weir nodes); CPU s
+ * is the CPU time (user + system, /proc) the server process(es) spent during the 100 B produce and
+ * consume: a figure that a busy shared machine disturbs much less than records/s.
  * By default (`--order interleaved`) every system is up at once and each workload runs on every
  * system in turn, the first one rotating, so that the load of a shared machine drifting during the
  * run spreads over all systems instead of favouring the ones that ran first; `--order sequential`
@@ -80,6 +82,8 @@ interface Row {
   fsync: string
   /** records/s by workload (p100, c100, p1k, c1k). */
   rps: Partial<Record<'p100' | 'c100' | 'p1k' | 'c1k', number>>
+  /** CPU seconds (user + system) the server process(es) spent during each throughput workload. */
+  cpu: Partial<Record<'p100' | 'c100' | 'p1k' | 'c1k', number>>
   p50?: number
   p99?: number
   rssBytes?: number
@@ -88,7 +92,7 @@ interface Row {
 const rows: Row[] = []
 
 function row(system: string, client: string, acks: string, fsync: string): Row {
-  const r: Row = { system, client, acks, fsync, rps: {}, notes: [] }
+  const r: Row = { system, client, acks, fsync, rps: {}, cpu: {}, notes: [] }
   rows.push(r)
   return r
 }
@@ -129,9 +133,9 @@ function run(
   })
 }
 
-/** Peak RSS (VmHWM) of a process and all its descendants, in bytes; 0 if it is gone. */
-function peakRssTree(pid: number | undefined): number {
-  if (pid === undefined) return 0
+/** A process and all its descendants (from /proc), for their RSS and CPU time. */
+function processTree(pid: number | undefined): number[] {
+  if (pid === undefined) return []
   const children = new Map<number, number[]>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
@@ -143,16 +147,40 @@ function peakRssTree(pid: number | undefined): number {
       children.set(ppid, list)
     } catch {}
   }
-  let total = 0
+  const all: number[] = []
   const visit = (p: number) => {
+    all.push(p)
+    for (const c of children.get(p) ?? []) visit(c)
+  }
+  visit(pid)
+  return all
+}
+
+/** Peak RSS (VmHWM) of a process and all its descendants, in bytes; 0 if it is gone. */
+function peakRssTree(pid: number | undefined): number {
+  let total = 0
+  for (const p of processTree(pid)) {
     try {
       const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))
       if (m !== null) total += Number(m[1]) * 1024
     } catch {}
-    for (const c of children.get(p) ?? []) visit(c)
   }
-  visit(pid)
   return total
+}
+
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
+
+/** CPU seconds (utime + stime) spent so far by a process and its live descendants. */
+function cpuSecondsTree(pid: number | undefined): number {
+  let ticks = 0
+  for (const p of processTree(pid)) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8')
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      ticks += Number(f[11]) + Number(f[12])
+    } catch {}
+  }
+  return ticks / CLOCK_TICKS
 }
 
 /** A server child process of ours: spawned, waited for, stopped with SIGTERM (SIGKILL after 20 s). */
@@ -219,6 +247,8 @@ interface KafkaLike {
   topicConfig(acks: string): string
   fsync(acks: string): string
   rss(): number
+  /** CPU seconds the server process(es) spent so far. */
+  cpu(): number
   stop(): Promise<void>
 }
 
@@ -424,14 +454,23 @@ const SIZES: Record<string, readonly [size: number, n: () => number]> = {
 }
 
 /** Wraps a case's steps: a failed step is noted in the row and the case's later steps are skipped. */
-function makeCase(r: Row, label: string, step: (workload: string) => Promise<string>): Case {
+function makeCase(
+  r: Row,
+  label: string,
+  cpu: () => number,
+  step: (workload: string) => Promise<string>,
+): Case {
   let failed = false
   return {
     row: r,
     async step(workload) {
       if (failed) return
       try {
-        progress(`${label} ${workload}: ${await step(workload)}`)
+        const before = cpu()
+        const said = await step(workload)
+        const spent = cpu() - before
+        if (workload !== 'lat') r.cpu[workload as 'p100'] = spent
+        progress(`${label} ${workload}: ${said}, server CPU ${spent.toFixed(2)} s`)
       } catch (e) {
         failed = true
         r.notes.push(`failed in ${workload}: ${failure(e)}`)
@@ -449,7 +488,7 @@ function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
       const t = (w: string) => `${client}-a${acks}-${w}`
       const rps = (x: number) => `${Math.round(x)} rec/s`
       cases.push(
-        makeCase(r, `${system} ${client} acks=${acks}`, async (workload) => {
+        makeCase(r, `${system} ${client} acks=${acks}`, k.cpu, async (workload) => {
           const [kind, w] = [workload[0], workload.slice(1)]
           if (workload === 'lat') {
             await createTopic(k, t('lat'), acks)
@@ -505,6 +544,7 @@ async function kafka(): Promise<System> {
     fsync: (acks: string) =>
       acks === 'all' ? 'per append, before the ack (flush.messages=1)' : 'none (page cache; Kafka default)',
     rss: () => peakRssTree(b.pid),
+    cpu: () => cpuSecondsTree(b.pid),
     stop: async () => {
       await b.stop()
       rmSync(dir, { recursive: true, force: true })
@@ -545,6 +585,7 @@ async function weir(): Promise<System> {
         topicConfig: () => '',
         fsync: WEIR_FSYNC,
         rss: () => peakRssTree(c.pid),
+        cpu: () => cpuSecondsTree(c.pid),
         stop: async () => {
           await c.stop()
           rmSync(dir, { recursive: true, force: true })
@@ -564,6 +605,7 @@ async function weir3(): Promise<System> {
     fsync: (acks: string) =>
       acks === 'all' ? 'leader fsync + 3 in-sync replicas before the ack' : WEIR_FSYNC(acks),
     rss: () => cluster.nodes.reduce((sum, n) => sum + peakRssTree(n.process.pid), 0),
+    cpu: () => cluster.nodes.reduce((sum, n) => sum + cpuSecondsTree(n.process.pid), 0),
     stop: async () => {
       await cluster.stop()
     },
@@ -611,7 +653,14 @@ async function goClient(
   return JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as GoResult
 }
 
-function peerCase(system: string, goSystem: string, addr: string, fsync: string, create: boolean): Case {
+function peerCase(
+  system: string,
+  goSystem: string,
+  addr: string,
+  fsync: string,
+  create: boolean,
+  cpu: () => number,
+): Case {
   const client =
     goSystem === 'redis'
       ? 'Go, raw RESP pipeline'
@@ -619,7 +668,7 @@ function peerCase(system: string, goSystem: string, addr: string, fsync: string,
         ? 'Go, nats.go'
         : 'Go, rabbitmq-stream-go-client'
   const r = row(system, client, '-', fsync)
-  return makeCase(r, system, async (workload) => {
+  return makeCase(r, system, cpu, async (workload) => {
     const [kind, w] = [workload[0], workload.slice(1)]
     if (workload === 'lat') {
       if (create) await goClient(goSystem, addr, 'create', 'lat')
@@ -695,6 +744,7 @@ async function redis(): Promise<System> {
         `127.0.0.1:${port}`,
         'AOF everysec (up to 1 s after the ack)',
         false,
+        () => cpuSecondsTree(c.pid),
       ),
     ],
     rss: () => peakRssTree(c.pid),
@@ -727,6 +777,7 @@ async function nats(): Promise<System> {
         `127.0.0.1:${port}`,
         'none per ack (file store, sync_interval default)',
         true,
+        () => cpuSecondsTree(c.pid),
       ),
     ],
     rss: () => peakRssTree(c.pid),
@@ -795,7 +846,14 @@ async function rabbit(): Promise<System> {
   )
   return {
     cases: [
-      peerCase(`RabbitMQ ${v} Streams`, 'rabbit', `127.0.0.1:${stream}`, 'none per ack (segment file)', true),
+      peerCase(
+        `RabbitMQ ${v} Streams`,
+        'rabbit',
+        `127.0.0.1:${stream}`,
+        'none per ack (segment file)',
+        true,
+        () => cpuSecondsTree(c.pid),
+      ),
     ],
     rss: () => peakRssTree(c.pid),
     stop,
@@ -818,6 +876,7 @@ function progress(line: string): void {
 
 const kilo = (x: number | undefined) => (x === undefined ? '-' : `${Math.round(x / 1000)}k`)
 const mbps = (x: number | undefined, size: number) => (x === undefined ? '-' : ((x * size) / MB).toFixed(0))
+const secs = (x: number | undefined) => (x === undefined ? '-' : x.toFixed(2))
 const ms = (x: number | undefined) => (x === undefined ? '-' : x < 10 ? x.toFixed(2) : x.toFixed(1))
 
 function markdown(table: string[][]): string {
@@ -837,8 +896,10 @@ function resultsTable(): string {
     'acks',
     `P 100 B rec/s`,
     'MB/s',
+    'CPU s',
     'C 100 B rec/s',
     'MB/s',
+    'CPU s',
     'P 1 KiB rec/s',
     'MB/s',
     'C 1 KiB rec/s',
@@ -853,8 +914,10 @@ function resultsTable(): string {
     r.acks,
     kilo(r.rps.p100),
     mbps(r.rps.p100, SMALL),
+    secs(r.cpu.p100),
     kilo(r.rps.c100),
     mbps(r.rps.c100, SMALL),
+    secs(r.cpu.c100),
     kilo(r.rps.p1k),
     mbps(r.rps.p1k, BIG),
     kilo(r.rps.c1k),
@@ -866,7 +929,10 @@ function resultsTable(): string {
   return markdown([head, ...body])
 }
 
-/** Weir's figure over the peer's (throughput: >1 is Weir faster; p99 and RSS: peer over Weir, >1 is Weir better). */
+/**
+ * Weir's figure over the peer's (throughput: >1 is Weir faster; p99, RSS and server CPU seconds for
+ * the same records: peer over Weir, >1 is Weir better).
+ */
 function ratiosTable(): string {
   const weirRows = rows.filter((r) => r.system === 'Weir')
   if (weirRows.length === 0) return ''
@@ -886,6 +952,7 @@ function ratiosTable(): string {
     'C 1 KiB',
     'p99 (peer/Weir)',
     'RSS (peer/Weir)',
+    'server CPU P / C 100 B (peer/Weir)',
   ]
   const body: string[][] = []
   for (const peer of rows.filter((r) => r.system.startsWith('Kafka'))) {
@@ -900,6 +967,7 @@ function ratiosTable(): string {
       ratio(w.rps.c1k, peer.rps.c1k),
       ratio(peer.p99, w.p99),
       ratio(peer.rssBytes, w.rssBytes),
+      `${ratio(peer.cpu.p100, w.cpu.p100)} / ${ratio(peer.cpu.c100, w.cpu.c100)}`,
     ])
   }
   const acks1 = weirRows.filter((r) => r.acks === '1')
@@ -928,6 +996,13 @@ function ratiosTable(): string {
         best(acks1, (r) => r.p99, true),
       ),
       ratio(peer.rssBytes, acks1[0]?.rssBytes),
+      `${ratio(
+        peer.cpu.p100,
+        best(acks1, (r) => r.cpu.p100, true),
+      )} / ${ratio(
+        peer.cpu.c100,
+        best(acks1, (r) => r.cpu.c100, true),
+      )}`,
     ])
   }
   return markdown([head, ...body])
