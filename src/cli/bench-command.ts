@@ -203,7 +203,13 @@ async function benchProduce(client: ClusterClient, values: Values): Promise<numb
   const compression = parseCompression(values.compression)
   const batchBytes = intFlag(values['batch-bytes'], 'batch-bytes', 256 * 1024, 1)
   await ensureTopic(client, topic, partitions)
-  const producer = new Producer(client, { acks, compression, batchBytes, lingerMs: rate > 0 ? 1 : 5 })
+  const producer = new Producer(client, {
+    acks,
+    compression,
+    batchBytes,
+    lingerMs: rate > 0 ? 1 : 5,
+    deliveryTimeoutMs: client.retryTimeoutMs,
+  })
   await producer.prepare(topic)
   const value = randomBytes(size)
   const latencies = new Float64Array(total)
@@ -269,7 +275,11 @@ async function benchConsume(client: ClusterClient, values: Values): Promise<numb
   const total = values.records === undefined ? available : intFlag(values.records, 'records', 0, 1)
   if (total === 0)
     throw new UsageError(`topic ${topic} has no records to consume: run 'weir bench produce' first`)
-  const fetcher = new Fetcher(client, { partitionMaxBytes: 8 * 1024 * 1024, maxWaitMs: 500 })
+  const fetcher = new Fetcher(client, {
+    partitionMaxBytes: 8 * 1024 * 1024,
+    maxWaitMs: 500,
+    stallTimeoutMs: client.retryTimeoutMs,
+  })
   fetcher.assign(starts)
   const progress = new Progress(total, values['no-progress'] !== true)
   const latencies: number[] = []

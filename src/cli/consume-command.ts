@@ -132,7 +132,12 @@ export async function runConsume(argv: readonly string[]): Promise<number> {
         const t = await client.topic(topic)
         if (partition !== undefined && !t.partitions.some((p) => p.partition === partition))
           throw new UsageError(`topic ${topic} has no partition ${partition}`)
-        const fetcher = new Fetcher(client, { resetPolicy: 'earliest', maxWaitMs: follow ? 500 : 100 })
+        const fetcher = new Fetcher(client, {
+          resetPolicy: 'earliest',
+          maxWaitMs: follow ? 500 : 100,
+          // A partition without a leader fails the command after --timeout, with the Kafka error.
+          stallTimeoutMs: client.retryTimeoutMs,
+        })
         const member =
           values.group === undefined
             ? null

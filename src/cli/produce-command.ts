@@ -69,7 +69,12 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
     const compression = parseCompression(values.compression)
     const lingerMs = intFlag(values['linger-ms'], 'linger-ms', 5, 0)
     return withClient(values, async (client) => {
-      const producer = new Producer(client, { acks, compression, lingerMs })
+      const producer = new Producer(client, {
+        acks,
+        compression,
+        lingerMs,
+        deliveryTimeoutMs: client.retryTimeoutMs,
+      })
       await producer.prepare(topic)
       let count = 0
       let firstError: Error | null = null

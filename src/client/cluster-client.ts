@@ -126,6 +126,11 @@ export class ClusterClient {
     return this.#o.clock
   }
 
+  /** How long operations retry a moved cluster (`retryTimeoutMs`). */
+  get retryTimeoutMs(): number {
+    return this.#o.retryTimeoutMs
+  }
+
   get metadataCache(): ClusterMetadata | null {
     return this.#metadata
   }

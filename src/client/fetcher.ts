@@ -108,12 +108,20 @@ export interface FetcherOptions {
   readonly partitionMaxBytes?: number
   /** On OFFSET_OUT_OF_RANGE: 'earliest', 'latest', or 'error' (throw); default 'error'. */
   readonly resetPolicy?: 'earliest' | 'latest' | 'error'
+  /**
+   * How long some partition may keep failing with retriable errors (no leader, leader moved, broker
+   * unreachable) before `fetch` throws the last of them; default: retry forever.
+   */
+  readonly stallTimeoutMs?: number
 }
 
 export class Fetcher {
   readonly #client: ClusterClient
   readonly #o: Required<FetcherOptions>
   readonly #positions = new Map<string, TopicPartitionOffset>()
+  /** Since when rounds keep meeting retriable errors, and the last one. */
+  #stalledSince: number | null = null
+  #lastError: unknown = null
 
   constructor(client: ClusterClient, options: FetcherOptions = {}) {
     this.#client = client
@@ -123,6 +131,7 @@ export class Fetcher {
       maxBytes: 50 * 1024 * 1024,
       partitionMaxBytes: 1024 * 1024,
       resetPolicy: 'error',
+      stallTimeoutMs: Number.POSITIVE_INFINITY,
       ...options,
     }
   }
@@ -158,6 +167,7 @@ export class Fetcher {
       } catch (e) {
         if (!isRetriable(e)) throw e
         refresh = true
+        this.#lastError = e
         continue
       }
       byLeader.set(leader, [...(byLeader.get(leader) ?? []), p])
@@ -169,17 +179,26 @@ export class Fetcher {
         this.#fetchFrom(leader, list).then(
           (r) => {
             results.push(...r.fetched)
-            if (r.refresh) refresh = true
+            if (r.error !== null) {
+              refresh = true
+              this.#lastError = r.error
+            }
           },
           (e: unknown) => {
-            if (isRetriable(e)) refresh = true
-            else failures.push(e)
+            if (isRetriable(e)) {
+              refresh = true
+              this.#lastError = e
+            } else failures.push(e)
           },
         ),
       ),
     )
     if (failures.length > 0) throw failures[0]
-    if (refresh) {
+    if (!refresh) this.#stalledSince = null
+    else {
+      const now = this.#client.clock.monotonicMs()
+      this.#stalledSince ??= now
+      if (now - this.#stalledSince > this.#o.stallTimeoutMs) throw this.#lastError
       await this.#client.sleep(100)
       await this.#client.refresh().catch(() => {})
     }
@@ -189,7 +208,7 @@ export class Fetcher {
   async #fetchFrom(
     leader: number,
     list: readonly TopicPartitionOffset[],
-  ): Promise<{ fetched: FetchedPartition[]; refresh: boolean }> {
+  ): Promise<{ fetched: FetchedPartition[]; error: KafkaError | null }> {
     const topics = new Map<string, TopicPartitionOffset[]>()
     for (const p of list) topics.set(p.topic, [...(topics.get(p.topic) ?? []), p])
     const { response } = await this.#client.request(
@@ -220,7 +239,7 @@ export class Fetcher {
     )
     if (response.errorCode !== 0) throw new KafkaError(response.errorCode)
     const fetched: FetchedPartition[] = []
-    let refresh = false
+    let error: KafkaError | null = null
     const resets: Array<{ topic: string; partition: number; timestamp: bigint }> = []
     for (const t of response.responses) {
       for (const p of t.partitions) {
@@ -243,7 +262,7 @@ export class Fetcher {
         if (p.errorCode !== 0) {
           const e = new KafkaError(p.errorCode, `${t.topic}-${p.partitionIndex}`)
           if (!isRetriable(e)) throw e
-          refresh = true
+          error = e
           continue
         }
         const records = p.records ?? Buffer.alloc(0)
@@ -263,7 +282,7 @@ export class Fetcher {
       for (const r of await listOffsets(this.#client, resets))
         this.#positions.set(key(r.topic, r.partition), r)
     }
-    return { fetched, refresh }
+    return { fetched, error }
   }
 }
 

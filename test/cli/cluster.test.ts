@@ -91,6 +91,10 @@ describe('weir cluster status on three nodes', () => {
     assert.equal(code, 1, 'exit 1 while a partition is offline')
     assert.ok(after!.offline.length >= 1)
     assert.ok(!after!.brokers.some((x) => x.nodeId === victim + 1))
+    // Reading a partition without a leader fails after --timeout with Kafka's error name.
+    const stuck = await weir(['consume', 'spread', '--timeout', '2000', '-b', alive])
+    assert.equal(stuck.code, 1)
+    assert.match(stuck.stderr, /has no leader \(LEADER_NOT_AVAILABLE\)\n$/)
     await cluster.restart(victim)
   })
 })
