@@ -216,6 +216,8 @@ export class ReplicaManager {
   readonly #partitions = new Map<string, Partition>()
   readonly #settings = new Map<TopicName, PartitionSettings>()
   #managers: readonly LogManager[] = []
+  /** Logs being created per log dir: partitions created together spread over the dirs too. */
+  readonly #creating = new Map<LogManager, number>()
   #image: MetadataImage | null = null
   #started = false
   #closed = false
@@ -580,8 +582,15 @@ export class ReplicaManager {
       }
     }
     if (found === null) {
-      const manager = [...this.#managers].sort((a, b) => a.logs().length - b.logs().length)[0]!
-      const log = await manager.getOrCreateLog(topic, index, settings.logConfig)
+      const load = (m: LogManager) => m.logs().length + (this.#creating.get(m) ?? 0)
+      const manager = [...this.#managers].sort((a, b) => load(a) - load(b))[0]!
+      this.#creating.set(manager, (this.#creating.get(manager) ?? 0) + 1)
+      let log: PartitionLog
+      try {
+        log = await manager.getOrCreateLog(topic, index, settings.logConfig)
+      } finally {
+        this.#creating.set(manager, this.#creating.get(manager)! - 1)
+      }
       await this.#writeTopicId(log, topicId)
       found = { manager, log }
     }

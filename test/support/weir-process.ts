@@ -18,14 +18,31 @@ export function tempDir(prefix: string): { path: string; remove: () => void } {
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) }
 }
 
+export interface WeirProcessOptions {
+  /**
+   * A command the node runs under, e.g. `['ip', 'netns', 'exec', 'ns1']` (which execs in place, so
+   * the pid is still the node's and signals reach it directly).
+   */
+  readonly prefix?: readonly string[]
+  /** Extra environment variables for the process. */
+  readonly env?: Readonly<Record<string, string>>
+}
+
 export class WeirProcess {
   readonly args: readonly string[]
+  readonly #options: WeirProcessOptions
   #child: ChildProcess | null = null
   #output = ''
   #exited: Promise<number | null> | null = null
 
-  constructor(args: readonly string[]) {
+  constructor(args: readonly string[], options: WeirProcessOptions = {}) {
     this.args = args
+    this.#options = options
+  }
+
+  /** True while the process runs (started and not exited). */
+  get running(): boolean {
+    return this.#child !== null && this.#child.exitCode === null && this.#child.signalCode === null
   }
 
   /** Everything the process printed so far (stdout and stderr). */
@@ -39,7 +56,12 @@ export class WeirProcess {
 
   /** Starts the process and resolves once it printed its ready line. */
   async start(timeoutMs = 30_000): Promise<void> {
-    const child = spawn(NODE, [WEIR, 'start', ...this.args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const prefix = this.#options.prefix ?? []
+    const command = [...prefix, NODE, WEIR, 'start', ...this.args]
+    const child = spawn(command[0]!, command.slice(1), {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: this.#options.env === undefined ? process.env : { ...process.env, ...this.#options.env },
+    })
     this.#child = child
     this.#exited = new Promise((resolve) =>
       child.once('exit', (code, signal) => {
@@ -80,9 +102,20 @@ export class WeirProcess {
 
   /** SIGKILL: no shutdown at all, as a crash. */
   async kill(): Promise<void> {
-    if (this.#child === null || this.#child.exitCode !== null) return
+    if (this.#child === null || this.#child.exitCode !== null || this.#child.signalCode !== null) return
     this.#child.kill('SIGKILL')
     await this.#exited
+  }
+
+  /** Sends `signal` (e.g. SIGSTOP, SIGCONT) to a running process; false when it is not running. */
+  signal(signal: NodeJS.Signals): boolean {
+    if (!this.running) return false
+    return this.#child!.kill(signal)
+  }
+
+  /** SIGKILL now, without waiting (for process 'exit' handlers, which cannot await). */
+  killNow(): void {
+    if (this.running) this.#child!.kill('SIGKILL')
   }
 }
 

@@ -1,0 +1,271 @@
+/**
+ * Cluster control for the fault harness: N real `weir start` processes (each broker and controller),
+ * either each in its own network namespace (`netns` mode: partitions are possible) or all on
+ * loopback (`loopback` mode: everything but partitions). Every node keeps its partition data in a
+ * small tmpfs of its own when `tmpfsBytes` is set, so a full disk is a real ENOSPC; the metadata log
+ * lives beside it on the ordinary disk (`metadata.log.dir`), as an operator with a separate
+ * metadata disk would have it.
+ *
+ * Nodes can be killed (SIGKILL) and restarted from their files, paused (SIGSTOP) and resumed
+ * (SIGCONT). `destroy()` kills everything, unmounts, removes the namespaces and the directory; it
+ * also runs from a process 'exit' handler, so a failing test leaves nothing behind.
+ */
+import { execFileSync } from 'node:child_process'
+import { closeSync, mkdirSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import { freePorts, tempDir, WeirProcess, waitFor, writeProperties } from '../../support/weir-process.ts'
+import { NetnsNetwork, netnsAvailable } from './netns.ts'
+
+export type NetworkMode = 'netns' | 'loopback'
+
+export interface FaultClusterOptions {
+  readonly nodes: number
+  /** 'netns' when the machine allows it (root, `ip netns`), else 'loopback'. */
+  readonly network?: NetworkMode | 'auto'
+  /** Size of each node's tmpfs data dir in bytes; absent: an ordinary directory (no disk-full fault). */
+  readonly tmpfsBytes?: number
+  /** Static configs for every node. */
+  readonly config?: Readonly<Record<string, string | number>>
+  /** Extra environment for every node process. */
+  readonly env?: (id: number) => Readonly<Record<string, string>>
+}
+
+export interface FaultNode {
+  readonly id: number
+  readonly host: string
+  readonly port: number
+  readonly controllerPort: number
+  readonly process: WeirProcess
+  /** The node's partition data dir (a tmpfs mount when `tmpfsBytes` was set). */
+  readonly dataDir: string
+  /** Where a disk-full fault puts its filler file. */
+  readonly fillerPath: string
+  paused: boolean
+}
+
+export class FaultCluster {
+  readonly nodes: readonly FaultNode[]
+  readonly network: NetworkMode
+  readonly net: NetnsNetwork | null
+  readonly #dir: { path: string; remove: () => void }
+  readonly #mounts: string[]
+  #destroyed = false
+  readonly #onExit = () => this.#destroySync()
+
+  private constructor(
+    nodes: FaultNode[],
+    net: NetnsNetwork | null,
+    dir: { path: string; remove: () => void },
+    mounts: string[],
+  ) {
+    this.nodes = nodes
+    this.net = net
+    this.network = net === null ? 'loopback' : 'netns'
+    this.#dir = dir
+    this.#mounts = mounts
+    process.on('exit', this.#onExit)
+  }
+
+  static async start(options: FaultClusterOptions): Promise<FaultCluster> {
+    const n = options.nodes
+    const wanted = options.network ?? 'auto'
+    const useNetns = wanted === 'netns' || (wanted === 'auto' && netnsAvailable())
+    const dir = tempDir('weir-faults-')
+    let net: NetnsNetwork | null = null
+    const mounts: string[] = []
+    let cluster: FaultCluster | null = null
+    try {
+      if (useNetns) net = NetnsNetwork.create(n)
+      const ports =
+        net === null ? await freePorts(2 * n) : Array.from({ length: 2 * n }, (_, i) => 9092 + (i % 2))
+      const host = (id: number) => (net === null ? '127.0.0.1' : net.address(id))
+      const voters = Array.from({ length: n }, (_, i) => `${i + 1}@${host(i + 1)}:${ports[2 * i + 1]}`).join(
+        ',',
+      )
+      const nodes: FaultNode[] = []
+      for (let id = 1; id <= n; id++) {
+        const nodeDir = join(dir.path, `node-${id}`)
+        const dataDir = join(nodeDir, 'data')
+        mkdirSync(dataDir, { recursive: true })
+        if (options.tmpfsBytes !== undefined) {
+          execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${options.tmpfsBytes}`, 'tmpfs', dataDir])
+          mounts.push(dataDir)
+        }
+        const port = ports[2 * (id - 1)]!
+        const controllerPort = ports[2 * (id - 1) + 1]!
+        const config = writeProperties(nodeDir, 'server.properties', {
+          'node.id': id,
+          'process.roles': 'broker,controller',
+          listeners: `PLAINTEXT://${host(id)}:${port},CONTROLLER://${host(id)}:${controllerPort}`,
+          'controller.listener.names': 'CONTROLLER',
+          'controller.quorum.voters': voters,
+          'log.dirs': join(dataDir, 'log'),
+          'metadata.log.dir': join(nodeDir, 'metadata'),
+          'cluster.id': 'weirFaultsClusterId000',
+          'group.initial.rebalance.delay.ms': 0,
+          ...options.config,
+        })
+        nodes.push({
+          id,
+          host: host(id),
+          port,
+          controllerPort,
+          process: new WeirProcess(['--config', config], {
+            ...(net === null ? {} : { prefix: net.prefix(id) }),
+            ...(options.env === undefined ? {} : { env: options.env(id) }),
+          }),
+          dataDir,
+          fillerPath: join(dataDir, 'filler'),
+          paused: false,
+        })
+      }
+      cluster = new FaultCluster(nodes, net, dir, mounts)
+      await Promise.all(nodes.map((x) => x.process.start(90_000)))
+      return cluster
+    } catch (e) {
+      if (cluster !== null) await cluster.destroy()
+      else {
+        for (const m of mounts) tryUmount(m)
+        net?.destroy()
+        dir.remove()
+      }
+      throw e
+    }
+  }
+
+  get bootstrap(): string[] {
+    return this.nodes.map((n) => `${n.host}:${n.port}`)
+  }
+
+  get dir(): string {
+    return this.#dir.path
+  }
+
+  node(id: number): FaultNode {
+    const n = this.nodes.find((x) => x.id === id)
+    if (n === undefined) throw new Error(`no node ${id}`)
+    return n
+  }
+
+  /** kill -9. */
+  async kill(id: number): Promise<void> {
+    const n = this.node(id)
+    n.paused = false
+    await n.process.kill()
+  }
+
+  /** Restarts a killed or stopped node from its files and waits until it is ready. */
+  async restart(id: number): Promise<void> {
+    const n = this.node(id)
+    if (n.process.running) return
+    await n.process.start(120_000)
+  }
+
+  pause(id: number): void {
+    const n = this.node(id)
+    if (n.process.signal('SIGSTOP')) n.paused = true
+  }
+
+  resume(id: number): void {
+    const n = this.node(id)
+    if (n.paused) n.process.signal('SIGCONT')
+    n.paused = false
+  }
+
+  /** Fills node `id`'s data dir until the file system says ENOSPC (a real full disk). */
+  fillDisk(id: number): number {
+    const n = this.node(id)
+    const fd = openSync(n.fillerPath, 'a')
+    const chunk = Buffer.alloc(1 << 20)
+    let written = 0
+    try {
+      for (;;) {
+        try {
+          written += writeSync(fd, chunk)
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOSPC') break
+          throw e
+        }
+      }
+      // The last partial megabyte: fill to the last byte.
+      for (let size = 1 << 19; size >= 512; size >>= 1) {
+        try {
+          written += writeSync(fd, chunk, 0, size)
+        } catch {
+          // full at this granularity
+        }
+      }
+    } finally {
+      closeSync(fd)
+    }
+    return written
+  }
+
+  /** Frees what `fillDisk` took. */
+  freeDisk(id: number): void {
+    try {
+      unlinkSync(this.node(id).fillerPath)
+    } catch {
+      // not filled
+    }
+  }
+
+  /** Heals every fault: resumes paused nodes, restarts dead ones, frees disks, heals the network. */
+  async healAll(): Promise<void> {
+    this.net?.heal()
+    for (const n of this.nodes) {
+      this.resume(n.id)
+      this.freeDisk(n.id)
+    }
+    for (const n of this.nodes) if (!n.process.running) await this.restart(n.id)
+  }
+
+  /** SIGTERM every node (one at a time, so the last ones keep a quorum); exit codes. */
+  async stopAll(): Promise<Array<number | null>> {
+    const codes: Array<number | null> = []
+    for (const n of this.nodes) {
+      this.resume(n.id)
+      codes.push(await n.process.stop())
+    }
+    return codes
+  }
+
+  /** Kills every node, unmounts, removes namespaces and files (idempotent). */
+  async destroy(): Promise<void> {
+    if (this.#destroyed) return
+    for (const n of this.nodes) {
+      this.resume(n.id)
+      await n.process.kill()
+    }
+    this.#destroySync()
+  }
+
+  #destroySync(): void {
+    if (this.#destroyed) return
+    this.#destroyed = true
+    process.off('exit', this.#onExit)
+    for (const n of this.nodes) {
+      n.process.signal('SIGCONT')
+      n.process.killNow()
+    }
+    for (const m of this.#mounts) tryUmount(m)
+    this.net?.destroy()
+    this.#dir.remove()
+  }
+
+  /** Waits until `fn` returns a value; a re-export for harness users. */
+  static waitFor = waitFor
+}
+
+function tryUmount(path: string): void {
+  try {
+    execFileSync('umount', ['-l', path], { stdio: 'ignore' })
+  } catch {
+    // not mounted
+  }
+  try {
+    rmSync(path, { recursive: true, force: true })
+  } catch {
+    // gone
+  }
+}
