@@ -59,6 +59,7 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
       'log.segment.bytes': 1 << 20,
     },
   })
+  let workload: Workload | null = null
   try {
     log(`cluster: ${nodes} nodes, ${cluster.network}; topic ${topic}: ${partitions} partitions, RF ${rf}`)
     const kinds = (options.kinds ?? faultKindsFor(cluster, tmpfsBytes > 0)).filter((k) =>
@@ -77,11 +78,11 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
       log,
     }
     await createTopic(workloadOptions)
-    const workload = new Workload(workloadOptions)
+    workload = new Workload(workloadOptions)
     await workload.start()
     const injector = new FaultInjector(cluster, topic, log)
     try {
-      await injector.run(schedule, () => workload.now)
+      await injector.run(schedule, () => workload!.now)
       // A last quiet stretch, so every partition shows it is available again after the last fault.
       await new Promise((r) => setTimeout(r, 3_000))
     } finally {
@@ -111,6 +112,7 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
       wallMs: performance.now() - began,
     }
   } finally {
+    await workload?.abort()
     await cluster.destroy()
   }
 }

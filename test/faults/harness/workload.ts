@@ -16,6 +16,7 @@
  */
 import kafkajs from 'kafkajs'
 import { SeededRandom } from '../../../src/io/index.ts'
+import { waitFor } from '../../support/weir-process.ts'
 
 const { Kafka, logLevel } = kafkajs
 
@@ -159,6 +160,14 @@ export class Workload {
     await this.#consumer?.disconnect().catch(() => {})
     await this.#admin?.disconnect().catch(() => {})
     return left
+  }
+
+  /** Stops everything now (after a failure): producers, the consumer, the poller. */
+  async abort(): Promise<void> {
+    this.#stopping = true
+    await this.#consumer?.disconnect().catch(() => {})
+    await this.#admin?.disconnect().catch(() => {})
+    await Promise.allSettled(this.#loops)
   }
 
   result(): WorkloadResult {
@@ -305,7 +314,9 @@ export async function readAll(
   await admin.connect()
   const ends = new Map<number, bigint>()
   try {
-    for (const o of await admin.fetchTopicOffsets(topic)) ends.set(o.partition, BigInt(o.high))
+    // Right after healing a leader may still be moving: retry for a while.
+    const offsets = await waitFor('the log end offsets', () => admin.fetchTopicOffsets(topic), timeoutMs)
+    for (const o of offsets) ends.set(o.partition, BigInt(o.high))
   } finally {
     await admin.disconnect()
   }
