@@ -236,6 +236,19 @@ interface Slot {
  * `options.config` overrides any of these.
  */
 export async function startCluster(options: StartClusterOptions = {}): Promise<EmbeddedCluster> {
+  // The free ports are found by binding port 0 and releasing it: another process may take one in
+  // between. Then the cluster starts again on new ports (a few times) instead of failing the test.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(options)
+    } catch (e) {
+      if (attempt >= 3 || !/EADDRINUSE/.test(`${(e as { code?: string }).code} ${(e as Error).message}`))
+        throw e
+    }
+  }
+}
+
+async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedCluster> {
   const count = options.nodes ?? 1
   if (!Number.isInteger(count) || count < 1)
     throw new RangeError(`nodes must be a positive integer, not ${count}`)
@@ -339,8 +352,11 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<E
     },
   }
   try {
-    // Every voter must be listening for the quorum to elect a leader: start them together.
-    await Promise.all(slots.map((s) => startNode(s)))
+    // Every voter must be listening for the quorum to elect a leader: start them together (all
+    // settled before a failure is thrown, so that stop() finds every node that did start).
+    const started = await Promise.allSettled(slots.map((s) => startNode(s)))
+    const failed = started.find((r) => r.status === 'rejected')
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
     await Promise.all(slots.map((s) => s.node!.ready()))
   } catch (e) {
     await cluster.stop().catch(() => {})
