@@ -20,6 +20,7 @@ function change(isr: number[]): PendingIsrChange {
     expand: false,
     leaderEpoch: 3,
     partitionEpoch: 7,
+    leaderRecoveryState: 0,
   }
 }
 

@@ -89,7 +89,7 @@ export class AlterPartitionManager {
             brokerId: m.brokerId,
             brokerEpoch: m.brokerEpoch,
           })),
-          leaderRecoveryState: 0,
+          leaderRecoveryState: r.change.leaderRecoveryState,
           partitionEpoch: r.change.partitionEpoch,
         })),
       })),

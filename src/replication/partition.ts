@@ -26,6 +26,8 @@ export interface PartitionAssignment {
   readonly partitionEpoch: number
   readonly replicas: readonly BrokerId[]
   readonly isr: readonly BrokerId[]
+  /** 1 after an unclean election until the leader reports its recovery done (KIP-704); default 0. */
+  readonly leaderRecoveryState?: number
 }
 
 /** Settings a partition reads from its topic's config. */
@@ -51,6 +53,8 @@ export interface PendingIsrChange {
   readonly expand: boolean
   readonly leaderEpoch: number
   readonly partitionEpoch: number
+  /** 0: recovered (every change after an unclean election's recovery, and the recovery itself). */
+  readonly leaderRecoveryState: number
 }
 
 /** The controller's answer to an ISR change, as it concerns this partition. */
@@ -168,6 +172,8 @@ export class Partition {
   readonly #followers = new Map<BrokerId, FollowerState>()
   /** As leader: the ISR change waiting for the controller's answer. */
   #pendingIsr: PendingIsrChange | null = null
+  /** As leader: elected uncleanly and not yet reported recovered (KIP-704). */
+  #recovering = false
   /** Appends of one idempotent producer run one after another (check, append, record). */
   readonly #producerTails = new Map<bigint, Promise<unknown>>()
 
@@ -295,6 +301,7 @@ export class Partition {
     this.#replicas = a.replicas
     this.#isr = a.isr
     this.#pendingIsr = null
+    this.#recovering = a.leaderRecoveryState === 1
     for (const r of a.replicas) {
       if (r !== this.#nodeId && !this.#followers.has(r)) {
         // Kafka's resetReplicaState: an ISR member counts as caught up now, so it has a full
@@ -422,6 +429,21 @@ export class Partition {
     )
   }
 
+  /**
+   * After an unclean election (leaderRecoveryState RECOVERING) the leader reports its recovery done
+   * with an AlterPartition of its own ISR and RECOVERED (KIP-704; with no transactions there is
+   * nothing to recover). Returns the proposal, now pending, or null.
+   */
+  maybeCompleteRecovery(): PendingIsrChange | null {
+    if (this.#role !== 'leader' || !this.#recovering || this.#pendingIsr !== null) return null
+    return this.#propose(this.#isr, false)
+  }
+
+  /** Elected uncleanly and not yet reported recovered (KIP-704). */
+  get isRecovering(): boolean {
+    return this.#recovering
+  }
+
   #propose(isr: readonly BrokerId[], expand: boolean): PendingIsrChange {
     const members = isr.map((id) => ({
       brokerId: id,
@@ -433,6 +455,7 @@ export class Partition {
       expand,
       leaderEpoch: this.#leaderEpoch,
       partitionEpoch: this.#partitionEpoch,
+      leaderRecoveryState: 0,
     }
     if (expand) this.#maybeIncrementHighWatermark()
     return this.#pendingIsr
@@ -453,6 +476,7 @@ export class Partition {
         if (answer.leaderEpoch !== this.#leaderEpoch || answer.partitionEpoch <= this.#partitionEpoch) break
         this.#isr = answer.isr
         this.#partitionEpoch = answer.partitionEpoch
+        this.#recovering = false
         break
       case ErrorCode.FencedLeaderEpoch:
       case ErrorCode.InvalidUpdateVersion:

@@ -195,8 +195,17 @@ class Cluster {
           partitions.push({ partitionIndex: p.partitionIndex, errorCode: ErrorCode.InvalidUpdateVersion })
           continue
         }
+        const recovery =
+          p.leaderRecoveryState !== current.leaderRecoveryState
+            ? { leaderRecoveryState: p.leaderRecoveryState }
+            : {}
         await this.commit(
-          encodeMetadataRecord(T.PartitionChange, 0, { topicId: t.topicId, partitionId: 0, isr }),
+          encodeMetadataRecord(T.PartitionChange, 0, {
+            topicId: t.topicId,
+            partitionId: 0,
+            isr,
+            ...recovery,
+          }),
         )
         partitions.push({
           partitionIndex: p.partitionIndex,
@@ -250,14 +259,15 @@ class Cluster {
     )
   }
 
-  /** A new leader (and ISR) as the controller would elect. */
-  elect(leader: number, isr?: number[]) {
+  /** A new leader (and ISR) as the controller would elect; `unclean` marks it RECOVERING. */
+  elect(leader: number, isr?: number[], unclean = false) {
     return this.commit(
       encodeMetadataRecord(T.PartitionChange, 0, {
         topicId: TOPIC_ID,
         partitionId: 0,
         leader: b(leader),
         ...(isr === undefined ? {} : { isr: isr.map(b) }),
+        ...(unclean ? { leaderRecoveryState: 1 } : {}),
       }),
     )
   }
@@ -479,6 +489,28 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     await c.run(1500)
     assert.deepEqual(c.partition(1).isr, [1, 2, 3])
     assert.equal(c.partition(1).highWatermark, 6n)
+    await c.close()
+  })
+
+  test("an uncleanly elected leader reports its recovery (KIP-704); the old leader's tail is cut to match", async () => {
+    const c = new Cluster()
+    c.cut.add('2->1')
+    await c.start([1, 2], { replicas: [1, 2], isr: [1], leader: 1 })
+    await c.produce(1, batch(3, 'only-on-1-'))
+    await c.run(100)
+    c.cut.add('1->2')
+    await c.elect(2, [2], true)
+    await c.run(200)
+    const reg = c.node(1).loader.image.topicsById.get(TOPIC_ID)!.partitions.get(0)!
+    assert.equal(reg.leaderRecoveryState, 0, 'the new leader reported RECOVERED')
+    assert.equal(c.partition(2).isRecovering, false)
+    await c.produce(2, batch(2, 'on-2-'))
+    c.cut.clear()
+    await c.run(3000)
+    // Unclean: what only broker 1 had is gone; both now hold broker 2's log.
+    assert.deepEqual(await c.logBytes(1), await c.logBytes(2))
+    assert.equal(c.partition(1).logEndOffset, 2n)
+    assert.deepEqual(c.partition(2).isr, [2, 1])
     await c.close()
   })
 

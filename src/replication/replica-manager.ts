@@ -540,6 +540,11 @@ export class ReplicaManager {
       if (reg.leader === this.#o.nodeId) {
         await this.#fetchers?.unassign(p)
         await p.makeLeader(reg)
+        const recovered = this.#alterPartition === null ? null : p.maybeCompleteRecovery()
+        if (recovered !== null) {
+          this.#log('info', `partition ${key}: elected uncleanly; reporting its recovery done`)
+          this.#submitIsrChange(p, recovered)
+        }
       } else {
         p.makeFollower(reg)
         if (reg.leader >= 0) await this.#fetchers?.assign(p, reg.leader, reg.leaderEpoch)
