@@ -51,6 +51,8 @@ const { values: opts } = parseArgs({
     json: { type: 'string' },
     /** interleaved: every system up at once, each workload run on all of them in turn; sequential: one system at a time. */
     order: { type: 'string', default: 'interleaved' },
+    /** Rounds of all workloads; the table shows each figure's median over them. */
+    rounds: { type: 'string', default: '1' },
   },
 })
 const list = (s: string) => s.split(',').filter((x) => x !== '')
@@ -62,6 +64,9 @@ const RECORDS = Number(opts.records)
 const BIG_RECORDS = Number(opts['big-records'])
 const LATENCY_RECORDS = Number(opts['latency-records'])
 const RATE = Number(opts.rate)
+const ROUNDS = Math.max(1, Number(opts.rounds))
+/** The round being run (topic and stream names carry it, so that every round writes fresh ones). */
+let round = 1
 const SMALL = 100
 const BIG = 1024
 const MB = 1_000_000
@@ -86,13 +91,15 @@ interface Row {
   cpu: Partial<Record<'p100' | 'c100' | 'p1k' | 'c1k', number>>
   p50?: number
   p99?: number
+  /** Every round's figure by key (p100, cpu:p100, p50, ...), for the medians. */
+  samples: Record<string, number[]>
   rssBytes?: number
   notes: string[]
 }
 const rows: Row[] = []
 
 function row(system: string, client: string, acks: string, fsync: string): Row {
-  const r: Row = { system, client, acks, fsync, rps: {}, cpu: {}, notes: [] }
+  const r: Row = { system, client, acks, fsync, rps: {}, cpu: {}, samples: {}, notes: [] }
   rows.push(r)
   return r
 }
@@ -469,7 +476,17 @@ function makeCase(
         const before = cpu()
         const said = await step(workload)
         const spent = cpu() - before
-        if (workload !== 'lat') r.cpu[workload as 'p100'] = spent
+        const sample = (key: string, x: number | undefined) => {
+          if (x !== undefined) (r.samples[key] ??= []).push(x)
+        }
+        if (workload === 'lat') {
+          sample('p50', r.p50)
+          sample('p99', r.p99)
+        } else {
+          r.cpu[workload as 'p100'] = spent
+          sample(workload, r.rps[workload as 'p100'])
+          sample(`cpu:${workload}`, spent)
+        }
         progress(`${label} ${workload}: ${said}, server CPU ${spent.toFixed(2)} s`)
       } catch (e) {
         failed = true
@@ -485,7 +502,7 @@ function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
   for (const acks of ACKS) {
     for (const client of CLIENTS) {
       const r = row(system, client === 'java' ? 'kafka perf tools (Java)' : 'librdkafka', acks, k.fsync(acks))
-      const t = (w: string) => `${client}-a${acks}-${w}`
+      const t = (w: string) => `${client}-a${acks}-${w}-r${round}`
       const rps = (x: number) => `${Math.round(x)} rec/s`
       cases.push(
         makeCase(r, `${system} ${client} acks=${acks}`, k.cpu, async (workload) => {
@@ -672,14 +689,14 @@ function peerCase(
   return makeCase(r, system, cpu, async (workload) => {
     const [kind, w] = [workload[0], workload.slice(1)]
     if (workload === 'lat') {
-      if (create) await goClient(goSystem, addr, 'create', 'lat')
-      const l = await goClient(goSystem, addr, 'produce', 'lat', LATENCY_RECORDS, SMALL, RATE)
+      if (create) await goClient(goSystem, addr, 'create', `lat-r${round}`)
+      const l = await goClient(goSystem, addr, 'produce', `lat-r${round}`, LATENCY_RECORDS, SMALL, RATE)
       if (l.p50 !== undefined) r.p50 = l.p50
       if (l.p99 !== undefined) r.p99 = l.p99
       return `p50 ${ms(l.p50)} p99 ${ms(l.p99)} ms`
     }
     const [size, n] = SIZES[w]!
-    const stream = `s${w}`
+    const stream = `s${w}-r${round}`
     if (kind === 'p') {
       if (create) await goClient(goSystem, addr, 'create', stream)
       const p = await goClient(goSystem, addr, 'produce', stream, n(), size)
@@ -880,6 +897,24 @@ const mbps = (x: number | undefined, size: number) => (x === undefined ? '-' : (
 const secs = (x: number | undefined) => (x === undefined ? '-' : x.toFixed(2))
 const ms = (x: number | undefined) => (x === undefined ? '-' : x < 10 ? x.toFixed(2) : x.toFixed(1))
 
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  const mid = s.length >> 1
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
+}
+
+/** Replaces each figure of a row with its median over the rounds (the same figure for one round). */
+function medians(r: Row): void {
+  for (const [key, xs] of Object.entries(r.samples)) {
+    if (xs.length === 0) continue
+    const m = median(xs)
+    if (key === 'p50') r.p50 = m
+    else if (key === 'p99') r.p99 = m
+    else if (key.startsWith('cpu:')) r.cpu[key.slice(4) as 'p100'] = m
+    else r.rps[key as 'p100'] = m
+  }
+}
+
 function markdown(table: string[][]): string {
   const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => (r[i] ?? '').length)))
   const line = (r: string[]) => `| ${r.map((x, i) => x.padEnd(widths[i]!)).join(' | ')} |`
@@ -1023,7 +1058,7 @@ async function main(): Promise<void> {
   const header =
     `weir peers bench: ${RECORDS} x 100 B and ${BIG_RECORDS} x 1 KiB, one producer then one consumer; ` +
     `latency: ${LATENCY_RECORDS} x 100 B at ${RATE}/s; ${cpus().length} cpus (${cpus()[0]?.model ?? '?'}), ` +
-    `node ${process.version}; load average at start ${loadBefore}`
+    `node ${process.version}; ${ROUNDS > 1 ? `medians of ${ROUNDS} rounds; ` : ''}load average at start ${loadBefore}`
   console.log(header)
   const systems: Record<string, () => Promise<System>> = { kafka, weir, weir3, redis, nats, rabbit }
   for (const s of SYSTEMS) {
@@ -1059,7 +1094,7 @@ async function main(): Promise<void> {
       for (const name of SYSTEMS) {
         progress(`${name}: start (load ${uptime()})`)
         const s = await systems[name]!()
-        await interleave(s.cases)
+        for (round = 1; round <= ROUNDS; round++) await interleave(s.cases)
         await finish(s)
       }
     } else {
@@ -1068,7 +1103,10 @@ async function main(): Promise<void> {
         progress(`${name}: start (load ${uptime()})`)
         all.push(await systems[name]!())
       }
-      await interleave(all.flatMap((s) => s.cases))
+      for (round = 1; round <= ROUNDS; round++) {
+        if (ROUNDS > 1) progress(`round ${round} of ${ROUNDS} (load ${uptime()})`)
+        await interleave(all.flatMap((s) => s.cases))
+      }
       for (const s of all) await finish(s)
     }
   } finally {
@@ -1076,6 +1114,7 @@ async function main(): Promise<void> {
     for (const f of recordFiles.values()) rmSync(f, { force: true })
   }
   for (const [r, rss] of rssOf) r.rssBytes = rss
+  for (const r of rows) medians(r)
   const minutes = ((performance.now() - t0) / 60000).toFixed(1)
   console.log(`\n${resultsTable()}\n`)
   const ratios = ratiosTable()
