@@ -477,7 +477,10 @@ function makeCase(
         const said = await step(workload)
         const spent = cpu() - before
         const sample = (key: string, x: number | undefined) => {
-          if (x !== undefined) (r.samples[key] ??= []).push(x)
+          if (x === undefined) return
+          const xs = r.samples[key] ?? []
+          xs.push(x)
+          r.samples[key] = xs
         }
         if (workload === 'lat') {
           sample('p50', r.p50)
