@@ -53,7 +53,11 @@ class Cluster {
   holdAlter: Promise<void> | null = null
   /** What the replica managers logged, as `node: message`. */
   readonly logs: string[] = []
-  #offset = 0n
+  /** The metadata log; each broker has applied a prefix of it (a lagging one, less). */
+  readonly #metadata: Array<{ kind: 'data'; offset: bigint; epoch: number; data: Buffer }> = []
+  readonly #applied = new Map<number, number>()
+  /** Brokers whose metadata is held back (commits reach them on `catchUp`). */
+  readonly lagging = new Set<number>()
 
   async addNode(id: number, existing?: SimDisk): Promise<void> {
     const disk = existing ?? new SimDisk()
@@ -221,9 +225,23 @@ class Cluster {
   }
 
   async commit(...records: Buffer[]): Promise<void> {
-    const entries = records.map((data) => ({ kind: 'data' as const, offset: this.#offset++, epoch: 1, data }))
-    for (const n of this.nodes.values()) n.loader.applyCommitted(entries)
+    for (const data of records)
+      this.#metadata.push({ kind: 'data', offset: BigInt(this.#metadata.length), epoch: 1, data })
+    for (const id of this.nodes.keys()) if (!this.lagging.has(id)) this.#applyMetadata(id)
     for (const n of this.nodes.values()) await n.rm.settled()
+  }
+
+  #applyMetadata(id: number): void {
+    const from = this.#applied.get(id) ?? 0
+    if (from < this.#metadata.length) this.node(id).loader.applyCommitted(this.#metadata.slice(from))
+    this.#applied.set(id, this.#metadata.length)
+  }
+
+  /** A lagging broker's metadata catches up. */
+  async catchUp(id: number): Promise<void> {
+    this.lagging.delete(id)
+    this.#applyMetadata(id)
+    await this.node(id).rm.settled()
   }
 
   async start(
@@ -511,6 +529,39 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     assert.deepEqual(await c.logBytes(1), await c.logBytes(2))
     assert.equal(c.partition(1).logEndOffset, 2n)
     assert.deepEqual(c.partition(2).isr, [2, 1])
+    await c.close()
+  })
+
+  test('FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH: the fetcher waits for metadata, then resumes', async () => {
+    const c = new Cluster()
+    await c.start([1, 2], { replicas: [1, 2], isr: [1, 2], leader: 1 })
+    await c.produce(1, batch(2, 'a'))
+    await c.run(600)
+    assert.equal(c.partition(2).logEndOffset, 2n)
+    // The leader moves to epoch 1; broker 2's metadata lags: its fetches carry epoch 0 and are fenced.
+    c.lagging.add(2)
+    await c.elect(1)
+    await c.produce(1, batch(3, 'b'))
+    await c.run(3000)
+    assert.ok(c.logs.some((l) => l.startsWith('2: replica events-0: epoch 0 is fenced by leader 1')))
+    assert.equal(c.partition(2).logEndOffset, 2n, 'nothing fetched in a fenced epoch')
+    await c.catchUp(2)
+    await c.run(1000)
+    assert.equal(c.partition(2).logEndOffset, 5n)
+    // Now the leader's metadata lags: broker 2 asks in epoch 2, which the leader does not know yet.
+    c.lagging.add(1)
+    await c.elect(1)
+    await c.run(100)
+    assert.equal(c.partition(2).leaderEpoch, 2)
+    assert.equal(c.partition(1).leaderEpoch, 1)
+    await c.produce(1, batch(1, 'c'))
+    await c.run(2000)
+    assert.equal(c.partition(2).logEndOffset, 5n, 'UNKNOWN_LEADER_EPOCH: backing off')
+    await c.catchUp(1)
+    await c.produce(1, batch(1, 'd'))
+    await c.run(2000)
+    assert.equal(c.partition(2).logEndOffset, 7n)
+    assert.deepEqual(await c.logBytes(2), await c.logBytes(1))
     await c.close()
   })
 
