@@ -161,6 +161,19 @@ describe('SimDisk crashes', () => {
     await assert.rejects(f.append([Buffer.from('x')]), (e) => e instanceof DiskError && e.code === 'EBADF')
   })
 
+  it('keeps completed writes and names when only the process dies (processOnly)', async () => {
+    const disk = new SimDisk()
+    await disk.mkdir('/d')
+    const f = await disk.open('/d/f', { create: true })
+    await f.append([Buffer.from('page-cache')])
+    const inFlight = f.write([Buffer.from('XX')], 0)
+    disk.crash({ processOnly: true })
+    await assert.rejects(inFlight, (e) => e instanceof DiskError && e.code === 'EBADF')
+    assert.equal((await disk.readFile('/d/f')).toString(), 'page-cache')
+    disk.crash()
+    assert.equal((await disk.readFile('/d/f')).toString(), 'page-cache')
+  })
+
   it('makes unsynced creates and renames vanish and unsynced removes come back', async () => {
     const disk = new SimDisk()
     await disk.mkdir('/d')

@@ -72,6 +72,11 @@ export interface CrashOptions {
   readonly tear?: boolean
   /** After a torn write, add random junk bytes, as a file whose size reached disk before its data. */
   readonly garbage?: boolean
+  /**
+   * Only the process died (kill -9), not the machine: every completed write and every name change
+   * stays, as the page cache still holds them; writes still in flight are lost. Default false.
+   */
+  readonly processOnly?: boolean
 }
 
 /** A crash keeps or loses each sector of a torn write independently (disks write sectors). */
@@ -309,6 +314,18 @@ export class SimDisk implements Disk {
    * open handle dies. Returns the paths with a write kept only in part (once per such write).
    */
   crash(options: CrashOptions = {}): string[] {
+    if (options.processOnly === true) {
+      for (const node of this.#entries.values()) {
+        if (node.kind !== 'file') continue
+        node.durable = Buffer.from(node.data.subarray(0, node.size))
+        node.durableSize = node.size
+        node.dirtyFrom = Number.POSITIVE_INFINITY
+        node.unsynced = []
+      }
+      this.#durableEntries = new Map(this.#entries)
+      this.#generation++
+      return []
+    }
     const random = options.random
     const tear = random !== undefined && options.tear !== false
     const torn: string[] = []

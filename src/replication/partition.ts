@@ -319,6 +319,9 @@ export class Partition {
     const end = this.log.logEndOffset
     if (this.#highWatermark > end) this.#highWatermark = end
     if (this.#highWatermark < this.log.logStartOffset) this.#highWatermark = this.log.logStartOffset
+    // With flush.on.ack the high watermark counts this replica's durable end: the tail it fetched
+    // as a follower was never flushed, and without a new append nothing would flush it.
+    if (newEpoch && this.#settings.logConfig.flushOnAck && this.log.recoveryPoint < end) this.#afterAppend()
     this.#maybeIncrementHighWatermark()
     this.watchers.wake()
   }

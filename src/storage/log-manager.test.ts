@@ -123,6 +123,21 @@ describe('LogManager', () => {
     assert.equal((await disk.readFile(quorumLog)).toString(), 'not a partition log of ours')
   })
 
+  it('makes a log directory it creates durable (found by the cluster simulation, seed 4)', async () => {
+    const { disk, options } = await setup()
+    const m = await LogManager.open('/new-logs', options)
+    const log = await m.getOrCreateLog('t', 0)
+    await log.append(valuesBatch(2, 'x'))
+    await log.flush()
+    disk.crash()
+    const again = await LogManager.open('/new-logs', options)
+    assert.deepEqual(
+      (await readAll(again.getLog('t', 0)!)).map((r) => r.value),
+      ['x0', 'x1'],
+    )
+    await again.close()
+  })
+
   it('recovers after a crash from the checkpointed recovery point', async () => {
     const { disk, clock, options } = await setup()
     const m = await LogManager.open(ROOT, options)

@@ -2,7 +2,7 @@
  * One log directory: its `meta.properties`, the partition logs in it, the per-directory checkpoint
  * files, the clean-shutdown marker, and the schedule for flushes, retention and the cleaner.
  */
-import { type Clock, type Disk, isNotFound, joinPath, type TimerHandle } from '../io/index.ts'
+import { type Clock, type Disk, isNotFound, joinPath, parentDir, type TimerHandle } from '../io/index.ts'
 import { assert } from '../model/index.ts'
 import { type CleanerStats, LogCleaner } from './log-cleaner.ts'
 import {
@@ -173,7 +173,12 @@ export class LogManager {
 
   async #load(): Promise<void> {
     const disk = this.#disk
-    await disk.mkdir(this.dir)
+    if (!(await disk.exists(this.dir))) {
+      // A new log directory's name must be durable too (as Kafka's createAndValidateLogDirs flushes
+      // its parent): else a power loss takes every log in it, however well each was fsynced.
+      await disk.mkdir(this.dir)
+      await disk.syncDir(parentDir(this.dir))
+    }
     await this.#loadMeta()
     this.#hadCleanShutdown = await disk.exists(this.#path(LogDirFile.cleanShutdown))
     const recoveryPoints = await this.#readCheckpoint(LogDirFile.recoveryPointCheckpoint)
