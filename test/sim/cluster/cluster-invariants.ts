@@ -58,6 +58,8 @@ export class ClusterChecker {
   readonly #leaderHw = new Map<string, { epoch: number; hw: bigint }>()
   /** Per broker, per tp: from which offset a power loss put its unsynced records at risk. */
   readonly powerRisk = new Map<number, Map<string, bigint>>()
+  /** Per tp: committed batches an excused loss replaced, by offset. */
+  readonly #superseded = new Map<string, Map<bigint, MirrorBatch[]>>()
   /** Losses a power failure explains (a replica lost unsynced records, then led without them). */
   excusedLosses = 0
   ackCount = 0
@@ -117,7 +119,15 @@ export class ClusterChecker {
     const c = this.#committedOf(tp)
     const known = c.batches.get(b.baseOffset)
     if (known !== undefined) {
-      if (known.crc === b.crc && known.epoch === b.epoch && known.lastOffset === b.lastOffset) return
+      if (same(known, b)) return
+      // A replica still holding the history an excused loss replaced (it truncates once it fetches).
+      if (
+        this.#superseded
+          .get(tp)
+          ?.get(b.baseOffset)
+          ?.some((x) => same(x, b)) === true
+      )
+        return
       const excused = this.#excuse(tp, b, leaderOf)
       const wasAcked = this.acked.get(tp)?.has(b.baseOffset) === true
       const message = `${who} has ${describe(b)} at ${tp}@${b.baseOffset} below its high watermark; the committed batch there is ${describe(known)}`
@@ -165,7 +175,16 @@ export class ClusterChecker {
   /** Forget the committed log from `offset` on (an excused loss): the new history replaces it. */
   #rewrite(tp: string, offset: bigint): void {
     const c = this.#committedOf(tp)
-    for (const k of [...c.batches.keys()]) if (k >= offset) c.batches.delete(k)
+    let old = this.#superseded.get(tp)
+    if (old === undefined) {
+      old = new Map()
+      this.#superseded.set(tp, old)
+    }
+    for (const [k, b] of c.batches) {
+      if (k < offset) continue
+      old.set(k, [...(old.get(k) ?? []), b])
+      c.batches.delete(k)
+    }
     c.end = offset
     const a = this.acked.get(tp)
     if (a !== undefined) for (const k of [...a.keys()]) if (k >= offset) a.delete(k)
@@ -268,6 +287,10 @@ export class ClusterChecker {
       }
     }
   }
+}
+
+function same(a: MirrorBatch, b: MirrorBatch): boolean {
+  return a.crc === b.crc && a.epoch === b.epoch && a.lastOffset === b.lastOffset
 }
 
 function describe(b: MirrorBatch): string {
