@@ -18,7 +18,7 @@ export type OffsetsLogReadResult =
 
 export interface OffsetsLogBounds {
   readonly logStartOffset: bigint
-  /** Loading reads up to here; what is above is not committed yet. */
+  /** Loading reads up to here: the log end (the leader has it all; a new leader's high watermark lags). */
   readonly highWatermark: bigint
 }
 
@@ -82,7 +82,9 @@ export class LocalOffsetsLog implements OffsetsLog {
 /**
  * OffsetsLog over the replica manager: appends as a producer with acks=all (answered once the ISR
  * has the batch, durable with `flush.on.ack`, or REQUEST_TIMED_OUT after `commitTimeoutMs`, Kafka's
- * offsets.commit.timeout.ms); reads and bounds up to the high watermark of the leader.
+ * offsets.commit.timeout.ms); reads and bounds up to the leader's log end, as Kafka's coordinator
+ * loads: a new (or restarted) leader's high watermark can lag behind commits already acknowledged,
+ * and loading only up to it would answer OffsetFetch with older offsets.
  */
 export class ReplicaOffsetsLog implements OffsetsLog {
   readonly #replicas: ReplicaManager
@@ -113,7 +115,7 @@ export class ReplicaOffsetsLog implements OffsetsLog {
       maxBytes,
       currentLeaderEpoch: -1,
       lastFetchedEpoch: -1,
-      upTo: 'highWatermark',
+      upTo: 'logEndOffset',
       fetchOnlyFromLeader: true,
       minOneBatch: true,
     })
@@ -124,6 +126,6 @@ export class ReplicaOffsetsLog implements OffsetsLog {
   bounds(partition: number): OffsetsLogBounds | null {
     const p = this.#replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition)
     if (p === undefined || !p.isLeader) return null
-    return { logStartOffset: p.logStartOffset, highWatermark: p.highWatermark }
+    return { logStartOffset: p.logStartOffset, highWatermark: p.logEndOffset }
   }
 }
