@@ -28,10 +28,22 @@ export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
   },
   { seed: 47, found: 'replication: the same' },
   {
+    seed: 2,
+    found:
+      'coordinator: ReplicaOffsetsLog loaded a group partition only up to the high watermark, which lags on a new or restarted leader (a checkpointed value), so OffsetFetch answered offsets older than commits already acknowledged; it loads to the log end, as Kafka',
+  },
+  { seed: 5, found: 'coordinator: the same' },
+  {
     seed: 445,
     found:
       'simulator: after a loss a power failure excuses, a replica still holding the replaced history below its checkpointed high watermark is not a divergence until it fetches and truncates',
   },
+  {
+    seed: 148,
+    found:
+      'simulator: a loss is explained by a power failure of any leader between the committed batch and the one replacing it, not only of the last',
+  },
+  { seed: 973, found: 'simulator: the same at read-back' },
   {
     seed: 3,
     found: 'simulator: the log read back at restart replaced the mirror the log hooks kept updating',

@@ -19,6 +19,7 @@ export interface ClusterSeedSummary {
   readonly simulatedMs: number
   readonly brokers: number
   readonly acked: number
+  readonly commits: number
   readonly crashes: number
   readonly excusedLosses: number
   readonly anomalies: number
@@ -36,6 +37,7 @@ export function summarizeCluster(r: ClusterSeedResult): ClusterSeedSummary {
     simulatedMs: Math.round(r.simulatedMs),
     brokers: r.plan.brokers,
     acked: r.acked,
+    commits: r.commits,
     crashes: r.crashes,
     excusedLosses: r.excusedLosses,
     anomalies: r.anomalies,
@@ -105,7 +107,9 @@ async function main(args: string[]): Promise<number> {
       )
       return 1
     }
-    console.log(`ok: ${result.acked} records acknowledged, ${result.crashes} crashes, converged`)
+    console.log(
+      `ok: ${result.acked} records and ${result.commits} offset commits acknowledged, ${result.crashes} crashes, converged`,
+    )
     return 0
   }
   const count = Number(argValue(args, '--seeds') ?? '100')
@@ -116,6 +120,7 @@ async function main(args: string[]): Promise<number> {
   let done = 0
   let events = 0
   let acked = 0
+  let commits = 0
   let crashes = 0
   let excused = 0
   let anomalies = 0
@@ -123,6 +128,7 @@ async function main(args: string[]): Promise<number> {
     done++
     events += s.events
     acked += s.acked
+    commits += s.commits
     crashes += s.crashes
     excused += s.excusedLosses
     anomalies += s.anomalies
@@ -135,7 +141,7 @@ async function main(args: string[]): Promise<number> {
   const seconds = (performance.now() - began) / 1000
   console.log(
     `${done} seeds (${start}..${start + count - 1}) in ${seconds.toFixed(1)} s on ${workers} workers: ` +
-      `${failures.length} failed; ${events} events, ${acked} acknowledged records, ${crashes} crashes, ` +
+      `${failures.length} failed; ${events} events, ${acked} acknowledged records, ${commits} acknowledged offset commits, ${crashes} crashes, ` +
       `${excused} losses excused by power failures, ${anomalies} producer anomalies`,
   )
   return failures.length === 0 ? 0 : 1

@@ -8,8 +8,10 @@
  * partition led with its full ISR, all replicas equal up to the high watermark, and every
  * acknowledged record read back from its leader.
  */
+
+import { GROUP_METADATA_TOPIC_NAME, partitionForGroup } from '../../../src/coordinator/index.ts'
 import { SeededRandom } from '../../../src/io/random.ts'
-import type { BrokerId, TopicName } from '../../../src/model/index.ts'
+import type { BrokerId, GroupId, TopicName } from '../../../src/model/index.ts'
 import { ErrorCode, encodeBatch, readBatchHeader } from '../../../src/protocol/index.ts'
 import type { ReadOutcome } from '../../../src/replication/index.ts'
 import { ClusterChecker, ClusterInvariant, ClusterViolation } from './cluster-invariants.ts'
@@ -38,6 +40,8 @@ export interface ClusterPlan {
   readonly convergenceBoundMs: number
   /** Producers' and consumers' request.timeout.ms (and the produce's acks timeout). */
   readonly clientTimeoutMs: number
+  /** `offsets.topic.num.partitions` (the group's offsets live on one of them). */
+  readonly offsetsPartitions: number
 }
 
 export interface ClusterSeedResult {
@@ -50,6 +54,8 @@ export interface ClusterSeedResult {
   readonly events: number
   readonly simulatedMs: number
   readonly acked: number
+  /** Offset commits the group coordinator acknowledged. */
+  readonly commits: number
   readonly crashes: number
   readonly excusedLosses: number
   readonly anomalies: number
@@ -105,6 +111,7 @@ export function planClusterSeed(seed: number): ClusterPlan {
     produceGapMs: pick(random, [1, 5, 20]),
     convergenceBoundMs: ms(200_000),
     clientTimeoutMs: ms(5000),
+    offsetsPartitions: pick(random, [1, 3]),
   }
 }
 
@@ -143,6 +150,11 @@ export async function runClusterSeed(
       peers,
       { rate, wallOffsetMs: 1_700_000_000_000 + seeds.int(10_000) },
       plan.slowDisk,
+      new Map([
+        ['offsets.topic.num.partitions', String(plan.offsetsPartitions)],
+        ['offsets.topic.replication.factor', String(plan.replicationFactor)],
+        ['offsets.commit.timeout.ms', String(plan.clientTimeoutMs)],
+      ]),
     )
     brokers.push(b)
     world.endpoints.set(i, b)
@@ -151,11 +163,13 @@ export async function runClusterSeed(
   const lastSeen = new Map<string, string>()
   controller.onCommit = () => {
     const image = controller.loader.image
-    for (const [index, r] of image.topicsByName.get(TOPIC)?.partitions ?? []) {
-      const line = `leader ${r.leader} epoch ${r.leaderEpoch} isr [${r.isr}] partition epoch ${r.partitionEpoch}`
-      if (lastSeen.get(`${index}`) === line) continue
-      lastSeen.set(`${index}`, line)
-      world.log(`META ${TOPIC}-${index}: ${line}`)
+    for (const name of [TOPIC, GROUP_METADATA_TOPIC_NAME]) {
+      for (const [index, r] of image.topicsByName.get(name)?.partitions ?? []) {
+        const line = `leader ${r.leader} epoch ${r.leaderEpoch} isr [${r.isr}] partition epoch ${r.partitionEpoch}`
+        if (lastSeen.get(`${name}-${index}`) === line) continue
+        lastSeen.set(`${name}-${index}`, line)
+        world.log(`META ${name}-${index}: ${line}`)
+      }
     }
     for (const b of image.brokers.values()) {
       const line = b.fenced ? 'fenced' : 'unfenced'
@@ -341,6 +355,120 @@ export async function runClusterSeed(
     c.clock.setTimer(pollMs, poll)
   }
 
+  // ---------------------------------------------------------------- a group committing offsets
+  // One committer of a simple group (no membership) commits the consumers' positions, which only
+  // grow, through the real GroupCoordinator of the group's coordinator; in turn it fetches them
+  // back: a fetch must never answer less than a commit acknowledged before it was sent.
+  const GROUP = 'sim-group' as GroupId
+  const acknowledgedCommits = new Map<number, bigint>()
+  let commitsAcknowledged = 0
+  const commitGroupOffsets = () => {
+    const c = client(300)
+    const pollMs = Math.max(1, 300 * plan.timeScale)
+    let turn = 0
+    const next = () => c.clock.setTimer(pollMs, tick)
+    const tick = () => {
+      const topic = controller.loader.image.topicsByName.get(GROUP_METADATA_TOPIC_NAME)
+      if (topic === undefined) {
+        // FindCoordinator creates __consumer_offsets, as a client's first one does.
+        const b = brokers.find((x) => x.serving && x.groups !== null)
+        if (b !== undefined) {
+          void world
+            .rpc(c.id, b.id, c.clock, timeoutMs, () => b.groups!.findCoordinators(0, [GROUP], 'PLAINTEXT'))
+            .catch(() => {})
+        }
+        next()
+        return
+      }
+      const offsetsPartition = partitionForGroup(GROUP, topic.partitions.size)
+      const leaderId = topic.partitions.get(offsetsPartition)?.leader ?? -1
+      const coordinator = leaderId < 0 ? undefined : brokers[leaderId - 1]
+      if (coordinator === undefined) {
+        next()
+        return
+      }
+      const otp = `${GROUP_METADATA_TOPIC_NAME}-${offsetsPartition}`
+      turn++
+      if (turn % 2 === 1) {
+        const partition = (turn >> 1) % plan.partitions
+        const offset = positions.get(partition) ?? 0n
+        world
+          .rpc(c.id, coordinator.id, c.clock, timeoutMs, async () => {
+            if (coordinator.groups === null || !coordinator.serving) throw new Error('not serving')
+            return coordinator.groups.coordinator.commitOffsets({
+              groupId: GROUP,
+              generationId: -1,
+              memberId: '',
+              groupInstanceId: null,
+              retentionTimeMs: -1,
+              apiVersion: 8,
+              topics: [
+                {
+                  name: TOPIC,
+                  partitions: [
+                    {
+                      partitionIndex: partition,
+                      committedOffset: offset,
+                      committedLeaderEpoch: -1,
+                      commitTimestamp: -1n,
+                      committedMetadata: null,
+                    },
+                  ],
+                },
+              ],
+            })
+          })
+          .then(
+            (result) => {
+              const code = result[0]?.partitions?.[0]?.errorCode ?? -1
+              if (code === ErrorCode.None) {
+                commitsAcknowledged++
+                if ((acknowledgedCommits.get(partition) ?? -1n) < offset)
+                  acknowledgedCommits.set(partition, offset)
+                world.log(
+                  `c${c.id} COMMIT ${TOPIC}-${partition} at ${offset} (coordinator ${coordinator.id})`,
+                )
+              }
+              next()
+            },
+            () => next(),
+          )
+        return
+      }
+      const before = new Map(acknowledgedCommits)
+      world
+        .rpc(c.id, coordinator.id, c.clock, timeoutMs, async () => {
+          if (coordinator.groups === null || !coordinator.serving) throw new Error('not serving')
+          return coordinator.groups.coordinator.fetchOffsets(GROUP, [
+            { name: TOPIC, partitionIndexes: [...Array(plan.partitions).keys()] },
+          ])
+        })
+        .then(
+          (r) => {
+            if (r.errorCode === ErrorCode.None) {
+              for (const p of r.topics[0]?.partitions ?? []) {
+                const acked = before.get(p.partitionIndex ?? -1)
+                const got = p.committedOffset ?? -1n
+                if ((p.errorCode ?? 0) !== 0 || acked === undefined || got >= acked) continue
+                const risk = checker.powerRisk.get(coordinator.id)?.get(otp)
+                const message = `group ${GROUP} ${TOPIC}-${p.partitionIndex}: coordinator ${coordinator.id} answered ${got} after a commit of ${acked} was acknowledged`
+                if (risk !== undefined) {
+                  checker.excusedLosses++
+                  world.log(`EXCUSED (power loss) ${message}`)
+                  acknowledgedCommits.set(p.partitionIndex!, got)
+                  continue
+                }
+                world.fail(new ClusterViolation(ClusterInvariant.CommittedOffsetNeverRegresses, message))
+              }
+            }
+            next()
+          },
+          () => next(),
+        )
+    }
+    next()
+  }
+
   // ---------------------------------------------------------------- faults
   const quietAtMs = plan.faultPhaseMs
   const randomBroker = (up: boolean) => {
@@ -445,6 +573,7 @@ export async function runClusterSeed(
     events: world.events,
     simulatedMs: world.nowMs,
     acked: checker.ackCount,
+    commits: commitsAcknowledged,
     crashes: brokers.reduce((n, b) => n + b.crashes, 0),
     excusedLosses: checker.excusedLosses,
     anomalies,
@@ -467,6 +596,7 @@ export async function runClusterSeed(
     const start = world.nowMs
     for (let k = 0; k < plan.producers; k++) produce(k)
     for (let p = 0; p < plan.partitions; p++) consume(p)
+    commitGroupOffsets()
     world.network = plan.network
     world.at(start + faults.nextFloat() * plan.faultGapMs, 'fault', fault)
     const quietAt = start + quietAtMs
@@ -599,9 +729,8 @@ async function readBack(
     for (const [at, a] of checker.acked.get(tp) ?? []) {
       const s = seen.get(at)
       if (s === undefined || s.producerId !== a.producerId || s.sequence !== a.sequence) {
-        const risk = checker.powerRisk.get(leader.id)?.get(tp)
-        if (risk !== undefined && risk <= at) {
-          // The leader lost it to a power failure, holding it unsynced (a follower's copy).
+        if (checker.powerLossExplains(tp, at, r.leaderEpoch)) {
+          // A leader lost it to a power failure, holding it unsynced (a follower's copy).
           checker.excusedLosses++
           continue
         }

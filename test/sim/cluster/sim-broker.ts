@@ -7,7 +7,8 @@
  * QuorumController the same way. A crash kills the process (page cache kept) or the machine
  * (SimDisk's power-loss semantics); a restart recovers from the disk and registers again.
  */
-import { resolveTopicConfig } from '../../../src/config/index.ts'
+import { GroupCoordination, internalTopicRequest } from '../../../src/broker/group-coordination.ts'
+import { resolveBrokerConfig, resolveTopicConfig } from '../../../src/config/index.ts'
 import { type NodeConfigSource, randomUuid, topicConfigLayers } from '../../../src/controller/index.ts'
 import {
   type Disk,
@@ -180,6 +181,8 @@ export class SimBroker implements SimEndpoint {
   readonly disk = new SimDisk()
   readonly clock: NodeClock
   rm: ReplicaManager | null = null
+  /** The real group coordinator, persisting offsets to `__consumer_offsets` through `rm`. */
+  groups: GroupCoordination | null = null
   logManager: LogManager | null = null
   loader = new MetadataLoader()
   /** Metadata entries applied (the next offset to apply). */
@@ -206,6 +209,7 @@ export class SimBroker implements SimEndpoint {
     peers: BrokerPeers,
     clock: { rate: number; wallOffsetMs: number },
     slowDisk: { rate: number; maxMs: number },
+    staticConfig: ReadonlyMap<string, string> = new Map(),
   ) {
     this.id = id
     this.#world = world
@@ -213,7 +217,7 @@ export class SimBroker implements SimEndpoint {
     this.#timings = timings
     this.#peers = peers
     this.#slowDisk = slowDisk
-    this.#configSource = { nodeId: id, staticBroker: new Map() }
+    this.#configSource = { nodeId: id, staticBroker: new Map([...staticConfig, ['node.id', String(id)]]) }
     this.clock = new NodeClock(world, this, clock.rate, clock.wallOffsetMs)
     // A slow disk holds some appends, writes and fsyncs for a while (so crashes land mid-fsync);
     // an operation of an incarnation that died meanwhile then fails and changes nothing.
@@ -281,8 +285,26 @@ export class SimBroker implements SimEndpoint {
       },
     })
     this.rm = rm
+    const groups = new GroupCoordination({
+      effective: resolveBrokerConfig({ staticBroker: this.#configSource.staticBroker }),
+      clock,
+      random: this.#random,
+      replicas: rm,
+      image: () => this.loader.image,
+      createInternalTopic: (spec) =>
+        this.#world.rpc(this.id, CONTROLLER_ID, clock, t.requestTimeoutMs, () =>
+          this.#peers.controller.qc.createTopics(internalTopicRequest(spec), undefined, {
+            allowInternal: true,
+          }),
+        ),
+      log: (level, message) => {
+        if (level !== 'info') this.log(`${level}: ${message}`)
+      },
+    })
+    this.groups = groups
     const loader = this.loader
     loader.subscribe((p) => rm.onPublish(p))
+    loader.subscribe(() => groups.onPublish())
     const hooksFor = (topic: string, partition: number): LogHooks => {
       const inner = rm.hooksFor(topic, partition)
       const mirror = new Mirror()
@@ -352,6 +374,8 @@ export class SimBroker implements SimEndpoint {
     if (kind === 'kill') this.disk.crash({ processOnly: true })
     else this.disk.crash({ random, tear: true })
     this.rm = null
+    this.groups?.close()
+    this.groups = null
     this.logManager = null
     this.serving = false
     this.log(`CRASH (${kind})`)
