@@ -24,7 +24,7 @@ export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
   {
     seed: 28,
     found:
-      'replication: a follower whose epoch cache ended with an epoch it had led without appending anything was told it diverged at its own log end forever and never rejoined the ISR; truncation at the log end now drops such epochs, as Kafka does (first found as seed 14)',
+      'replication: a follower whose epoch cache ended with an epoch it had led without appending anything was told it diverged at its own log end forever and never rejoined the ISR; truncation at the log end now drops such epochs, as Kafka does (first found as seed 14; fixed on main by 801f80f at the same time)',
   },
   { seed: 47, found: 'replication: the same' },
   {
