@@ -8,6 +8,7 @@ import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { CLUSTER_ID_KEY, type LogLevel, WeirNode } from '../broker/index.ts'
 import { applyOverrides, parseHostPort, parseOverrides, parseProperties } from '../config/index.ts'
+import { controlledDelay, NodeDisk, SlowDisk } from '../io/index.ts'
 
 export const DEFAULT_DATA_DIR = '.weir/data'
 
@@ -24,6 +25,11 @@ Options:
   --cluster-id ID      the cluster id for new directories (every node of a cluster the same)
   --quiet              print only errors
   -h, --help           this help
+
+Environment (tests only):
+  WEIR_TEST_SLOW_DISK_FILE=PATH   delay every disk write and fsync by the milliseconds written in
+                                  PATH (re-read every 200 ms; 0 or missing: no delay). For fault
+                                  tests (test/faults); never in production.
 `
 
 /** Builds the static config layer from flags: --config, then shorthand flags, then --set. */
@@ -113,7 +119,14 @@ export async function runStart(argv: readonly string[]): Promise<number> {
   process.on('SIGINT', () => signal('SIGINT'))
   let node: WeirNode
   try {
-    node = await WeirNode.start({ staticConfig: config, log })
+    const slowDiskFile = process.env.WEIR_TEST_SLOW_DISK_FILE
+    const disk =
+      slowDiskFile === undefined || slowDiskFile === ''
+        ? undefined
+        : new SlowDisk(new NodeDisk(), controlledDelay(slowDiskFile))
+    if (disk !== undefined)
+      log('warn', `test-only slow disk: delays from ${slowDiskFile} (WEIR_TEST_SLOW_DISK_FILE)`)
+    node = await WeirNode.start({ staticConfig: config, log, ...(disk === undefined ? {} : { disk }) })
     await node.ready()
   } catch (e) {
     process.stderr.write(`weir start: ${(e as Error).message}\n`)

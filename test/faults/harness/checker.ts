@@ -19,6 +19,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { batchSizeAt, decodeBatch, LOG_OVERHEAD } from '../../../src/protocol/index.ts'
+import type { InjectedFault } from './faults.ts'
 import type { WorkloadResult } from './workload.ts'
 
 export interface Verdict {
@@ -34,6 +35,8 @@ export interface Verdict {
   readonly replicaProblems: string[]
   /** Max unavailability per partition, ms. */
   readonly unavailableMs: Map<number, number>
+  /** Where each partition's longest gap was: [from, to] in ms since the workload started. */
+  readonly unavailableAt: Map<number, [number, number]>
   readonly unknownOutcome: number
   readonly recordsRead: number
 }
@@ -49,6 +52,8 @@ export interface CheckInput {
   readonly replicas: Map<number, Map<number, Map<bigint, string>>>
   /** When producing stopped, ms since the workload started. */
   readonly producingEndedAt: number
+  /** The faults injected, to say which were around a problem. */
+  readonly faults?: readonly InjectedFault[]
 }
 
 const MAX_EXAMPLES = 20
@@ -166,11 +171,24 @@ export function check(input: CheckInput): Verdict {
       }
     }
 
+  let backwardsN = 0
   for (const [p, list] of workload.commits)
-    for (let i = 1; i < list.length; i++)
-      if (list[i]! < list[i - 1]!) push(commitsBackwards, `p${p}: ${list[i - 1]} -> ${list[i]}`)
+    for (let i = 1; i < list.length; i++) {
+      const [a, b] = [list[i - 1]!, list[i]!]
+      if (b.offset < a.offset) {
+        backwardsN++
+        const active = (input.faults ?? [])
+          .filter((f) => f.from < b.at && f.to + 1_000 > a.at)
+          .map((f) => `${f.kind} ${f.target}`)
+        push(
+          commitsBackwards,
+          `p${p}: ${a.offset} (${(a.at / 1000).toFixed(1)}s) -> ${b.offset} (${(b.at / 1000).toFixed(1)}s)${active.length > 0 ? `, around ${active.join('; ')}` : ''}`,
+        )
+      }
+    }
 
   const unavailableMs = new Map<number, number>()
+  const unavailableAt = new Map<number, [number, number]>()
   const byPartition = new Map<number, number[]>()
   for (const a of workload.acks) {
     const l = byPartition.get(a.partition) ?? []
@@ -180,8 +198,14 @@ export function check(input: CheckInput): Verdict {
   for (const p of input.ends.keys()) {
     const times = [0, ...(byPartition.get(p) ?? []), input.producingEndedAt]
     let max = 0
-    for (let i = 1; i < times.length; i++) max = Math.max(max, times[i]! - times[i - 1]!)
+    let at: [number, number] = [0, 0]
+    for (let i = 1; i < times.length; i++)
+      if (times[i]! - times[i - 1]! > max) {
+        max = times[i]! - times[i - 1]!
+        at = [times[i - 1]!, times[i]!]
+      }
     unavailableMs.set(p, max)
+    unavailableAt.set(p, at)
   }
 
   const counted = (list: string[], n: number) => (n === list.length ? list : [`(${n})`, ...list])
@@ -193,10 +217,11 @@ export function check(input: CheckInput): Verdict {
     reordered: counted(reordered, reorderN),
     offsetConflicts: counted(offsetConflicts, conflictN),
     phantom: counted(phantom, phantomN),
-    commitsBackwards,
+    commitsBackwards: counted(commitsBackwards, backwardsN),
     undrained: input.undrained,
     replicaProblems: counted(replicaProblems, replicaN),
     unavailableMs,
+    unavailableAt,
     unknownOutcome: workload.attempted.size,
     recordsRead,
   }

@@ -7,11 +7,12 @@
  * metadata disk would have it.
  *
  * Nodes can be killed (SIGKILL) and restarted from their files, paused (SIGSTOP) and resumed
- * (SIGCONT). `destroy()` kills everything, unmounts, removes the namespaces and the directory; it
+ * (SIGCONT), and have their disk slowed (every node runs with `WEIR_TEST_SLOW_DISK_FILE`, which is 0
+ * until a slow-disk fault writes a delay). `destroy()` kills everything, unmounts, removes the namespaces and the directory; it
  * also runs from a process 'exit' handler, so a failing test leaves nothing behind.
  */
 import { execFileSync } from 'node:child_process'
-import { closeSync, mkdirSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePorts, tempDir, WeirProcess, waitFor, writeProperties } from '../../support/weir-process.ts'
 import { NetnsNetwork, netnsAvailable } from './netns.ts'
@@ -40,6 +41,8 @@ export interface FaultNode {
   readonly dataDir: string
   /** Where a disk-full fault puts its filler file. */
   readonly fillerPath: string
+  /** The node's slow-disk control file (`WEIR_TEST_SLOW_DISK_FILE`): a delay in ms per write and fsync. */
+  readonly slowDiskPath: string
   paused: boolean
 }
 
@@ -112,10 +115,11 @@ export class FaultCluster {
           controllerPort,
           process: new WeirProcess(['--config', config], {
             ...(net === null ? {} : { prefix: net.prefix(id) }),
-            ...(options.env === undefined ? {} : { env: options.env(id) }),
+            env: { WEIR_TEST_SLOW_DISK_FILE: join(nodeDir, 'slow-disk-ms'), ...options.env?.(id) },
           }),
           dataDir,
           fillerPath: join(dataDir, 'filler'),
+          slowDiskPath: join(nodeDir, 'slow-disk-ms'),
           paused: false,
         })
       }
@@ -210,12 +214,21 @@ export class FaultCluster {
     }
   }
 
+  /**
+   * Slows node `id`'s disk: every write and fsync waits `ms` first (Weir's test-only SlowDisk on its
+   * Disk port; the machine has no dm-delay). 0 heals. Takes effect within 200 ms, no restart.
+   */
+  slowDisk(id: number, ms: number): void {
+    writeFileSync(this.node(id).slowDiskPath, `${ms}\n`)
+  }
+
   /** Heals every fault: resumes paused nodes, restarts dead ones, frees disks, heals the network. */
   async healAll(): Promise<void> {
     this.net?.heal()
     for (const n of this.nodes) {
       this.resume(n.id)
       this.freeDisk(n.id)
+      this.slowDisk(n.id, 0)
     }
     for (const n of this.nodes) if (!n.process.running) await this.restart(n.id)
   }

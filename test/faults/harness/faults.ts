@@ -14,6 +14,8 @@
  * - `bridge`: two sides that cannot reach each other and one node that reaches both.
  * - `disk-full`: fill a node's data dir (a tmpfs) to ENOSPC; when healed, free it and restart the node
  *   (a log that failed on a full disk stays offline until then).
+ * - `slow-disk`: every disk write and fsync of a node waits 100-500 ms (Weir's test-only SlowDisk on
+ *   its Disk port, switched by a control file: this machine has no dm-delay); 0 when healed.
  * Network kinds need netns mode; disk-full needs tmpfs data dirs. A kind that cannot run here is
  * left out of the schedule (and the table says which kinds ran).
  */
@@ -31,6 +33,7 @@ export const FAULT_KINDS = [
   'minority',
   'bridge',
   'disk-full',
+  'slow-disk',
 ] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
 
@@ -221,6 +224,12 @@ export class FaultInjector {
         const b = rest.slice(half)
         c.net!.split([a, b])
         return { target: `${a.join(',')} | ${b.join(',')} via ${bridge}`, heal: async () => c.net!.heal() }
+      }
+      case 'slow-disk': {
+        const id = pickOf(ids)
+        const ms = 100 + (f.pick % 401)
+        c.slowDisk(id, ms)
+        return { target: `node ${id} (${ms} ms per write and fsync)`, heal: async () => c.slowDisk(id, 0) }
       }
       case 'disk-full': {
         const id = pickOf(ids)

@@ -1,5 +1,5 @@
 /**
- * `npm run faults -- --duration <s> [--seed N] [--nodes 3] [--partitions 12] [--rf 1] [--min-isr N]
+ * `npm run faults -- --duration <s> [--seed N] [--nodes 3] [--partitions 12] [--rf 3] [--min-isr 2]
  *  [--kinds kill,pause,...] [--network auto|netns|loopback]`: the long fault run. Prints the seed,
  * the command that replays it, what happened, and the results table; exits 1 when anything was
  * lost, duplicated, reordered or inconsistent.
@@ -16,7 +16,7 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     nodes: { type: 'string', default: '3' },
     partitions: { type: 'string', default: '12' },
-    rf: { type: 'string', default: '1' },
+    rf: { type: 'string' },
     'min-isr': { type: 'string' },
     kinds: { type: 'string' },
     network: { type: 'string', default: 'auto' },
@@ -28,6 +28,13 @@ const kinds = values.kinds?.split(',').map((k) => {
     throw new Error(`unknown fault kind ${k}: ${FAULT_KINDS.join(', ')}`)
   return k as FaultKind
 })
+// SIGINT/SIGTERM exit through process.exit, so the cluster's 'exit' handler kills the nodes,
+// unmounts their tmpfs and removes the namespaces.
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.on(signal, () => {
+    console.log(`faults: ${signal}, cleaning up`)
+    process.exit(130)
+  })
 const started = new Date()
 console.log(`faults: seed ${seed}`)
 const report = await runHarness({
@@ -35,7 +42,7 @@ const report = await runHarness({
   durationMs: Number(values.duration) * 1000,
   nodes: Number(values.nodes),
   partitions: Number(values.partitions),
-  replicationFactor: Number(values.rf),
+  ...(values.rf !== undefined ? { replicationFactor: Number(values.rf) } : {}),
   ...(values['min-isr'] !== undefined ? { minInsyncReplicas: Number(values['min-isr']) } : {}),
   ...(kinds !== undefined ? { kinds } : {}),
   network: values.network as NetworkMode | 'auto',

@@ -16,13 +16,15 @@ export interface RunOptions {
   readonly durationMs: number
   readonly nodes?: number
   readonly partitions?: number
+  /** Default min(3, nodes). */
   readonly replicationFactor?: number
+  /** Default min(2, rf - 1), at least 1. */
   readonly minInsyncReplicas?: number
   readonly network?: NetworkMode | 'auto'
   /** Fault kinds to draw from (default: every kind this machine can do). */
   readonly kinds?: readonly FaultKind[]
   readonly timing?: { gapMs: [number, number]; holdMs: [number, number] }
-  /** tmpfs size per node for disk-full faults (default 64 MiB; 0: no tmpfs, no disk-full). */
+  /** tmpfs size per node for disk-full faults (default 64 MiB as root, else 0: no tmpfs, no disk-full). */
   readonly tmpfsBytes?: number
   readonly log?: (line: string) => void
 }
@@ -43,9 +45,10 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
   const log = options.log ?? (() => {})
   const nodes = options.nodes ?? 3
   const partitions = options.partitions ?? 12
-  const rf = options.replicationFactor ?? 1
+  const rf = options.replicationFactor ?? Math.min(3, nodes)
   const minIsr = options.minInsyncReplicas ?? Math.max(1, Math.min(2, rf - 1))
-  const tmpfsBytes = options.tmpfsBytes ?? 64 << 20
+  // A tmpfs per node needs root (mount); without it there is no disk-full fault.
+  const tmpfsBytes = options.tmpfsBytes ?? (process.getuid?.() === 0 ? 64 << 20 : 0)
   const topic = 'faults'
   const cluster = await FaultCluster.start({
     nodes,
@@ -98,8 +101,16 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
     for (const n of cluster.nodes) replicas.set(n.id, readReplicaFiles(join(n.dataDir, 'log'), topic))
     const read = new Map<number, Map<bigint, string[]>>()
     for (const [p, m] of records) read.set(p, new Map([...m].map(([o, vs]) => [o, [...new Set(vs)]])))
-    const verdict = check({ workload: workload.result(), read, ends, undrained, replicas, producingEndedAt })
-    const replay = `npm run faults -- --duration ${Math.round(options.durationMs / 1000)} --seed ${options.seed} --nodes ${nodes} --partitions ${partitions} --rf ${rf}`
+    const verdict = check({
+      workload: workload.result(),
+      read,
+      ends,
+      undrained,
+      replicas,
+      producingEndedAt,
+      faults: injector.injected,
+    })
+    const replay = `npm run faults -- --duration ${Math.round(options.durationMs / 1000)} --seed ${options.seed} --nodes ${nodes} --partitions ${partitions} --rf ${rf} --min-isr ${minIsr}`
     const table = formatTable({ injected: injector.injected, verdict })
     return {
       seed: options.seed,

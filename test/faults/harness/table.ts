@@ -13,6 +13,14 @@ export function formatTable(input: { injected: readonly InjectedFault[]; verdict
       worst = ms
       worstPartition = p
     }
+  /** The faults the worst gap overlapped. */
+  const during = () => {
+    const [from, to] = v.unavailableAt.get(worstPartition) ?? [0, 0]
+    const hit = injected.filter((f) => f.from < to && f.to > from).map((f) => `${f.kind} ${f.target}`)
+    return hit.length === 0 ? ', no fault active' : `, during ${hit.join('; ')}`
+  }
+  const sorted = [...v.unavailableMs.values()].sort((a, b) => a - b)
+  const median = sorted.length === 0 ? 0 : sorted[Math.floor(sorted.length / 2)]!
   const rows: Array<[string, string]> = [
     ['faults injected', `${injected.length} (${[...kinds].map(([k, n]) => `${k} ${n}`).join(', ')})`],
     ['writes acknowledged', String(v.acknowledged)],
@@ -25,11 +33,12 @@ export function formatTable(input: { injected: readonly InjectedFault[]; verdict
     ['offset conflicts between readers', String(countOf(v.offsetConflicts))],
     ['replica disagreements', String(countOf(v.replicaProblems))],
     ['never-sent values', String(countOf(v.phantom))],
-    ['committed offsets moved backwards', String(v.commitsBackwards.length)],
+    ['committed offsets moved backwards', String(countOf(v.commitsBackwards))],
     ['partitions not drained after healing', String(v.undrained.length)],
+    ["median of partitions' max unavailability", `${(median / 1000).toFixed(1)} s`],
     [
       'max unavailability',
-      worstPartition < 0 ? '-' : `${(worst / 1000).toFixed(1)} s (partition ${worstPartition})`,
+      worstPartition < 0 ? '-' : `${(worst / 1000).toFixed(1)} s (partition ${worstPartition}${during()})`,
     ],
   ]
   const width = Math.max(...rows.map(([k]) => k.length))
@@ -66,7 +75,7 @@ export function clean(v: Verdict): boolean {
       countOf(v.offsetConflicts) +
       countOf(v.replicaProblems) +
       countOf(v.phantom) +
-      v.commitsBackwards.length +
+      countOf(v.commitsBackwards) +
       v.undrained.length ===
     0
   )

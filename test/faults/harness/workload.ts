@@ -50,8 +50,8 @@ export interface WorkloadResult {
   readonly attempted: Set<string>
   /** Every record the group's consumers were handed: "partition/offset" -> values seen there. */
   readonly consumed: Map<string, Set<string>>
-  /** Committed offsets per partition in the order observed (only changes are kept). */
-  readonly commits: Map<number, bigint[]>
+  /** Committed offsets per partition in the order observed (only changes are kept), with when (ms). */
+  readonly commits: Map<number, Array<{ offset: bigint; at: number }>>
   /** Sends that failed. */
   readonly sendErrors: number
   readonly startedAt: number
@@ -93,7 +93,7 @@ export class Workload {
   readonly #acks: Ack[] = []
   readonly #attempted = new Set<string>()
   readonly #consumed = new Map<string, Set<string>>()
-  readonly #commits = new Map<number, bigint[]>()
+  readonly #commits = new Map<number, Array<{ offset: bigint; at: number }>>()
   #sendErrors = 0
   #stopping = false
   #startedAt = 0
@@ -259,6 +259,12 @@ export class Workload {
     await this.#admin.connect()
   }
 
+  #noteCommit(partition: number, offset: bigint): void {
+    const list = this.#commits.get(partition) ?? []
+    if (list.length === 0 || list[list.length - 1]!.offset !== offset) list.push({ offset, at: this.now })
+    this.#commits.set(partition, list)
+  }
+
   async #pollCommits(): Promise<void> {
     const every = this.options.commitPollMs ?? 1_000
     while (!this.#stopping) {
@@ -270,10 +276,7 @@ export class Workload {
         for (const t of res)
           for (const p of t.partitions) {
             if (p.offset === '-1') continue
-            const list = this.#commits.get(p.partition) ?? []
-            const o = BigInt(p.offset)
-            if (list.length === 0 || list[list.length - 1] !== o) list.push(o)
-            this.#commits.set(p.partition, list)
+            this.#noteCommit(p.partition, BigInt(p.offset))
           }
       } catch {
         // the coordinator may be down right now
@@ -292,10 +295,7 @@ export class Workload {
       for (const t of res)
         for (const p of t.partitions) {
           if (p.offset === '-1') continue
-          const list = this.#commits.get(p.partition) ?? []
-          const o = BigInt(p.offset)
-          if (list.length === 0 || list[list.length - 1] !== o) list.push(o)
-          this.#commits.set(p.partition, list)
+          this.#noteCommit(p.partition, BigInt(p.offset))
         }
     } catch {
       // reported as not drained by the caller
