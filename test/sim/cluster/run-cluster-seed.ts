@@ -702,6 +702,7 @@ async function readBack(
     const tp = `${TOPIC}-${partition}`
     const leader = brokers[r.leader - 1]!
     const seen = new Map<bigint, { producerId: bigint; sequence: number }>()
+    const once = new Map<string, bigint>()
     let offset = 0n
     for (;;) {
       const [o] = await leader.rm!.fetchMessages(
@@ -722,6 +723,16 @@ async function readBack(
       while (at + 61 <= o!.records.length) {
         const h = readBatchHeader(o!.records, at)
         seen.set(h.baseOffset, { producerId: h.producerId, sequence: h.baseSequence })
+        // Idempotence: each (producer, sequence) is in the log once, however often it was retried.
+        const key = `${h.producerId}:${h.producerEpoch}:${h.baseSequence}`
+        const first = once.get(key)
+        if (first !== undefined && !checker.powerLossExplains(tp, first, r.leaderEpoch)) {
+          throw new ClusterViolation(
+            ClusterInvariant.AckedRecordNeverLost,
+            `${tp}: producer ${h.producerId} seq ${h.baseSequence} is in the log twice, at ${first} and ${h.baseOffset}`,
+          )
+        }
+        once.set(key, h.baseOffset)
         offset = h.baseOffset + BigInt(h.lastOffsetDelta) + 1n
         at += 12 + h.batchLength
       }
