@@ -391,6 +391,27 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     await c.close()
   })
 
+  test('a follower elected leader flushes the tail it fetched: with flush.on.ack its high watermark reaches its log end without another produce', async () => {
+    const c = new Cluster()
+    await c.start([1, 2], { replicas: [1, 2], isr: [1, 2], leader: 1 })
+    void c.produce(1, batch(3, 'a'))
+    // Broker 2 copies the records, then loses its leader before learning the high watermark.
+    for (let i = 0; i < 3000 && c.partition(2).logEndOffset < 3n; i++) {
+      await settle(1)
+      c.clock.advance(1)
+    }
+    c.cut.add('2->1')
+    c.cut.add('1->2')
+    assert.equal(c.partition(2).logEndOffset, 3n)
+    assert.equal(c.partition(2).highWatermark, 0n)
+    assert.ok(c.partition(2).log.recoveryPoint < 3n, 'a follower does not flush what it fetches')
+    await c.elect(2, [2])
+    await c.run(1000)
+    assert.equal(c.partition(2).leaderEpoch, 1)
+    assert.equal(c.partition(2).highWatermark, 3n, 'found by the cluster simulation (seeds 4, 7)')
+    await c.close()
+  })
+
   test('a follower that lags past replica.lag.time.max.ms is proposed out; back in once caught up', async () => {
     const c = new Cluster()
     await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
