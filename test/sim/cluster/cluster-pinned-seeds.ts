@@ -44,6 +44,7 @@ export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
       'simulator: a loss is explained by a power failure of any leader between the committed batch and the one replacing it, not only of the last',
   },
   { seed: 973, found: 'simulator: the same at read-back' },
+  { seed: 2703, found: 'simulator: the same for a group offset lost with the records of __consumer_offsets' },
   {
     seed: 3,
     found: 'simulator: the log read back at restart replaced the mirror the log hooks kept updating',
