@@ -17,7 +17,8 @@ export function formatTable(input: { injected: readonly InjectedFault[]; verdict
   const during = () => {
     const [from, to] = v.unavailableAt.get(worstPartition) ?? [0, 0]
     const hit = injected.filter((f) => f.from < to && f.to > from).map((f) => `${f.kind} ${f.target}`)
-    return hit.length === 0 ? ', no fault active' : `, during ${hit.join('; ')}`
+    if (hit.length === 0) return ', no fault active'
+    return `, during ${hit.slice(0, 3).join('; ')}${hit.length > 3 ? ` and ${hit.length - 3} more faults` : ''}`
   }
   const sorted = [...v.unavailableMs.values()].sort((a, b) => a - b)
   const median = sorted.length === 0 ? 0 : sorted[Math.floor(sorted.length / 2)]!

@@ -184,6 +184,7 @@ export class Workload {
   async #produceLoop(partition: number): Promise<void> {
     const random = new SeededRandom(BigInt(this.options.seed) * 1000n + BigInt(partition))
     const batchMax = this.options.batchMax ?? 4
+    let lastConnectError = ''
     while (!this.#stopping) {
       const session = `s${++this.#session}`
       const producer = kafkaClient(this.options.brokers, `faults-producer-${partition}`).producer({
@@ -194,7 +195,12 @@ export class Workload {
       })
       try {
         await producer.connect()
-      } catch {
+        lastConnectError = ''
+      } catch (e) {
+        // Logged when it changes: a producer that cannot even start (InitProducerId) is a stall too.
+        const message = (e as Error).message.slice(0, 120)
+        if (message !== lastConnectError) this.options.log?.(`connect p${partition} ${session}: ${message}`)
+        lastConnectError = message
         await producer.disconnect().catch(() => {})
         await new Promise((r) => setTimeout(r, 250))
         continue
