@@ -25,8 +25,8 @@ function report(failures: ClusterSeedSummary[]): string {
 }
 
 describe('whole-cluster simulation', () => {
-  for (const { seed, found } of PINNED_CLUSTER_SEEDS) {
-    it(`pinned seed ${seed} (${found.split(':')[0]})`, async () => {
+  for (const { seed, found, todo } of PINNED_CLUSTER_SEEDS) {
+    it(`pinned seed ${seed} (${found.split(':')[0]})`, todo === undefined ? {} : { todo }, async () => {
       const result = summarizeCluster(await runClusterSeed(seed))
       assert.ok(result.ok, report([result]))
     })

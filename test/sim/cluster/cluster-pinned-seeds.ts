@@ -6,6 +6,8 @@
 export interface PinnedClusterSeed {
   readonly seed: number
   readonly found: string
+  /** Still failing: the bug is known and not fixed yet (the test reports it as a todo). */
+  readonly todo?: string
 }
 
 export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
@@ -44,6 +46,18 @@ export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
       'simulator: a loss is explained by a power failure of any leader between the committed batch and the one replacing it, not only of the last',
   },
   { seed: 973, found: 'simulator: the same at read-back' },
+  {
+    seed: 5448,
+    found:
+      'broker/controller: a leader that lost its unflushed tail to a power failure restarted before the controller fenced it and led again in the same leader epoch (its metadata still named it; registering a new incarnation moves nothing), rewriting those offsets; a follower holding the old batches in that epoch cannot see the divergence and keeps them, below the high watermark and in the ISR',
+    todo: 'Kafka 4 removes an uncleanly shut down broker from the ISRs at registration (KIP-966) and applies partitions only once caught up past its registration; neither is done yet',
+  },
+  { seed: 5671, found: 'broker/controller: the same', todo: 'the same' },
+  {
+    seed: 3726,
+    found:
+      'simulator: the final comparison of replicas counted a leader append still in flight (its hooks run when it is issued)',
+  },
   { seed: 2703, found: 'simulator: the same for a group offset lost with the records of __consumer_offsets' },
   {
     seed: 3,

@@ -756,9 +756,11 @@ async function readBack(
         )
       }
     }
-    const reference = leader.mirrors.get(tp)!.batches
+    // Below the high watermark: an append may still be in flight (its hooks ran when it was issued).
+    const hw = leader.rm!.getPartition(TOPIC, partition)!.highWatermark
+    const reference = leader.mirrors.get(tp)!.batches.filter((b) => b.lastOffset < hw)
     for (const id of r.replicas) {
-      const mine = brokers[id - 1]!.mirrors.get(tp)!.batches
+      const mine = brokers[id - 1]!.mirrors.get(tp)!.batches.filter((b) => b.lastOffset < hw)
       const same =
         mine.length === reference.length &&
         mine.every(
