@@ -45,8 +45,6 @@ const NOT_SERVED: readonly [number, string, number, number][] = [
   [39, 'RenewDelegationToken', 1, 2],
   [40, 'ExpireDelegationToken', 1, 2],
   [41, 'DescribeDelegationToken', 1, 3],
-  [45, 'AlterPartitionReassignments', 0, 0],
-  [46, 'ListPartitionReassignments', 0, 0],
   [48, 'DescribeClientQuotas', 0, 1],
   [49, 'AlterClientQuotas', 0, 1],
   [50, 'DescribeUserScramCredentials', 0, 0],
