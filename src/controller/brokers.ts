@@ -70,7 +70,19 @@ export function registerBroker(
     fenced: true,
     inControlledShutdown: false,
   })
-  return { records: [record], response: { errorCode: ErrorCode.None, brokerEpoch: ctx.nextOffset } }
+  // A new incarnation of a known broker (a restart, perhaps after a crash that lost unflushed
+  // writes) must not lead again in the epoch it led before, nor count as in sync: it leaves every
+  // ISR it is in (but the last member's) and its leaderships move, as Kafka's unclean-shutdown
+  // handling at registration. When it unfences it is elected again in a new epoch, so replicas
+  // that hold what it lost see the divergence and truncate.
+  const moved =
+    existing !== undefined && existing.incarnationId !== req.incarnationId
+      ? moveAwayFrom(ctx.image, req.brokerId)
+      : []
+  return {
+    records: [record, ...moved],
+    response: { errorCode: ErrorCode.None, brokerEpoch: ctx.nextOffset },
+  }
 }
 
 export interface HeartbeatContext {

@@ -50,9 +50,15 @@ export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
     seed: 5448,
     found:
       'broker/controller: a leader that lost its unflushed tail to a power failure restarted before the controller fenced it and led again in the same leader epoch (its metadata still named it; registering a new incarnation moves nothing), rewriting those offsets; a follower holding the old batches in that epoch cannot see the divergence and keeps them, below the high watermark and in the ISR',
-    todo: 'Kafka 4 removes an uncleanly shut down broker from the ISRs at registration (KIP-966) and applies partitions only once caught up past its registration; neither is done yet',
+    todo: 'registering a new incarnation now takes the broker out of its ISRs and leaderships (fixed 5671 and 8990); the broker still acts on its partitions before its metadata has caught up past its own registration, as Kafka 4 does not',
   },
-  { seed: 5671, found: 'broker/controller: the same', todo: 'the same' },
+  { seed: 7339, found: 'broker/controller: the same as 5448', todo: 'the same as 5448' },
+  {
+    seed: 5671,
+    found:
+      'controller: the same leader in the same epoch after a power loss; fixed: registering a new incarnation of a broker moves its leaderships and takes it out of its ISRs (Kafka does it at registration too)',
+  },
+  { seed: 8990, found: 'controller: the same as 5671' },
   {
     seed: 3726,
     found:

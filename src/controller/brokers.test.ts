@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { applyRecords, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
+import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import {
+  type BrokerRegistrationRequestData,
+  decodeMetadataRecord,
+  ErrorCode,
+  encodeMetadataRecord,
+  metadataRecordTypes as T,
+} from '../protocol/index.ts'
+import { registerBroker } from './brokers.ts'
+import { type PendingRecord, pendingRecord } from './decision.ts'
+
+const b = (n: number) => n as BrokerId
+const topicId = Buffer.alloc(16, 9).toString('base64url') as Uuid
+const incarnation = (n: number) => Buffer.alloc(16, n).toString('base64url') as Uuid
+
+function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
+  return applyRecords(
+    image,
+    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
+  )
+}
+
+/** Brokers 1-3 live; partition 0 on [1,2,3] led by 1 in epoch 4 with ISR [1,2,3]; partition 1 led by 2. */
+function cluster(): MetadataImage {
+  const records: PendingRecord[] = []
+  for (const id of [1, 2, 3]) {
+    records.push(
+      pendingRecord(T.RegisterBroker, 0, {
+        brokerId: b(id),
+        brokerEpoch: BigInt(10 * id),
+        incarnationId: incarnation(id),
+        fenced: false,
+      }),
+    )
+  }
+  records.push(pendingRecord(T.Topic, 0, { name: 't' as TopicName, topicId }))
+  for (const [partitionId, leader] of [
+    [0, 1],
+    [1, 2],
+  ] as const) {
+    records.push(
+      pendingRecord(T.Partition, 0, {
+        topicId,
+        partitionId,
+        replicas: [b(1), b(2), b(3)],
+        isr: [1, 2, 3],
+        leader: b(leader),
+        leaderEpoch: 4,
+        partitionEpoch: 4,
+      }),
+    )
+  }
+  return commit(EMPTY_IMAGE, records)
+}
+
+function registration(id: number, inc: Uuid): BrokerRegistrationRequestData.BrokerRegistrationRequest {
+  return {
+    brokerId: b(id),
+    clusterId: 'c',
+    incarnationId: inc,
+    listeners: [],
+    features: [],
+    rack: null,
+    isMigratingZkBroker: false,
+    logDirs: [],
+    previousBrokerEpoch: -1n,
+  } as never
+}
+
+const ctx = (image: MetadataImage) => ({
+  image,
+  clusterId: 'c',
+  nextOffset: 100n,
+  hasLiveSession: () => false,
+  finalizedFeatures: new Map<string, number>(),
+})
+
+test('a new incarnation of a broker leaves its ISRs and leaderships, so it leads again only in a new epoch', () => {
+  const image = cluster()
+  const d = registerBroker(ctx(image), registration(1, incarnation(11)))
+  assert.equal(d.response.errorCode, ErrorCode.None)
+  const after = commit(image, d.records)
+  const p0 = after.topicsById.get(topicId)!.partitions.get(0)!
+  const p1 = after.topicsById.get(topicId)!.partitions.get(1)!
+  assert.notEqual(p0.leader, 1, 'its leadership moved')
+  assert.ok(p0.leaderEpoch > 4, 'in a new leader epoch')
+  assert.deepEqual([...p0.isr].sort(), [2, 3])
+  assert.equal(p1.leader, 2, 'a partition it did not lead keeps its leader')
+  assert.deepEqual([...p1.isr].sort(), [2, 3], 'it left the ISR it was in')
+  assert.equal(after.brokers.get(b(1))!.fenced, true)
+})
+
+test('the same incarnation registering again (a retried registration) moves nothing', () => {
+  const image = cluster()
+  const d = registerBroker(ctx(image), registration(1, incarnation(1)))
+  assert.equal(d.response.errorCode, ErrorCode.None)
+  assert.deepEqual(
+    d.records.map((r) => r.type),
+    [T.RegisterBroker],
+  )
+})
