@@ -121,6 +121,7 @@ export class WeirNode {
   #dataPath: DataPath | null = null
   #groups: GroupCoordination | null = null
   #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
+  #incarnationId: Uuid | null = null
   #brokerEpoch = -1n
   #fenced = true
   #stopping = false
@@ -511,7 +512,10 @@ export class WeirNode {
   /** Registers this broker with the controller, then heartbeats; unfenced once caught up. */
   async #register(random: Random): Promise<void> {
     const channel = this.#channel!
-    const incarnationId = randomUuid(random)
+    // One incarnation per process: a registration again (after STALE_BROKER_EPOCH) is the same
+    // process with the same data, which the controller must not treat as a restart.
+    this.#incarnationId ??= randomUuid(random)
+    const incarnationId = this.#incarnationId
     const listeners = this.#listeners
       .filter((b) => !b.isController)
       .map((b) => {

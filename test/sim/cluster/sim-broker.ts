@@ -20,7 +20,7 @@ import {
   SimDisk,
 } from '../../../src/io/index.ts'
 import { type CommittedEntry, MetadataLoader } from '../../../src/metadata/index.ts'
-import type { BrokerId, TopicName } from '../../../src/model/index.ts'
+import type { BrokerId, TopicName, Uuid } from '../../../src/model/index.ts'
 import { type BatchHeader, ErrorCode, readBatchHeader } from '../../../src/protocol/index.ts'
 import {
   type LeaderLink,
@@ -188,6 +188,8 @@ export class SimBroker implements SimEndpoint {
   /** Metadata entries applied (the next offset to apply). */
   applied = 0
   brokerEpoch = -1n
+  /** This process's registration identity, as node.ts: one per start, kept across re-registrations. */
+  incarnationId: Uuid | null = null
   fenced = true
   /** Started: logs open and the replica manager serving. */
   serving = false
@@ -252,6 +254,7 @@ export class SimBroker implements SimEndpoint {
     this.loader = new MetadataLoader()
     this.applied = 0
     this.brokerEpoch = -1n
+    this.incarnationId = null
     this.fenced = true
     this.serving = false
     this.mirrors = new Map()
@@ -404,7 +407,8 @@ export class SimBroker implements SimEndpoint {
 
   async #register(incarnation: number): Promise<void> {
     const alive = this.#alive(incarnation)
-    const incarnationId = randomUuid(this.#random)
+    this.incarnationId ??= randomUuid(this.#random)
+    const incarnationId = this.incarnationId
     const c = this.#peers.controller
     while (alive()) {
       try {
