@@ -4,8 +4,9 @@
  * A failure prints the command that replays it; add that seed to pinned-seeds.ts.
  */
 import { availableParallelism } from 'node:os'
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
+import { isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { runSeed, type SeedResult } from './run-seed.ts'
+import { runSeedPool } from './seed-pool.ts'
 
 /** What a worker sends back per seed (a SeedResult without the bulky parts). */
 export interface SeedSummary {
@@ -61,28 +62,14 @@ export async function runSeeds(
     for (let seed = start; seed < start + count; seed++) onResult(summarize(runSeed(seed)))
     return
   }
-  let next = start
-  const end = start + count
-  await Promise.all(
-    Array.from({ length: Math.min(workers, count) }, async () => {
-      const worker = new Worker(new URL(import.meta.url), { workerData: { role: 'sim-worker' } })
-      try {
-        for (;;) {
-          if (next >= end) break
-          const seed = next++
-          const summary = await new Promise<SeedSummary>((resolve, reject) => {
-            worker.once('message', resolve)
-            worker.once('error', reject)
-            worker.postMessage(seed)
-          })
-          worker.removeAllListeners('error')
-          onResult(summary)
-        }
-      } finally {
-        await worker.terminate()
-      }
-    }),
-  )
+  await runSeedPool<SeedSummary>({
+    start,
+    count,
+    workers,
+    workerUrl: new URL(import.meta.url),
+    role: 'sim-worker',
+    onResult,
+  })
 }
 
 function argValue(args: string[], name: string): string | undefined {

@@ -5,7 +5,8 @@
  * cluster-pinned-seeds.ts.
  */
 import { availableParallelism } from 'node:os'
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
+import { isMainThread, parentPort, workerData } from 'node:worker_threads'
+import { runSeedPool } from '../seed-pool.ts'
 import { type ClusterSeedResult, runClusterSeed } from './run-cluster-seed.ts'
 
 /** What a worker sends back per seed (a result without the trace). */
@@ -61,28 +62,14 @@ export async function runClusterSeeds(
       onResult(summarizeCluster(await runClusterSeed(seed)))
     return
   }
-  let next = start
-  const end = start + count
-  await Promise.all(
-    Array.from({ length: Math.min(workers, count) }, async () => {
-      const worker = new Worker(new URL(import.meta.url), { workerData: { role: 'cluster-sim-worker' } })
-      try {
-        for (;;) {
-          if (next >= end) break
-          const seed = next++
-          const summary = await new Promise<ClusterSeedSummary>((resolve, reject) => {
-            worker.once('message', resolve)
-            worker.once('error', reject)
-            worker.postMessage(seed)
-          })
-          worker.removeAllListeners('error')
-          onResult(summary)
-        }
-      } finally {
-        await worker.terminate()
-      }
-    }),
-  )
+  await runSeedPool<ClusterSeedSummary>({
+    start,
+    count,
+    workers,
+    workerUrl: new URL(import.meta.url),
+    role: 'cluster-sim-worker',
+    onResult,
+  })
 }
 
 function argValue(args: string[], name: string): string | undefined {
