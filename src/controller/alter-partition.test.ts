@@ -1,28 +1,16 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { applyRecords, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
+import { EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
-import {
-  type AlterPartitionRequestData,
-  decodeMetadataRecord,
-  ErrorCode,
-  encodeMetadataRecord,
-  metadataRecordTypes as T,
-} from '../protocol/index.ts'
+import { type AlterPartitionRequestData, ErrorCode, metadataRecordTypes as T } from '../protocol/index.ts'
 import { alterPartition } from './alter-partition.ts'
 import { fenceBroker } from './brokers.ts'
 import { type PendingRecord, pendingRecord } from './decision.ts'
+import { commit } from './testing.ts'
 
 const b = (n: number) => n as BrokerId
 const topicId = Buffer.alloc(16, 9).toString('base64url') as Uuid
 const topicName = 't' as TopicName
-
-function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
-  return applyRecords(
-    image,
-    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
-  )
-}
 
 /** Four live brokers (epoch = 10 * id); partition 0 on [1,2,3] led by 1 with ISR [1,2]. */
 function cluster(): MetadataImage {

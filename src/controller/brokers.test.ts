@@ -1,27 +1,15 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { applyRecords, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
+import { EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
-import {
-  type BrokerRegistrationRequestData,
-  decodeMetadataRecord,
-  ErrorCode,
-  encodeMetadataRecord,
-  metadataRecordTypes as T,
-} from '../protocol/index.ts'
+import { type BrokerRegistrationRequestData, ErrorCode, metadataRecordTypes as T } from '../protocol/index.ts'
 import { registerBroker } from './brokers.ts'
 import { type PendingRecord, pendingRecord } from './decision.ts'
+import { commit } from './testing.ts'
 
 const b = (n: number) => n as BrokerId
 const topicId = Buffer.alloc(16, 9).toString('base64url') as Uuid
 const incarnation = (n: number) => Buffer.alloc(16, n).toString('base64url') as Uuid
-
-function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
-  return applyRecords(
-    image,
-    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
-  )
-}
 
 /** Brokers 1-3 live; partition 0 on [1,2,3] led by 1 in epoch 4 with ISR [1,2,3]; partition 1 led by 2. */
 function cluster(): MetadataImage {

@@ -3,18 +3,10 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { brokerConfigDef, ConfigSource, parseProperties, topicConfigDef } from '../config/index.ts'
-import {
-  applyRecords,
-  ConfigResourceType,
-  configKey,
-  EMPTY_IMAGE,
-  type MetadataImage,
-} from '../metadata/index.ts'
+import { ConfigResourceType, configKey, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
 import {
-  decodeMetadataRecord,
   ErrorCode,
-  encodeMetadataRecord,
   type IncrementalAlterConfigsRequestData,
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
@@ -26,18 +18,12 @@ import {
   createdTopicConfigs,
   incrementalAlterConfigs,
 } from './configs.ts'
-import { type PendingRecord, pendingRecord } from './decision.ts'
+import { pendingRecord } from './decision.ts'
+import { commit } from './testing.ts'
 
 const TOPIC = ConfigResourceType.Topic
 const BROKER = ConfigResourceType.Broker
 const FIXTURES = join(import.meta.dirname, '../config/fixtures')
-
-function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
-  return applyRecords(
-    image,
-    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
-  )
-}
 
 /** Broker 1 registered, topic `t` created with `configs`. */
 function cluster(configs: Record<string, string> = {}): MetadataImage {

@@ -1,20 +1,14 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { applyRecords, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
+import { EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
-import { decodeMetadataRecord, encodeMetadataRecord, metadataRecordTypes as T } from '../protocol/index.ts'
+import { metadataRecordTypes as T } from '../protocol/index.ts'
 import { brokerHeartbeat, fenceBroker } from './brokers.ts'
 import { type PendingRecord, pendingRecord } from './decision.ts'
+import { commit } from './testing.ts'
 
 const b = (n: number) => n as BrokerId
 const topicId = Buffer.alloc(16, 9).toString('base64url') as Uuid
-
-function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
-  return applyRecords(
-    image,
-    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
-  )
-}
 
 /** Three live brokers; partition 0 led by 1 with ISR [1,2,3]; partition 1 only on broker 1. */
 function cluster(): MetadataImage {

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ManualClock, SeededRandom } from '../io/index.ts'
 import {
-  applyRecords,
   type CommittedEntry,
   ConfigResourceType,
   EMPTY_IMAGE,
@@ -10,28 +9,17 @@ import {
   MetadataLoader,
 } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
-import {
-  decodeMetadataRecord,
-  ErrorCode,
-  encodeMetadataRecord,
-  metadataRecordTypes as T,
-} from '../protocol/index.ts'
+import { ErrorCode, encodeMetadataRecord, metadataRecordTypes as T } from '../protocol/index.ts'
 import type { RaftStatus } from '../quorum/index.ts'
 import { type PendingRecord, pendingRecord } from './decision.ts'
 import { rebalancePreferredLeaders, uncleanElections } from './leadership.ts'
 import { QuorumController } from './quorum-controller.ts'
+import { commit } from './testing.ts'
 
 const b = (n: number) => n as BrokerId
 const topicId = Buffer.alloc(16, 5).toString('base64url') as Uuid
 const t = 'l' as TopicName
 const node = { nodeId: 1, staticBroker: new Map<string, string>() }
-
-function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
-  return applyRecords(
-    image,
-    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
-  )
-}
 
 /** Brokers 1-3 registered (live per `fenced`); partitions as given. */
 function clusterRecords(

@@ -1,22 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { applyRecords, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
+import { EMPTY_IMAGE } from '../metadata/index.ts'
 import type { BrokerId, Uuid } from '../model/index.ts'
-import {
-  decodeMetadataRecord,
-  ErrorCode,
-  encodeMetadataRecord,
-  metadataRecordTypes as T,
-} from '../protocol/index.ts'
-import type { PendingRecord } from './decision.ts'
+import { ErrorCode, metadataRecordTypes as T } from '../protocol/index.ts'
 import { allocateProducerIds, PRODUCER_ID_BLOCK_SIZE } from './producer-ids.ts'
-
-function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
-  return applyRecords(
-    image,
-    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
-  )
-}
+import { commit } from './testing.ts'
 
 const broker = commit(EMPTY_IMAGE, [
   {

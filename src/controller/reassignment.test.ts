@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { applyRecords, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
+import { EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
 import {
   type AlterPartitionReassignmentsRequestData,
-  decodeMetadataRecord,
   ErrorCode,
-  encodeMetadataRecord,
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
 import { type PendingRecord, pendingRecord } from './decision.ts'
@@ -15,17 +13,11 @@ import {
   completeReassignments,
   listPartitionReassignments,
 } from './reassignment.ts'
+import { commit } from './testing.ts'
 
 const b = (n: number) => n as BrokerId
 const topicId = Buffer.alloc(16, 7).toString('base64url') as Uuid
 const t = 'r' as TopicName
-
-function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
-  return applyRecords(
-    image,
-    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
-  )
-}
 
 /** Four live brokers; r-0 on [1,2] led by 1, ISR [1,2]. */
 function cluster(): MetadataImage {

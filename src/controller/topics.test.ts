@@ -1,25 +1,14 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { SeededRandom } from '../io/index.ts'
-import { applyRecords, EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
+import { EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
-import {
-  decodeMetadataRecord,
-  ErrorCode,
-  encodeMetadataRecord,
-  metadataRecordTypes as T,
-} from '../protocol/index.ts'
+import { ErrorCode, metadataRecordTypes as T } from '../protocol/index.ts'
 import type { DecisionContext, PendingRecord } from './decision.ts'
+import { commit } from './testing.ts'
 import { createPartitions, createTopics, deleteTopics, topicNameProblem } from './topics.ts'
 
 const name = (s: string) => s as TopicName
-
-function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
-  return applyRecords(
-    image,
-    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
-  )
-}
 
 function cluster(brokers: number): MetadataImage {
   const records: PendingRecord[] = []
