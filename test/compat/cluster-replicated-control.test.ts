@@ -6,47 +6,23 @@
  * rebalance gives a restarted broker its leaderships back once it is in sync again.
  */
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
-import { promisify } from 'node:util'
 import kafkajs from 'kafkajs'
 import { KafkaConnection } from '../../src/client/index.ts'
 import { nodeTransport, systemClock } from '../../src/io/index.ts'
 import type { BrokerId, TopicName } from '../../src/model/index.ts'
 import { apis, decodeBatch, ErrorCode, LOG_OVERHEAD } from '../../src/protocol/index.ts'
 import { WeirCluster } from '../support/cluster.ts'
-import { REPO, waitFor } from '../support/weir-process.ts'
+import { describeTopic, kafkaTool } from '../support/kafka-tools.ts'
+import { waitFor } from '../support/weir-process.ts'
 
-const run = promisify(execFile)
 const { Kafka, logLevel } = kafkajs
 let cluster: WeirCluster
 
-async function tool(...args: string[]): Promise<string> {
-  try {
-    return (await run(join(REPO, 'tools/kafka/tool.sh'), args, { timeout: 120_000 })).stdout
-  } catch (e) {
-    const err = e as { stdout?: string; stderr?: string; message: string }
-    throw new Error(`${args[0]} failed: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`)
-  }
-}
-
-async function describe(topic: string, via = cluster.bootstrap) {
-  const out = await tool('kafka-topics', '--bootstrap-server', via, '--describe', '--topic', topic)
-  const parts = new Map<number, { leader: number; replicas: number[]; isr: number[] }>()
-  for (const line of out.split('\n')) {
-    const m = /Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: ([\d,]*)\s+Isr: ([\d,]*)/.exec(line)
-    if (m === null) continue
-    const list = (s: string) => (s === '' ? [] : s.split(',').map(Number))
-    parts.set(Number(m[1]), {
-      leader: m[2] === 'none' ? -1 : Number(m[2]),
-      replicas: list(m[3]!),
-      isr: list(m[4]!),
-    })
-  }
-  return parts
-}
+const tool = kafkaTool
+const describe = (topic: string, via = cluster.bootstrap) => describeTopic(via, topic)
 
 async function produce(topic: string, count: number): Promise<void> {
   const kafka = new Kafka({

@@ -6,48 +6,17 @@
  * --election-type preferred and unclean, and kafka-configs enabling unclean election on a topic.
  */
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
-import { promisify } from 'node:util'
 import { WeirCluster } from '../support/cluster.ts'
-import { REPO, waitFor } from '../support/weir-process.ts'
+import { describeTopic, kafkaTool } from '../support/kafka-tools.ts'
+import { waitFor } from '../support/weir-process.ts'
 
-const run = promisify(execFile)
 let cluster: WeirCluster
 
-async function tool(...args: string[]): Promise<string> {
-  try {
-    return (await run(join(REPO, 'tools/kafka/tool.sh'), args, { timeout: 120_000 })).stdout
-  } catch (e) {
-    const err = e as { stdout?: string; stderr?: string; message: string }
-    throw new Error(`${args[0]} failed: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`)
-  }
-}
-
-interface Described {
-  leader: number
-  replicas: number[]
-  isr: number[]
-}
-
-/** `kafka-topics --describe` parsed: partition -> leader, replicas, ISR. */
-async function describe(topic: string, via = cluster.node(1).address): Promise<Map<number, Described>> {
-  const out = await tool('kafka-topics', '--bootstrap-server', via, '--describe', '--topic', topic)
-  const parts = new Map<number, Described>()
-  for (const line of out.split('\n')) {
-    const m = /Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: ([\d,]*)\s+Isr: ([\d,]*)/.exec(line)
-    if (m === null) continue
-    const list = (s: string) => (s === '' ? [] : s.split(',').map(Number))
-    parts.set(Number(m[1]), {
-      leader: m[2] === 'none' ? -1 : Number(m[2]),
-      replicas: list(m[3]!),
-      isr: list(m[4]!),
-    })
-  }
-  return parts
-}
+const tool = kafkaTool
+const describe = (topic: string, via = cluster.node(1).address) => describeTopic(via, topic)
 
 before(async () => {
   cluster = await WeirCluster.start({
