@@ -359,6 +359,8 @@ export class WeirNode {
             clock: io.clock,
             clusterId: this.clusterId,
             nodeId: config.nodeId,
+            // Used when meta.properties has no directory.id: the id heartbeats report it offline by.
+            directoryId: randomUuid(io.random),
             topicConfig: (topic) => this.topicLogConfig(topic),
             onWarning: (m) => this.#log('warn', m),
             ...this.#dataPath?.logManagerOptions(),
@@ -555,6 +557,11 @@ export class WeirNode {
     }
   }
 
+  /** The ids of the log dirs that failed and are not back yet (BrokerHeartbeat `OfflineLogDirs`). */
+  #offlineLogDirs(): Uuid[] {
+    return this.#logManagers.filter((m) => m.isOffline).map((m) => m.directoryId as Uuid)
+  }
+
   #heartbeat(delayMs: number): void {
     if (this.#stopping) return
     this.#heartbeatTimer = this.#clock.setTimer(delayMs, () => {
@@ -572,7 +579,7 @@ export class WeirNode {
         currentMetadataOffset: this.#loader.image.provenance.offset,
         wantFence: false,
         wantShutDown: false,
-        offlineLogDirs: [],
+        offlineLogDirs: this.#offlineLogDirs(),
       })
       if (res.errorCode === ErrorCode.StaleBrokerEpoch) {
         this.#log('warn', 'the controller no longer knows this broker epoch: registering again')
@@ -634,7 +641,7 @@ export class WeirNode {
         currentMetadataOffset: this.#loader.image.provenance.offset,
         wantFence: false,
         wantShutDown: true,
-        offlineLogDirs: [],
+        offlineLogDirs: this.#offlineLogDirs(),
       })
       .then((res) => {
         if (res.shouldShutDown === true)

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { EMPTY_IMAGE, type MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
 import { type BrokerRegistrationRequestData, ErrorCode, metadataRecordTypes as T } from '../protocol/index.ts'
-import { registerBroker } from './brokers.ts'
+import { brokerHeartbeat, registerBroker } from './brokers.ts'
 import { type PendingRecord, pendingRecord } from './decision.ts'
 import { commit } from './testing.ts'
 
@@ -88,5 +88,47 @@ test('the same incarnation registering again (a retried registration) moves noth
   assert.deepEqual(
     d.records.map((r) => r.type),
     [T.RegisterBroker],
+  )
+})
+
+test('a heartbeat reporting an offline log dir moves the leaderships another live ISR member can take', () => {
+  // Partition 0 led by 1 (ISR 1,2,3); partition 1 led by 2; a single-replica partition 2 led by 1.
+  const image = commit(cluster(), [
+    pendingRecord(T.Partition, 0, {
+      topicId,
+      partitionId: 2,
+      replicas: [b(1)],
+      isr: [1],
+      leader: b(1),
+      leaderEpoch: 0,
+      partitionEpoch: 0,
+    }),
+  ])
+  const heartbeat = (offlineLogDirs: Uuid[]) =>
+    brokerHeartbeat(
+      { image, committedOffset: 100n },
+      {
+        brokerId: b(1),
+        brokerEpoch: 10n,
+        currentMetadataOffset: 100n,
+        wantFence: false,
+        wantShutDown: false,
+        offlineLogDirs,
+      },
+    )
+  assert.deepEqual(heartbeat([]).records, [], 'no offline dir, nothing moves')
+  const d = heartbeat([incarnation(7)])
+  assert.equal(d.response.errorCode, ErrorCode.None)
+  assert.equal(d.response.isFenced, false, 'the broker stays up for its other dirs')
+  const after = commit(image, d.records)
+  const p0 = after.topicsById.get(topicId)!.partitions.get(0)!
+  assert.notEqual(p0.leader, 1)
+  assert.ok(p0.leaderEpoch > 4, 'a new leader epoch')
+  assert.deepEqual([...p0.isr].sort(), [2, 3])
+  assert.equal(after.topicsById.get(topicId)!.partitions.get(1)!.leader, 2, 'not led by 1: untouched')
+  assert.equal(
+    after.topicsById.get(topicId)!.partitions.get(2)!.leader,
+    1,
+    'no other replica: keeps its leader',
   )
 })

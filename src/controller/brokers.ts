@@ -14,7 +14,7 @@ import {
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
 import { type Decision, type PendingRecord, pendingRecord } from './decision.ts'
-import { aliveIn, electLeaderless, moveAwayFrom } from './elections.ts'
+import { aliveIn, electLeaderless, moveAwayFrom, moveLeadershipsAwayFrom } from './elections.ts'
 
 /** BrokerRegistrationChangeRecord.fenced values. */
 const FENCE = 1
@@ -95,7 +95,8 @@ export interface HeartbeatContext {
  * A heartbeat: stale epochs are refused; a fenced broker that has caught up with the metadata log
  * (its offset reached its own registration) is unfenced and leads again where it is the first live
  * ISR member of a leaderless partition; a broker asking to shut down hands its leaderships over,
- * is fenced, and is told it may stop.
+ * is fenced, and is told it may stop; a broker reporting offline log dirs hands over the
+ * leaderships another live ISR member can take (`moveLeadershipsAwayFrom`).
  */
 export function brokerHeartbeat(
   ctx: HeartbeatContext,
@@ -149,6 +150,10 @@ export function brokerHeartbeat(
     const alive = aliveIn(ctx.image)
     records.push(...electLeaderless(ctx.image, (id) => id === b.id || alive(id)))
     fenced = false
+  }
+  if (!fenced && !shouldShutDown && req.offlineLogDirs.length > 0) {
+    // KIP-858's handling of a failed log dir, without directory assignments: leaderships move.
+    records.push(...moveLeadershipsAwayFrom(ctx.image, b.id))
   }
   return {
     records,

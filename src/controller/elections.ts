@@ -64,6 +64,30 @@ export function moveAwayFrom(image: MetadataImage, broker: BrokerId): PendingRec
   return records
 }
 
+/**
+ * A broker reported offline log dirs (BrokerHeartbeat `OfflineLogDirs`): every partition it leads
+ * goes to another live ISR member, which is left without it (its replica there may be on the failed
+ * dir), where there is one; a partition with no other live ISR member keeps its leader (nothing
+ * better exists). Weir does not assign replicas to directories (no AssignReplicasToDirs yet), so
+ * the controller cannot tell which of the broker's partitions are on the failed dir and moves them
+ * all: the broker stays a follower of the healthy ones and rejoins their ISRs as it fetches.
+ */
+export function moveLeadershipsAwayFrom(image: MetadataImage, broker: BrokerId): PendingRecord[] {
+  const alive = aliveIn(image, broker)
+  const records: PendingRecord[] = []
+  for (const topic of image.topicsById.values()) {
+    for (const [partitionId, p] of topic.partitions) {
+      if (p.leader !== broker) continue
+      const isr = p.isr.filter((r) => r !== broker)
+      if (isr.length === 0) continue
+      const leader = electLeader({ ...p, isr }, alive)
+      if (leader === null) continue
+      records.push(pendingRecord(T.PartitionChange, 0, { topicId: topic.id, partitionId, isr, leader }))
+    }
+  }
+  return records
+}
+
 /** Elects a leader for every leaderless partition that now has a live ISR member. */
 export function electLeaderless(image: MetadataImage, alive: IsAlive): PendingRecord[] {
   const records: PendingRecord[] = []

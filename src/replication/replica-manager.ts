@@ -12,6 +12,7 @@ import { ErrorCode } from '../protocol/index.ts'
 import {
   type LogHooks,
   type LogManager,
+  LogOfflineError,
   logConfigFrom,
   type OffsetCheckpoint,
   type PartitionLog,
@@ -231,6 +232,8 @@ export class ReplicaManager {
   readonly #alterPartition: AlterPartitionManager | null
   /** Each log directory's replication-offset-checkpoint as read at start. */
   readonly #hwCheckpoints = new Map<string, OffsetCheckpoint>()
+  /** High watermarks of partitions rebuilt after their log directory came back, until re-opened. */
+  readonly #carriedHighWatermarks = new Map<string, bigint>()
 
   constructor(options: ReplicaManagerOptions) {
     this.#o = options
@@ -293,6 +296,11 @@ export class ReplicaManager {
     assert(managers.length > 0, 'a broker needs a log directory')
     this.#managers = managers
     this.#started = true
+    for (const m of managers)
+      m.subscribe({
+        onOffline: (dir, cause) => this.#onLogDirOffline(dir, cause),
+        onOnline: (dir) => this.#onLogDirOnline(dir),
+      })
     this.#reconciling = this.#reconciling.then(() => this.#readHighWatermarkCheckpoints())
     this.#scheduleReconcile()
     this.#armExpiry()
@@ -312,9 +320,61 @@ export class ReplicaManager {
     }
   }
 
+  /**
+   * A log directory failed: its partitions' logs are offline (produce, fetch and offsets answer
+   * KAFKA_STORAGE_ERROR, waiting produces too), their fetchers stop, and they stay so, whatever
+   * metadata says, until the directory is back (the broker's heartbeats report it offline meanwhile,
+   * so the controller moves leaderships to other replicas).
+   */
+  #onLogDirOffline(m: LogManager, cause: Error): void {
+    if (this.#closed) return
+    let n = 0
+    for (const p of this.#partitions.values()) {
+      if (m.getLog(p.topic, p.index) !== p.log) continue
+      n++
+      void this.#fetchers?.unassign(p)
+      p.watchers.wake()
+    }
+    this.#log('error', `log dir ${m.dir} offline (${n} partitions): ${cause.message}`)
+  }
+
+  /**
+   * A log directory is back, every log in it re-opened through recovery: each of its partitions is
+   * rebuilt on its new log (epoch cache and producer state loaded again, the high watermark it had,
+   * clamped to the recovered log end) and reconciled to the latest image, so it leads or follows
+   * (fetching from the leader, truncating where it diverged, rejoining the ISR) as after a restart.
+   */
+  #onLogDirOnline(m: LogManager): void {
+    if (this.#closed) return
+    this.#reconciling = this.#reconciling.then(async () => {
+      if (this.#closed) return
+      const partitions = new Map<TopicName, Set<number>>()
+      for (const h of m.logs()) {
+        const key = partitionKey(h.topic, h.partition)
+        const p = this.#partitions.get(key)
+        if (p === undefined || p.log === h.log) continue
+        this.#partitions.delete(key)
+        await this.#fetchers?.unassign(p)
+        p.stop()
+        this.#carriedHighWatermarks.set(key, p.highWatermark)
+        const set = partitions.get(p.topic) ?? new Set<number>()
+        set.add(p.index)
+        partitions.set(p.topic, set)
+      }
+      this.#log(
+        'info',
+        `log dir ${m.dir} online again: rebuilding ${this.#carriedHighWatermarks.size} partitions`,
+      )
+      this.#pending.work.push({ deleted: [], partitions, configs: new Set() })
+    })
+    this.#scheduleReconcile()
+  }
+
   /** Writes every directory's `replication-offset-checkpoint` (Kafka's format) durably. */
   async checkpointHighWatermarks(): Promise<void> {
     for (const m of this.#managers) {
+      // An offline directory's file stays as it was: its partitions' offsets are not to be trusted.
+      if (m.isOffline) continue
       const entries: Array<{ topic: string; partition: number; offset: bigint }> = []
       for (const h of m.logs()) {
         const p = this.getPartition(h.topic, h.partition)
@@ -535,6 +595,8 @@ export class ReplicaManager {
       if (p !== undefined) await this.#removePartition(key, topic, index)
       return
     }
+    // A partition on an offline directory waits for it (#onLogDirOnline reconciles it then).
+    if (p !== undefined && p.log.offlineCause !== null) return
     try {
       p ??= await this.#openPartition(topic, topicId, index, image)
       if (reg.leader === this.#o.nodeId) {
@@ -588,7 +650,8 @@ export class ReplicaManager {
     }
     if (found === null) {
       const load = (m: LogManager) => m.logs().length + (this.#creating.get(m) ?? 0)
-      const manager = [...this.#managers].sort((a, b) => load(a) - load(b))[0]!
+      const manager = this.#managers.filter((m) => !m.isOffline).sort((a, b) => load(a) - load(b))[0]
+      if (manager === undefined) throw new LogOfflineError('every log directory is offline')
       this.#creating.set(manager, (this.#creating.get(manager) ?? 0) + 1)
       let log: PartitionLog
       try {
@@ -602,7 +665,9 @@ export class ReplicaManager {
     const state = this.#states.get(key)
     assert(state !== undefined, `log ${key} was opened without the replica manager's hooks`)
     if (!state.loaded) await state.load(found.log)
-    const checkpointed = this.#hwCheckpoints.get(found.manager.dir)?.get(key)?.offset
+    const carried = this.#carriedHighWatermarks.get(key)
+    this.#carriedHighWatermarks.delete(key)
+    const checkpointed = carried ?? this.#hwCheckpoints.get(found.manager.dir)?.get(key)?.offset
     const p = new Partition({
       topic,
       index,
@@ -956,7 +1021,7 @@ export class ReplicaManager {
   describeLogDirs(): LogDirDescription[] {
     return this.#managers.map((m) => ({
       dir: m.dir,
-      offline: false,
+      offline: m.isOffline,
       partitions: m.logs().map((h) => {
         const p = this.getPartition(h.topic, h.partition)
         const lag =

@@ -26,7 +26,7 @@ import {
   writeFileDurably,
   writeOffsetCheckpoint,
 } from './offset-checkpoint-file.ts'
-import { type LogHooks, PartitionLog } from './partition-log.ts'
+import { type LogHooks, LogOfflineError, PartitionLog } from './partition-log.ts'
 
 /** The KRaft metadata log's topic (`__cluster_metadata-0`), which only the quorum touches. */
 export const KRAFT_METADATA_TOPIC = '__cluster_metadata'
@@ -65,6 +65,43 @@ export interface LogManagerOptions {
   readonly cleanerUpperBound?: (topic: string, partition: number) => bigint | undefined
   /** Non-fatal events. */
   readonly onWarning?: (message: string) => void
+  /** How the directory probes for its way back after a failure (defaults: `DEFAULT_LOG_DIR_PROBE`). */
+  readonly probe?: Partial<LogDirProbeConfig>
+}
+
+/**
+ * A log directory's health. Kafka takes a directory offline on its first I/O error and needs a
+ * restart to bring it back; Weir also probes it and re-opens its logs through recovery once the
+ * disk takes a durable write again (space freed, a transient error gone).
+ *
+ * ```
+ * online --(any log's write/fsync fails, or a checkpoint's)--> offline
+ * offline --(probe timer: write+fsync+remove a small file)--> recovering
+ * recovering --(every log re-opened through recovery, checkpoint written)--> online
+ * recovering --(the probe or a re-open fails)--> offline (the next probe waits longer)
+ * ```
+ */
+export type LogDirState = 'online' | 'offline' | 'recovering'
+
+/** The offline directory's probe: a bounded exponential backoff on the Clock. */
+export interface LogDirProbeConfig {
+  /** The first probe's delay after the directory goes offline. */
+  readonly backoffMs: number
+  /** The longest wait between probes (the delay doubles up to it). */
+  readonly backoffMaxMs: number
+}
+
+export const DEFAULT_LOG_DIR_PROBE: LogDirProbeConfig = { backoffMs: 500, backoffMaxMs: 10_000 }
+
+/** The probe's file, written, fsynced and removed in the directory. */
+export const LOG_DIR_PROBE_FILE = '.weir-probe'
+
+/** Told when the directory changes state (the replica manager, the broker's heartbeat). */
+export interface LogDirListener {
+  /** Every log in the directory is offline now (each throws LogOfflineError). */
+  readonly onOffline?: (manager: LogManager, cause: Error) => void
+  /** Every log was re-opened through recovery: `getLog` returns the new logs. */
+  readonly onOnline?: (manager: LogManager) => void
 }
 
 interface HostedLog {
@@ -111,6 +148,20 @@ export class LogManager {
   #running = new Set<string>()
   #closed = false
   #deleteSeq = 0
+  #state: LogDirState = 'online'
+  #offlineCause: Error | null = null
+  #probeTimer: TimerHandle | null = null
+  #probeDelayMs = 0
+  readonly #probe: LogDirProbeConfig
+  readonly #listeners: LogDirListener[] = []
+  /** Times the directory went offline, and came back (for tests and logs). */
+  #failures = 0
+  #recoveries = 0
+  /** A failure while re-opening (a log's callback), thrown by #recover. */
+  #recoveryFailure: Error | null = null
+  /** Closed while offline: no checkpoint is written (they would drop the offline logs' entries). */
+  #closedOffline = false
+  #loaded = false
 
   private constructor(dir: string, options: LogManagerOptions) {
     this.dir = dir
@@ -119,6 +170,11 @@ export class LogManager {
     this.#options = options
     this.config = options.config ?? DEFAULT_LOG_MANAGER_CONFIG
     this.defaultLogConfig = options.defaultLogConfig ?? DEFAULT_LOG_CONFIG
+    this.#probe = { ...DEFAULT_LOG_DIR_PROBE, ...options.probe }
+    assert(
+      this.#probe.backoffMs >= 1 && this.#probe.backoffMaxMs >= this.#probe.backoffMs,
+      'log dir probe: 1 <= backoffMs <= backoffMaxMs',
+    )
     this.#cleaner = new LogCleaner({
       dedupeBufferBytes: this.config.cleanerDedupeBufferBytes,
       ioBufferBytes: this.config.cleanerIoBufferBytes,
@@ -212,6 +268,7 @@ export class LogManager {
       await disk.syncDir(this.dir)
     }
     await this.checkpointRecoveryPoints()
+    this.#loaded = true
   }
 
   async #loadMeta(): Promise<void> {
@@ -262,7 +319,130 @@ export class LogManager {
       ...(hooks !== undefined ? { hooks } : {}),
       onRecoveryPointLowered: () => this.checkpointRecoveryPoints(),
       onWarning: (m: string) => this.#warn(m),
+      onOffline: (cause: Error) => this.markOffline(cause),
     }
+  }
+
+  // ---------------------------------------------------------------- health
+
+  get state(): LogDirState {
+    return this.#state
+  }
+
+  /** Whether the directory is offline (or re-opening its logs): its partitions answer KAFKA_STORAGE_ERROR. */
+  get isOffline(): boolean {
+    return this.#state !== 'online'
+  }
+
+  /** Why the directory last went offline, or null while it never did. */
+  get offlineCause(): Error | null {
+    return this.#offlineCause
+  }
+
+  /** How often the directory went offline, and came back online. */
+  get health(): { readonly failures: number; readonly recoveries: number } {
+    return { failures: this.#failures, recoveries: this.#recoveries }
+  }
+
+  /** The directory's id (meta.properties `directory.id`, else the one given at open), or null. */
+  get directoryId(): string | null {
+    return this.#meta.directoryId ?? this.#options.directoryId ?? null
+  }
+
+  subscribe(listener: LogDirListener): void {
+    this.#listeners.push(listener)
+  }
+
+  /**
+   * The directory failed (a log's write or fsync, a checkpoint): every log in it goes offline at
+   * once, as in Kafka (one bad disk, one decision), the listeners hear it, and the probe starts.
+   */
+  markOffline(cause: Error): void {
+    // Before open completes a failure is open's own error (the broker does not start).
+    if (this.#closed || !this.#loaded) return
+    if (this.#state === 'recovering') {
+      // A re-opened log or the probe failed: #recover sends the directory back offline.
+      this.#recoveryFailure ??= cause
+      return
+    }
+    if (this.#state === 'offline') return
+    this.#state = 'offline'
+    this.#offlineCause = cause
+    this.#failures++
+    this.#probeDelayMs = this.#probe.backoffMs
+    this.#warn(`${this.dir}: log directory offline: ${cause.message}`)
+    for (const h of this.#logs.values()) h.log.markOffline(cause)
+    for (const l of this.#listeners) l.onOffline?.(this, cause)
+    this.#armProbe()
+  }
+
+  #armProbe(): void {
+    if (this.#closed || this.#probeTimer !== null) return
+    this.#probeTimer = this.#clock.setTimer(this.#probeDelayMs, () => {
+      this.#probeTimer = null
+      void this.#recover()
+    })
+  }
+
+  /** A durable write in the directory: the disk takes writes again. Throws if not. */
+  async #probeWrite(): Promise<void> {
+    const path = this.#path(LOG_DIR_PROBE_FILE)
+    const file = await this.#disk.open(path, { create: true, truncate: true })
+    try {
+      await file.write([Buffer.alloc(4096, 0x77)], 0)
+      await file.sync()
+    } finally {
+      await file.close()
+    }
+    await this.#disk.remove(path)
+    await this.#disk.syncDir(this.dir)
+  }
+
+  /**
+   * The way back: the probe, then every log closed (nothing of an offline log is written) and
+   * re-opened from its last recovery point through normal recovery, which validates what was
+   * written past it and cuts a torn or half-written tail, so nothing unwritten is ever served. A
+   * failure on the way goes back offline with a longer wait.
+   */
+  async #recover(): Promise<void> {
+    if (this.#closed || this.#state !== 'offline') return
+    this.#state = 'recovering'
+    this.#recoveryFailure = null
+    try {
+      await this.#probeWrite()
+      for (const [key, h] of [...this.#logs]) {
+        const old = h.log
+        await old.close()
+        if (this.#closed) return
+        const log = await PartitionLog.open(old.dir, old.config, {
+          ...this.#logOptions(h.topic, h.partition),
+          recoveryPoint: old.recoveryPoint,
+          logStartOffset: old.logStartOffset,
+          hadCleanShutdown: false,
+        })
+        this.#logs.set(key, { topic: h.topic, partition: h.partition, log })
+        if (this.#recoveryFailure !== null) throw this.#recoveryFailure
+      }
+      this.#state = 'online'
+      await this.checkpointRecoveryPoints()
+      await this.checkpointLogStartOffsets()
+      if (this.#state !== 'online') throw this.#offlineCause ?? new Error('offline again')
+    } catch (e) {
+      if (this.#closed) return
+      const err = e instanceof Error ? e : new Error(String(e))
+      this.#warn(`${this.dir}: log directory still offline: ${err.message}`)
+      // Logs re-opened before the failure go offline with the rest (their callbacks see 'offline').
+      this.#state = 'offline'
+      this.#offlineCause = err
+      for (const h of this.#logs.values()) if (h.log.offlineCause === null) h.log.markOffline(err)
+      this.#probeDelayMs = Math.min(this.#probeDelayMs * 2, this.#probe.backoffMaxMs)
+      this.#armProbe()
+      return
+    }
+    this.#recoveries++
+    this.#offlineCause = null
+    this.#warn(`${this.dir}: log directory online again (${this.#logs.size} logs re-opened)`)
+    for (const l of this.#listeners) l.onOnline?.(this)
   }
 
   // ---------------------------------------------------------------- logs
@@ -283,6 +463,10 @@ export class LogManager {
     const key = partitionKey(topic, partition)
     const hosted = this.#logs.get(key)
     if (hosted !== undefined) return Promise.resolve(hosted.log)
+    if (this.#state !== 'online')
+      return Promise.reject(
+        new LogOfflineError(`log directory ${this.dir} is offline`, { cause: this.#offlineCause }),
+      )
     let opening = this.#opening.get(key)
     if (opening === undefined) {
       opening = (async () => {
@@ -325,9 +509,25 @@ export class LogManager {
 
   // ---------------------------------------------------------------- checkpoints
 
+  /**
+   * A checkpoint write: skipped while the directory is offline (its logs' offsets are not
+   * trustworthy, and a partial file would lose entries); a failure takes the directory offline.
+   */
+  #checkpoint(write: () => Promise<void>): Promise<void> {
+    return this.#checkpointSerial.run(async () => {
+      if (this.#state === 'offline' || this.#closedOffline) return
+      try {
+        await write()
+      } catch (e) {
+        this.markOffline(e instanceof Error ? e : new Error(String(e)))
+        throw e
+      }
+    })
+  }
+
   /** Write recovery-point-offset-checkpoint from every online log (durably). */
   checkpointRecoveryPoints(): Promise<void> {
-    return this.#checkpointSerial.run(() =>
+    return this.#checkpoint(() =>
       writeOffsetCheckpoint(
         this.#disk,
         this.#path(LogDirFile.recoveryPointCheckpoint),
@@ -340,7 +540,7 @@ export class LogManager {
 
   /** Write log-start-offset-checkpoint (durably). */
   checkpointLogStartOffsets(): Promise<void> {
-    return this.#checkpointSerial.run(() =>
+    return this.#checkpoint(() =>
       writeOffsetCheckpoint(
         this.#disk,
         this.#path(LogDirFile.logStartOffsetCheckpoint),
@@ -353,7 +553,7 @@ export class LogManager {
 
   /** Write cleaner-offset-checkpoint (durably). */
   checkpointCleanerOffsets(): Promise<void> {
-    return this.#checkpointSerial.run(() =>
+    return this.#checkpoint(() =>
       writeOffsetCheckpoint(
         this.#disk,
         this.#path(LogDirFile.cleanerOffsetCheckpoint),
@@ -481,7 +681,10 @@ export class LogManager {
    */
   async close(): Promise<void> {
     if (this.#closed) return
+    this.#closedOffline = this.#state !== 'online'
     this.#closed = true
+    if (this.#probeTimer !== null) this.#clock.clearTimer(this.#probeTimer)
+    this.#probeTimer = null
     for (const t of this.#timers) this.#clock.clearTimer(t)
     this.#timers = []
     this.#cleaner.stop()

@@ -66,6 +66,8 @@ export interface PartitionLogOptions {
   readonly onRecoveryPointLowered?: () => Promise<void>
   /** Non-fatal events (a recovered tail, a failed background delete). */
   readonly onWarning?: (message: string) => void
+  /** Called once, when the log goes offline (a disk failure): its manager takes the directory offline. */
+  readonly onOffline?: (cause: Error) => void
   /** Buffer for walking segment files. Default 1 MiB. */
   readonly readBufferBytes?: number
   /** Appends waiting to be written, in bytes, before `append` waits. Default 64 MiB. */
@@ -396,15 +398,25 @@ export class PartitionLog {
     if (this.#closed || this.#closing) throw new LogOfflineError(`log ${this.dir} is closed`)
   }
 
+  /**
+   * Takes the log offline from outside (its directory failed elsewhere): appends waiting and to come
+   * fail with LogOfflineError; nothing more is written. Only a fresh `open` brings the data back.
+   */
+  markOffline(cause: Error): void {
+    this.#fail(cause)
+  }
+
   #fail(e: unknown): Error {
     const err = e instanceof Error ? e : new Error(String(e))
-    if (this.#offline === null) this.#offline = err
+    const first = this.#offline === null
+    if (first) this.#offline = err
     const queued = this.#queue
     this.#queue = []
     this.#queuedBytes = 0
     for (const p of queued)
       p.reject(new LogOfflineError(`log ${this.dir} is offline: ${err.message}`, { cause: err }))
     for (const w of this.#spaceWaiters.splice(0)) w()
+    if (first) this.#options.onOffline?.(err)
     return err
   }
 

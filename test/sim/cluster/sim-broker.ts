@@ -32,6 +32,9 @@ import { type LogHooks, LogManager, type PartitionLog, topicLogConfig } from '..
 import { CONTROLLER_ID, type SimController } from './sim-controller.ts'
 import { NodeClock, type SimEndpoint, type SimWorld } from './sim-world.ts'
 
+/** The simulated brokers' one log dir's id (a constant: drawing one would change every seed's run). */
+const SIM_DIRECTORY_ID = 'c2ltLWxvZy1kaXItMDAwMA'
+
 export interface BrokerTimings {
   readonly heartbeatIntervalMs: number
   readonly requestTimeoutMs: number
@@ -463,7 +466,11 @@ export class SimBroker implements SimEndpoint {
           currentMetadataOffset: this.loader.image.provenance.offset,
           wantFence: false,
           wantShutDown: false,
-          offlineLogDirs: [],
+          // As node.ts: a failed log dir is reported until it is back (SimDisk fails only dead incarnations here).
+          offlineLogDirs:
+            this.logManager?.isOffline === true
+              ? [(this.logManager.directoryId ?? SIM_DIRECTORY_ID) as Uuid]
+              : [],
         }),
       )
       if (!alive()) return

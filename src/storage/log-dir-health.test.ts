@@ -1,0 +1,192 @@
+/**
+ * A log directory's way offline and back (LogManager's health state machine) on a SimDisk whose
+ * hook fails operations as a full disk does: a failure takes every log of the directory offline,
+ * a probe retries on a bounded backoff, and once the disk takes writes every log is re-opened
+ * through recovery (a half-written batch cut), with nothing acknowledged lost.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { config, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
+import { ManualClock, SimDisk, type SimDiskOp } from '../io/index.ts'
+import { LOG_DIR_PROBE_FILE, LogDirFile, LogManager, type LogManagerOptions } from './log-manager.ts'
+import { LogOfflineError } from './partition-log.ts'
+
+const ROOT = '/kafka-logs'
+
+async function setup(): Promise<{ disk: SimDisk; clock: ManualClock; options: LogManagerOptions }> {
+  const disk = new SimDisk()
+  await disk.mkdir(ROOT)
+  await disk.syncDir('/')
+  const clock = new ManualClock({ nowMs: 1_700_000_000_000 })
+  return {
+    disk,
+    clock,
+    options: {
+      disk,
+      clock,
+      clusterId: 'MkU3OEVBNTcwNTJENDM2Qk',
+      nodeId: 1,
+      defaultLogConfig: config(),
+      probe: { backoffMs: 100, backoffMaxMs: 800 },
+    },
+  }
+}
+
+/** Lets the SimDisk's asynchronous operations run (no real I/O exists here). */
+async function until(what: string, cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 10_000 && !cond(); i++) await new Promise((r) => setImmediate(r))
+  assert.ok(cond(), `never: ${what}`)
+}
+
+/** The disk is full: writes, appends, truncations, fsyncs and creations fail with ENOSPC. */
+function fullDisk(disk: SimDisk, seen: Array<{ op: SimDiskOp; path: string }> = []): void {
+  disk.setHook((op, path) => {
+    seen.push({ op, path })
+    if (op === 'write' || op === 'append' || op === 'sync' || op === 'truncate') return 'ENOSPC'
+    return undefined
+  })
+}
+
+describe('log directory health', () => {
+  it('a failed write takes the whole directory offline; the probe backs off; space back re-opens every log through recovery', async () => {
+    const { disk, clock, options } = await setup()
+    const m = await LogManager.open(ROOT, options)
+    const events: string[] = []
+    m.subscribe({
+      onOffline: (_, cause) => events.push(`offline: ${cause.message.slice(0, 6)}`),
+      onOnline: () => events.push('online'),
+    })
+    const a = await m.getOrCreateLog('orders', 0)
+    const b = await m.getOrCreateLog('orders', 1)
+    await a.append(valuesBatch(3, 'a'), { flush: true })
+    await b.append(valuesBatch(2, 'b'), { flush: true })
+    assert.equal(m.state, 'online')
+
+    const seen: Array<{ op: SimDiskOp; path: string }> = []
+    fullDisk(disk, seen)
+    await assert.rejects(a.append(valuesBatch(1, 'lost')), LogOfflineError)
+    assert.equal(m.state, 'offline')
+    assert.deepEqual(events, ['offline: ENOSPC'])
+    // The other log of the directory is offline too, though nothing failed on it.
+    assert.ok(b.offlineCause !== null)
+    await assert.rejects(b.append(valuesBatch(1, 'b')), LogOfflineError)
+    await assert.rejects(m.getOrCreateLog('orders', 2), LogOfflineError)
+    assert.equal(m.health.failures, 1)
+
+    // Probes while the disk is still full: each fails, the next waits twice as long, up to the cap.
+    const probes: number[] = []
+    disk.setHook((op, path) => {
+      if (op === 'open' && path.endsWith(LOG_DIR_PROBE_FILE)) probes.push(clock.monotonicMs())
+      if (op === 'write' || op === 'append' || op === 'sync' || op === 'truncate') return 'ENOSPC'
+      return undefined
+    })
+    for (let i = 0; i < 6; i++) {
+      const n = probes.length
+      clock.advance(800)
+      await until(`probe ${i + 1}`, () => probes.length > n && m.state === 'offline')
+    }
+    const gaps = probes.slice(1).map((t, i) => t - probes[i]!)
+    assert.ok(
+      gaps.every((g, i) => i === 0 || g >= gaps[i - 1]!),
+      `probe delays grow: ${gaps.join(', ')}`,
+    )
+    assert.ok(
+      gaps.every((g) => g <= 800 + 800),
+      `probe delays stay bounded by backoffMaxMs: ${gaps.join(', ')}`,
+    )
+    assert.equal(m.state, 'offline')
+    assert.deepEqual(events, ['offline: ENOSPC'])
+
+    // A half-written batch lands past the log end (a short write of a batch nobody was told of).
+    disk.setHook(null)
+    const torn = valuesBatch(1, 'torn').subarray(0, 30)
+    const seg = await disk.open(`${a.dir}/00000000000000000000.log`)
+    await seg.append([torn])
+    await seg.close()
+
+    clock.advance(800)
+    await until('online again', () => m.state === 'online')
+    assert.deepEqual(events, ['offline: ENOSPC', 'online'])
+    assert.equal(m.health.recoveries, 1)
+    assert.equal(await disk.exists(`${ROOT}/${LOG_DIR_PROBE_FILE}`), false)
+    const a2 = m.getLog('orders', 0)!
+    const b2 = m.getLog('orders', 1)!
+    assert.notEqual(a2, a, 'a fresh log object')
+    assert.equal(a2.offlineCause, null)
+    assert.deepEqual(
+      (await readAll(a2)).map((r) => r.value),
+      ['a0', 'a1', 'a2'],
+      'every acknowledged record, the torn tail cut',
+    )
+    assert.ok(a2.recoveryReports.length > 0, 'recovery reported the cut tail')
+    assert.equal(a2.logEndOffset, 3n)
+    const r = await a2.append(valuesBatch(2, 'after'), { flush: true })
+    assert.ok('baseOffset' in r && r.baseOffset === 3n, 'appends go on at the log end')
+    assert.deepEqual(
+      (await readAll(b2)).map((x) => x.value),
+      ['b0', 'b1'],
+    )
+    await m.getOrCreateLog('orders', 2)
+    await m.close()
+
+    // And a restart finds the same.
+    const again = await LogManager.open(ROOT, options)
+    assert.deepEqual(
+      (await readAll(again.getLog('orders', 0)!)).map((x) => x.value),
+      ['a0', 'a1', 'a2', 'after0', 'after1'],
+    )
+    await again.close()
+  })
+
+  it('a failed checkpoint takes the directory offline too, and closing while offline writes no clean-shutdown marker', async () => {
+    const { disk, clock, options } = await setup()
+    const m = await LogManager.open(ROOT, options)
+    const a = await m.getOrCreateLog('t', 0)
+    await a.append(valuesBatch(2, 'x'), { flush: true })
+    fullDisk(disk)
+    await assert.rejects(m.checkpointRecoveryPoints())
+    assert.equal(m.state, 'offline')
+    assert.ok(a.offlineCause !== null)
+    // Checkpoints are skipped while offline (a partial file would drop the offline logs' entries).
+    await m.checkpointRecoveryPoints()
+    disk.setHook(null)
+    await m.close()
+    clock.advance(10_000) // no probe after close
+    assert.equal(await disk.exists(`${ROOT}/${LogDirFile.cleanShutdown}`), false)
+    const again = await LogManager.open(ROOT, options)
+    assert.equal(again.hadCleanShutdown, false)
+    assert.deepEqual(
+      (await readAll(again.getLog('t', 0)!)).map((r) => r.value),
+      ['x0', 'x1'],
+    )
+    await again.close()
+  })
+
+  it('a re-open that fails sends the directory back offline to wait longer', async () => {
+    const { disk, clock, options } = await setup()
+    const m = await LogManager.open(ROOT, options)
+    const a = await m.getOrCreateLog('t', 0)
+    await a.append(valuesBatch(2, 'x'), { flush: true })
+    fullDisk(disk)
+    await assert.rejects(a.append(valuesBatch(1, 'y')), LogOfflineError)
+    // The probe passes, but reading a segment back fails once.
+    let failReads = 1
+    disk.setHook((op, path) => {
+      if (op === 'open' && path.endsWith('.log') && failReads > 0) {
+        failReads--
+        return 'EIO'
+      }
+      return undefined
+    })
+    clock.advance(100)
+    await until('back offline after a failed re-open', () => failReads === 0 && m.state === 'offline')
+    assert.equal(m.health.recoveries, 0)
+    clock.advance(800)
+    await until('online', () => m.state === 'online')
+    assert.deepEqual(
+      (await readAll(m.getLog('t', 0)!)).map((r) => r.value),
+      ['x0', 'x1'],
+    )
+    await m.close()
+  })
+})
