@@ -45,6 +45,13 @@ const totalMiB = Number(process.env.BENCH_MIB ?? 256)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
 const only = process.env.BENCH_CASES?.split(',').filter((s) => s !== '')
 const withRaw = process.env.BENCH_RAW !== '0'
+/**
+ * `PartitionLogOptions.earlyRoundBytes` variants to compare (bytes, comma-separated; each log case
+ * runs once per variant in every round, named with an `-e<KiB>k` suffix). Unset: the log's default.
+ */
+const earlyVariants = process.env.BENCH_EARLY?.split(',')
+  .filter((s) => s !== '')
+  .map(Number)
 
 function mbps(bytes: number, ms: number): number {
   return bytes / MIB / (ms / 1000)
@@ -194,10 +201,13 @@ interface Case {
   batchesPerAppend: number
   fsync: boolean
   inFlight: number
+  /** PartitionLogOptions.earlyRoundBytes (undefined: the default). */
+  earlyRoundBytes?: number
 }
 
 function caseName(c: Case): string {
-  return `${c.batchBytes / KIB}k-x${c.batchesPerAppend}-q${c.inFlight}${c.fsync ? '-gc' : ''}`
+  const early = c.earlyRoundBytes === undefined ? '' : `-e${c.earlyRoundBytes / KIB}k`
+  return `${c.batchBytes / KIB}k-x${c.batchesPerAppend}-q${c.inFlight}${c.fsync ? '-gc' : ''}${early}`
 }
 
 /** The matched raw writer's bytes per write (and per fsync): the case's bytes in flight. */
@@ -222,7 +232,11 @@ let logSeq = 0
 async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> {
   settleDisk()
   const logDir = join(dir, `bench-${logSeq++}`)
-  const log = await PartitionLog.open(logDir, DEFAULT_LOG_CONFIG, { disk, clock: systemClock })
+  const log = await PartitionLog.open(logDir, DEFAULT_LOG_CONFIG, {
+    disk,
+    clock: systemClock,
+    ...(c.earlyRoundBytes === undefined ? {} : { earlyRoundBytes: c.earlyRoundBytes }),
+  })
   const one = makeBatch(c.batchBytes)
   const template = Buffer.concat(Array.from({ length: c.batchesPerAppend }, () => one))
   // The log rewrites base offsets in place: each append in flight needs its own buffer.
@@ -312,7 +326,11 @@ async function main(): Promise<void> {
     { batchBytes: 16 * 1024, batchesPerAppend: 1, fsync: true, inFlight: 64 },
     { batchBytes: 16 * 1024, batchesPerAppend: 1, fsync: true, inFlight: 1024 },
   ]
-  const cases = allCases.filter((c) => only === undefined || only.includes(caseName(c)))
+  const cases = allCases
+    .filter((c) => only === undefined || only.includes(caseName(c)))
+    .flatMap((c) =>
+      earlyVariants === undefined ? [c] : earlyVariants.map((e) => ({ ...c, earlyRoundBytes: e })),
+    )
   const original: RawWorkload[] = [
     { writeBytes: MIB, fsync: false },
     { writeBytes: MIB, fsync: true },

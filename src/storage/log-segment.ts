@@ -210,6 +210,20 @@ export class LogSegment {
     return (this.#offsetIndex?.isFull ?? false) || (this.#timeIndex?.isFull ?? false)
   }
 
+  /**
+   * Whether `batches` more batches can be appended without either index filling up first (each
+   * batch adds at most one entry to each): the log then need not check `indexFull` per batch.
+   */
+  hasIndexRoomFor(batches: number): boolean {
+    const offsetIndex = this.#offsetIndex
+    const timeIndex = this.#timeIndex
+    if (offsetIndex === null || timeIndex === null) return false
+    return (
+      offsetIndex.entries + batches <= offsetIndex.maxEntries &&
+      timeIndex.entries + batches <= timeIndex.maxEntries
+    )
+  }
+
   /** The offset relative to the base, which must fit an int32 (else the log rolls). */
   relative(offset: bigint): number {
     const rel = offset - this.baseOffset

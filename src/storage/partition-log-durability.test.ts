@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { batch, config, DIR, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
 import { SeededRandom } from '../io/index.ts'
 import { offsetFileName } from './log-segment.ts'
-import { LogOfflineError, PartitionLog } from './partition-log.ts'
+import { type AppendResult, LogOfflineError, PartitionLog } from './partition-log.ts'
 
 const seg0 = `${DIR}/${offsetFileName(0n)}`
 
@@ -385,6 +385,73 @@ describe('PartitionLog with two write rounds in flight', () => {
     const values = (await readAll(reopened)).map((r) => r.value)
     assert.equal(values[0], 'before0')
     assert.ok(values.length === 1 || values[1] === 'a00', values.join(','))
+  })
+
+  it('an append that fills a round hands it to the disk itself, before its turn ends', async () => {
+    const one = valuesBatch(1, 'b0').length
+    const { log, disk } = await openSimLog({}, { options: { earlyRoundBytes: 3 * one } })
+    const firstWrite = holdWrite(1)
+    disk.setHook(firstWrite.hook)
+    const first = log.append(valuesBatch(1, 'a'))
+    for (let i = 0; i < 10; i++) await null // its write is held at the disk; the writer waits
+    assert.equal(disk.maxWritesInFlight, 1)
+    const burst: Promise<AppendResult>[] = []
+    for (let i = 0; i < 2; i++) burst.push(log.append(valuesBatch(1, `b${i}`)))
+    assert.equal(disk.maxWritesInFlight, 1)
+    burst.push(log.append(valuesBatch(1, 'b2')))
+    assert.equal(disk.maxWritesInFlight, 2, 'the third append issued the round b0-b2 in its own call')
+    for (let i = 3; i < 6; i++) burst.push(log.append(valuesBatch(1, `b${i}`)))
+    assert.equal(log.logEndOffset, 0n)
+    firstWrite.release()
+    const results = await Promise.all([first, ...burst])
+    assert.deepEqual(
+      results.map((r) => (r.errorCode === 0 ? Number(r.baseOffset) : -1)),
+      [0, 1, 2, 3, 4, 5, 6],
+    )
+    assert.equal(disk.writes, 3, 'with two rounds in flight, b3-b5 waited for the writer: one more write')
+    disk.setHook(null)
+    assert.deepEqual(
+      (await readAll(log)).map((r) => [r.offset, r.value]),
+      [[0n, 'a0'], ...Array.from({ length: 6 }, (_, i) => [BigInt(i + 1), `b${i}0`])],
+    )
+  })
+
+  it('an early round that would roll the segment is left to the writer, which rolls', async () => {
+    const one = valuesBatch(1, 'b00').length
+    // Room for two and a half batches: the first early round (2 batches) does not fit beside the
+    // first batch, so the writer rolls; later rounds fill and roll segments in turn.
+    const segmentBytes = Math.floor(2.5 * one)
+    const { log, disk } = await openSimLog({ segmentBytes }, { options: { earlyRoundBytes: 2 * one } })
+    const firstWrite = holdWrite(1)
+    disk.setHook(firstWrite.hook)
+    const first = log.append(valuesBatch(1, 'a00'))
+    for (let i = 0; i < 10; i++) await null
+    const burst = Array.from({ length: 12 }, (_, i) =>
+      log.append(valuesBatch(1, `b${String(i).padStart(2, '0')}`)),
+    )
+    firstWrite.release()
+    const results = await Promise.all([first, ...burst])
+    assert.deepEqual(
+      results.map((r) => (r.errorCode === 0 ? Number(r.baseOffset) : -1)),
+      Array.from({ length: 13 }, (_, i) => i),
+    )
+    disk.setHook(null)
+    assert.ok(log.segments.length >= 3, `${log.segments.length} segments`)
+    for (const s of log.segments)
+      assert.ok(s.size <= segmentBytes, `segment ${s.baseOffset}: ${s.size} bytes`)
+    const expected = ['a000', ...Array.from({ length: 12 }, (_, i) => `b${String(i).padStart(2, '0')}0`)]
+    assert.deepEqual(
+      (await readAll(log)).map((r) => r.value),
+      expected,
+    )
+    // Flushed, crashed, recovered from scratch: the same records at the same offsets.
+    await log.flush()
+    disk.crash({ random: new SeededRandom(3) })
+    const { log: again } = await openSimLog({ segmentBytes }, { disk })
+    assert.deepEqual(
+      (await readAll(again)).map((r) => [r.offset, r.value]),
+      expected.map((v, i) => [BigInt(i), v]),
+    )
   })
 
   it('a failed second round fails only from it on: the first round resolves', async () => {

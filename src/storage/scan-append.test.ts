@@ -15,7 +15,7 @@ import { type AppendScan, readInt64AsNumber, scanAppend } from './scan-append.ts
 /** scanAppend must give scanBatches' verdict on every input: the same batches or the same error. */
 function assertSameVerdict(buf: Buffer, options: ScanOptions, what: string): void {
   const expected = scanBatches(buf, { ...options, requireBatch: false })
-  const out: AppendScan = { batches: -1, records: -1 }
+  const out: AppendScan = { batches: -1, records: -1, offsets: -1, maxTimestampMs: -2 }
   const error = scanAppend(buf, options, out)
   if (expected.ok) {
     assert.equal(error, null, `${what}: refused ${JSON.stringify(error)}`)
@@ -23,6 +23,16 @@ function assertSameVerdict(buf: Buffer, options: ScanOptions, what: string): voi
     assert.equal(
       out.records,
       expected.batches.reduce((n, b) => n + b.header.recordCount, 0),
+      what,
+    )
+    assert.equal(
+      out.offsets,
+      expected.batches.reduce((n, b) => n + b.header.lastOffsetDelta + 1, 0),
+      what,
+    )
+    assert.equal(
+      out.maxTimestampMs,
+      expected.batches.reduce((m, b) => Math.max(m, Number(b.header.maxTimestamp)), -1),
       what,
     )
   } else {

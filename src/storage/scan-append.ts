@@ -22,6 +22,10 @@ export interface AppendScan {
   batches: number
   /** Sum of their recordCount fields. */
   records: number
+  /** Offsets they span: the sum of `lastOffsetDelta + 1`. */
+  offsets: number
+  /** Largest batch maxTimestamp (ms, as `readInt64AsNumber` reads it), -1 when none is larger. */
+  maxTimestampMs: number
 }
 
 const ATTRIBUTE_CODEC_MASK = 0x07
@@ -43,22 +47,29 @@ export function scanAppend(buf: Buffer, options: ScanOptions, out: AppendScan): 
   const end = buf.length
   let batches = 0
   let records = 0
+  let offsets = 0
+  let maxTimestampMs = -1
   let position = 0
   while (position < end) {
-    const size = fastCheck(buf, position, end - position, client, batchBytesMax)
+    let size = fastCheck(buf, position, end - position, client, batchBytesMax)
     if (size > 0) {
       records += buf.readInt32BE(position + BatchOffsets.recordCount)
-      position += size
     } else {
       const checked = checkBatch(buf, position, options)
       if ('reason' in checked) return checked
       records += checked.header.recordCount
-      position += checked.size
+      size = checked.size
     }
+    offsets += buf.readInt32BE(position + BatchOffsets.lastOffsetDelta) + 1
+    const batchMaxMs = readInt64AsNumber(buf, position + BatchOffsets.maxTimestamp)
+    if (batchMaxMs > maxTimestampMs) maxTimestampMs = batchMaxMs
+    position += size
     batches++
   }
   out.batches = batches
   out.records = records
+  out.offsets = offsets
+  out.maxTimestampMs = maxTimestampMs
   return null
 }
 

@@ -46,6 +46,11 @@ interface Scenario {
   garbage: boolean
   useRecoveryPoint: boolean
   segmentBytes: number
+  /**
+   * PartitionLogOptions.earlyRoundBytes, 0 for the default: small values make appends hand rounds
+   * to the disk themselves while the writer waits, across rolls.
+   */
+  earlyRoundBytes: number
 }
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
@@ -55,6 +60,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   garbage: fc.boolean(),
   useRecoveryPoint: fc.boolean(),
   segmentBytes: fc.constantFrom(250, 600, 5000),
+  earlyRoundBytes: fc.constantFrom(0, 1, 150),
 })
 
 /** Drop to the next macrotask so every pending promise of the dead process settles. */
@@ -88,7 +94,11 @@ async function runScenario(s: Scenario): Promise<void> {
   /** Bumped by each truncation, so rewritten offsets carry different values. */
   let generation = 0
   try {
-    const log = await PartitionLog.open(DIR, cfg, { disk, clock })
+    const log = await PartitionLog.open(DIR, cfg, {
+      disk,
+      clock,
+      ...(s.earlyRoundBytes > 0 ? { earlyRoundBytes: s.earlyRoundBytes } : {}),
+    })
     for (const op of s.ops) {
       if (dead) break
       if (op.kind === 'append') {
@@ -188,6 +198,7 @@ describe('partition log under simulated crashes', () => {
             garbage: false,
             useRecoveryPoint: false,
             segmentBytes: 250,
+            earlyRoundBytes: 0,
           },
         ],
         // Found in CI: recovery cut a torn tail, but its sync recorded the size before the cut, so a
@@ -209,6 +220,7 @@ describe('partition log under simulated crashes', () => {
             garbage: false,
             useRecoveryPoint: false,
             segmentBytes: 5000,
+            earlyRoundBytes: 0,
           },
         ],
         [
@@ -223,6 +235,7 @@ describe('partition log under simulated crashes', () => {
             garbage: true,
             useRecoveryPoint: false,
             segmentBytes: 600,
+            earlyRoundBytes: 0,
           },
         ],
       ],
@@ -247,6 +260,8 @@ describe('partition log under simulated crashes', () => {
         garbage: crashAtOp % 2 === 0,
         useRecoveryPoint: crashAtOp % 3 === 0,
         segmentBytes: 250,
+        // Odd runs: the appends that arrive while a write is in flight issue their own rounds.
+        earlyRoundBytes: crashAtOp % 2 === 1 ? 1 : 0,
       })
     }
   })
