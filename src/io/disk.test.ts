@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { after, describe, it } from 'node:test'
@@ -20,6 +21,10 @@ async function nodeRoot(): Promise<string> {
 
 const impls: [string, () => Promise<{ disk: Disk; root: string }>][] = [
   ['NodeDisk', async () => ({ disk: new NodeDisk(), root: await nodeRoot() })],
+  [
+    'NodeDisk, every write in the thread pool',
+    async () => ({ disk: new NodeDisk({ syncWriteBytesMax: 0 }), root: await nodeRoot() }),
+  ],
   [
     'SimDisk',
     async () => {
@@ -135,6 +140,35 @@ for (const [name, make] of impls) {
     })
   })
 }
+
+describe('NodeDisk small writes', () => {
+  it('writes up to syncWriteBytesMax on the calling thread: the bytes are in the file when write returns', async () => {
+    const root = await nodeRoot()
+    const disk = new NodeDisk({ syncWriteBytesMax: 16 })
+    const path = joinPath(root, 's.log')
+    const f = await disk.open(path, { create: true })
+    const small = f.write([Buffer.from('0123456'), Buffer.from('789')], 0)
+    assert.equal(readFileSync(path).toString(), '0123456789', 'written before the promise was awaited')
+    assert.equal(f.size(), 10)
+    await small
+    const large = f.write([Buffer.alloc(17, 'x')], 10) // above the limit: the thread pool
+    await large
+    assert.equal(readFileSync(path).toString(), `0123456789${'x'.repeat(17)}`)
+    assert.equal(f.size(), 27)
+    await f.close()
+  })
+
+  it('a small write on a closed file rejects with EBADF rather than throwing', async () => {
+    const root = await nodeRoot()
+    const f = await new NodeDisk().open(joinPath(root, 'c.log'), { create: true })
+    await f.close()
+    let pending: Promise<void> | undefined
+    assert.doesNotThrow(() => {
+      pending = f.write([Buffer.from('late')], 0)
+    })
+    await assert.rejects(pending!, (e: unknown) => e instanceof DiskError && e.code === 'EBADF')
+  })
+})
 
 describe('paths', () => {
   it('splits and joins', () => {

@@ -1,8 +1,10 @@
 /**
  * The Disk port on the real file system (node:fs/promises): file handles stay open, writes are
- * positional (pwrite, pwritev: several may be in flight on one file), `sync` is fdatasync and
- * `syncDir` fsyncs the directory.
+ * positional (pwrite, pwritev: several may be in flight on one file; small ones made at once on the
+ * calling thread), `sync` is fdatasync and `syncDir` fsyncs the directory.
  */
+
+import { writeSync, writevSync } from 'node:fs'
 import {
   constants,
   type FileHandle,
@@ -34,15 +36,26 @@ async function guard<T>(path: string, op: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Writes up to this many bytes run on the calling (event-loop) thread by default, larger ones in
+ * libuv's thread pool. A small pwrite into the page cache takes microseconds; handing it to the pool
+ * costs a wake-up of a pool thread and a completion callback, which on a busy machine is most of
+ * what such a write spends (measured in docs/performance.md). Large writes stay in the pool so that
+ * the log's CPU work overlaps them.
+ */
+export const SYNC_WRITE_BYTES_MAX_DEFAULT = 65_536
+
 class NodeDiskFile implements DiskFile {
   readonly path: string
   #handle: FileHandle | null
   #size: number
+  readonly #syncWriteBytesMax: number
 
-  constructor(path: string, handle: FileHandle, size: number) {
+  constructor(path: string, handle: FileHandle, size: number, syncWriteBytesMax: number) {
     this.path = path
     this.#handle = handle
     this.#size = size
+    this.#syncWriteBytesMax = syncWriteBytesMax
   }
 
   size(): number {
@@ -72,11 +85,19 @@ class NodeDiskFile implements DiskFile {
   }
 
   write(buffers: readonly Buffer[], position: number): Promise<void> {
+    let total = 0
+    for (const b of buffers) total += b.length
+    if (total === 0) return Promise.resolve()
+    if (total <= this.#syncWriteBytesMax) {
+      try {
+        this.#writeSync(buffers, position, total)
+        return Promise.resolve()
+      } catch (e) {
+        return Promise.reject(wrap(e, this.path))
+      }
+    }
     return guard(this.path, async () => {
       const fh = this.#fh()
-      let total = 0
-      for (const b of buffers) total += b.length
-      if (total === 0) return
       // One buffer: a plain pwrite (no iovec array); several: pwritev. libuv loops over IOV_MAX and
       // short writes; re-check anyway.
       let written =
@@ -96,6 +117,27 @@ class NodeDiskFile implements DiskFile {
       const end = position + written
       if (end > this.#size) this.#size = end
     })
+  }
+
+  /** A write on the calling thread: pwrite/pwritev, then pwrite for the rest of a short write. */
+  #writeSync(buffers: readonly Buffer[], position: number, total: number): void {
+    const fd = this.#fh().fd
+    let written =
+      buffers.length === 1
+        ? writeSync(fd, buffers[0]!, 0, total, position)
+        : writevSync(fd, buffers as Buffer[], position)
+    if (written < total) {
+      const rest = Buffer.concat(buffers as Buffer[]).subarray(written)
+      let done = 0
+      while (done < rest.length) {
+        const n = writeSync(fd, rest, done, rest.length - done, position + written + done)
+        if (n === 0) throw new DiskError('EIO', this.path, 'write made no progress')
+        done += n
+      }
+      written += done
+    }
+    const end = position + written
+    if (end > this.#size) this.#size = end
   }
 
   truncate(size: number): Promise<void> {
@@ -120,6 +162,16 @@ class NodeDiskFile implements DiskFile {
 
 /** The real file system. Stateless: one instance serves every log directory. */
 export class NodeDisk implements Disk {
+  readonly #syncWriteBytesMax: number
+
+  /**
+   * `syncWriteBytesMax`: writes of at most this many bytes are made on the calling thread (the
+   * promise is settled when `write` returns), larger ones in the thread pool; 0 sends all to the pool.
+   */
+  constructor(options: { readonly syncWriteBytesMax?: number } = {}) {
+    this.#syncWriteBytesMax = options.syncWriteBytesMax ?? SYNC_WRITE_BYTES_MAX_DEFAULT
+  }
+
   open(path: string, options: OpenOptions = {}): Promise<DiskFile> {
     return guard(path, async () => {
       let flags = constants.O_RDWR
@@ -129,7 +181,7 @@ export class NodeDisk implements Disk {
       const fh = await open(path, flags, 0o644)
       try {
         const { size } = await fh.stat()
-        return new NodeDiskFile(path, fh, size)
+        return new NodeDiskFile(path, fh, size, this.#syncWriteBytesMax)
       } catch (e) {
         await fh.close()
         throw e
