@@ -130,10 +130,17 @@ export class DataPath {
     this.replicas.onPublish(p)
   }
 
-  /** Starts serving the partitions of `managers` (opened with `logManagerOptions`). */
-  start(managers: readonly LogManager[]): void {
-    this.replicas.start(managers)
+  /** Starts the log directories' schedules (flushes, retention, checkpoints, the cleaner). */
+  startLogs(managers: readonly LogManager[]): void {
     for (const m of managers) m.start()
+  }
+
+  /**
+   * Starts serving the partitions of `managers` (opened with `logManagerOptions`): the broker calls
+   * it once its metadata has caught up past its own registration.
+   */
+  startReplicas(managers: readonly LogManager[]): void {
+    this.replicas.start(managers)
   }
 
   /** The client-facing handlers of the data path. */

@@ -123,6 +123,8 @@ export class WeirNode {
   #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
   #incarnationId: Uuid | null = null
   #brokerEpoch = -1n
+  /** The replica manager started (after the metadata caught up past this broker's registration). */
+  #replicasStarted = false
   #fenced = true
   #stopping = false
   #readyWaiters: Array<() => void> = []
@@ -367,7 +369,8 @@ export class WeirNode {
           }),
         )
       }
-      this.#dataPath?.start(this.#logManagers)
+      this.#dataPath?.startLogs(this.#logManagers)
+      this.#loader.subscribe(() => this.#maybeStartReplicas())
       // Dynamic topic and broker configs take effect on open logs as their records commit.
       this.#loader.subscribe((p) =>
         updateLogConfigs(
@@ -546,6 +549,7 @@ export class WeirNode {
         if (res.errorCode === ErrorCode.None && res.brokerEpoch !== undefined) {
           this.#brokerEpoch = res.brokerEpoch
           this.#log('info', `registered as broker ${this.config.nodeId} with epoch ${res.brokerEpoch}`)
+          this.#maybeStartReplicas()
           this.#heartbeat(0)
           return
         }
@@ -560,6 +564,21 @@ export class WeirNode {
   /** The ids of the log dirs that failed and are not back yet (BrokerHeartbeat `OfflineLogDirs`). */
   #offlineLogDirs(): Uuid[] {
     return this.#logManagers.filter((m) => m.isOffline).map((m) => m.directoryId as Uuid)
+  }
+
+  /**
+   * The replica manager starts acting on partitions only once this process's metadata has caught up
+   * past its own registration record (its broker epoch is that record's offset), as Kafka installs
+   * its metadata publishers only after the initial catch-up. Before, the image may still name this
+   * broker the leader in an epoch its registration just took away (a new incarnation leaves its
+   * ISRs and leaderships): leading there after a power loss rewrote offsets a follower held
+   * differently in the same epoch (cluster simulation seeds 5448, 7339).
+   */
+  #maybeStartReplicas(): void {
+    if (this.#replicasStarted || this.#stopping || this.#dataPath === null || this.#brokerEpoch < 0n) return
+    if (this.#loader.image.provenance.offset < this.#brokerEpoch) return
+    this.#replicasStarted = true
+    this.#dataPath.startReplicas(this.#logManagers)
   }
 
   #heartbeat(delayMs: number): void {

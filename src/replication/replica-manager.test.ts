@@ -12,7 +12,7 @@ import {
   LOG_OVERHEAD,
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
-import { LogManager } from '../storage/index.ts'
+import { LogManager, writeOffsetCheckpoint } from '../storage/index.ts'
 import { ReplicaManager } from './replica-manager.ts'
 
 const NODE = 1 as BrokerId
@@ -199,6 +199,31 @@ function pending<T>(p: Promise<T>): { value: T | undefined; done: boolean } {
 }
 
 describe('replica manager', () => {
+  test('a checkpointed high watermark past the log end is rewritten as the log end before the partition takes writes', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    await h.produce(batch(3))
+    assert.equal(h.partition.highWatermark, 3n)
+    await h.rm.close()
+    await h.manager.close()
+    // As after a power loss that cut the log below a high watermark checkpointed earlier.
+    await writeOffsetCheckpoint(h.disk, `${DIR}/replication-offset-checkpoint`, [
+      { topic: TOPIC, partition: 0, offset: 50n },
+    ])
+    const image = h.loader.image
+    const loader = new MetadataLoader()
+    ;(h as { loader: MetadataLoader }).loader = loader
+    await h.open()
+    loader.loadSnapshot(imageToSnapshot(image), image.provenance)
+    await h.rm.settled()
+    assert.equal(h.partition.highWatermark, 3n)
+    assert.equal(
+      (await h.disk.readFile(`${DIR}/replication-offset-checkpoint`)).toString(),
+      `0\n1\n${TOPIC} 0 3\n`,
+      'the file no longer claims offsets a new history would write',
+    )
+  })
+
   test('reconciles to metadata: a partition led here gets its log, partition.metadata and epoch checkpoint', async () => {
     const h = await Harness.create()
     await h.createTopic()

@@ -232,6 +232,8 @@ export class ReplicaManager {
   readonly #alterPartition: AlterPartitionManager | null
   /** Each log directory's replication-offset-checkpoint as read at start. */
   readonly #hwCheckpoints = new Map<string, OffsetCheckpoint>()
+  /** Serializes writes of the replication-offset-checkpoint files. */
+  #hwCheckpointTail: Promise<void> = Promise.resolve()
   /** High watermarks of partitions rebuilt after their log directory came back, until re-opened. */
   readonly #carriedHighWatermarks = new Map<string, bigint>()
 
@@ -370,30 +372,69 @@ export class ReplicaManager {
     this.#scheduleReconcile()
   }
 
-  /** Writes every directory's `replication-offset-checkpoint` (Kafka's format) durably. */
-  async checkpointHighWatermarks(): Promise<void> {
-    for (const m of this.#managers) {
-      // An offline directory's file stays as it was: its partitions' offsets are not to be trusted.
-      if (m.isOffline) continue
-      const entries: Array<{ topic: string; partition: number; offset: bigint }> = []
-      for (const h of m.logs()) {
-        const p = this.getPartition(h.topic, h.partition)
-        if (p !== undefined && p.log === h.log)
-          entries.push({ topic: h.topic, partition: h.partition, offset: p.highWatermark })
+  /**
+   * Writes every directory's `replication-offset-checkpoint` (Kafka's format) durably: each hosted
+   * partition's high watermark, and for a log not adopted yet the value read at start (clamped to
+   * its log end once known), so a restart before it is adopted still finds it.
+   */
+  checkpointHighWatermarks(): Promise<void> {
+    const run = this.#hwCheckpointTail.then(async () => {
+      for (const m of this.#managers) {
+        try {
+          await this.#writeHighWatermarks(m)
+        } catch (e) {
+          this.#log(
+            'warn',
+            `${m.dir}: writing ${REPLICATION_OFFSET_CHECKPOINT_FILE} failed: ${(e as Error).message}`,
+          )
+        }
       }
-      try {
-        await writeOffsetCheckpoint(
-          this.#o.disk,
-          joinPath(m.dir, REPLICATION_OFFSET_CHECKPOINT_FILE),
-          entries,
-        )
-      } catch (e) {
-        this.#log(
-          'warn',
-          `${m.dir}: writing ${REPLICATION_OFFSET_CHECKPOINT_FILE} failed: ${(e as Error).message}`,
-        )
+    })
+    this.#hwCheckpointTail = run.catch(() => undefined)
+    return run
+  }
+
+  async #writeHighWatermarks(m: LogManager): Promise<void> {
+    // An offline directory's file stays as it was: its partitions' offsets are not to be trusted.
+    if (m.isOffline) return
+    const read = this.#hwCheckpoints.get(m.dir)
+    const entries: Array<{ topic: string; partition: number; offset: bigint }> = []
+    for (const h of m.logs()) {
+      const p = this.getPartition(h.topic, h.partition)
+      if (p !== undefined && p.log === h.log)
+        entries.push({ topic: h.topic, partition: h.partition, offset: p.highWatermark })
+      else {
+        const was = read?.get(partitionKey(h.topic, h.partition))
+        if (was !== undefined) entries.push(was)
       }
     }
+    await writeOffsetCheckpoint(this.#o.disk, joinPath(m.dir, REPLICATION_OFFSET_CHECKPOINT_FILE), entries)
+  }
+
+  /**
+   * A checkpointed high watermark past the log end (the log lost its tail to a crash) is rewritten
+   * as the log end durably before the partition takes any write: else the appends of a new history
+   * would sit below a stale high watermark after the next restart, claimed committed though no ISR
+   * ever held them (cluster simulation seed 3361).
+   */
+  async #clampCheckpointedHighWatermark(m: LogManager, key: string, logEndOffset: bigint): Promise<void> {
+    const read = this.#hwCheckpoints.get(m.dir)
+    const was = read?.get(key)
+    if (read === undefined || was === undefined || was.offset <= logEndOffset) return
+    this.#log(
+      'info',
+      `partition ${key}: checkpointed high watermark ${was.offset} past the log end ${logEndOffset}`,
+    )
+    read.set(key, { ...was, offset: logEndOffset })
+    const run = this.#hwCheckpointTail.then(() => this.#writeHighWatermarks(m))
+    this.#hwCheckpointTail = run.catch(() => undefined)
+    // A failed write is the directory's failure (it goes offline); the partition opens regardless.
+    await run.catch((e: unknown) =>
+      this.#log(
+        'warn',
+        `${m.dir}: writing ${REPLICATION_OFFSET_CHECKPOINT_FILE} failed: ${(e as Error).message}`,
+      ),
+    )
   }
 
   /** Every `replica.high.watermark.checkpoint.interval.ms` (with replication; close writes it always). */
@@ -667,6 +708,7 @@ export class ReplicaManager {
     if (!state.loaded) await state.load(found.log)
     const carried = this.#carriedHighWatermarks.get(key)
     this.#carriedHighWatermarks.delete(key)
+    await this.#clampCheckpointedHighWatermark(found.manager, key, found.log.logEndOffset)
     const checkpointed = carried ?? this.#hwCheckpoints.get(found.manager.dir)?.get(key)?.offset
     const p = new Partition({
       topic,

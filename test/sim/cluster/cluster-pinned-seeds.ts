@@ -49,15 +49,23 @@ export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
   {
     seed: 5448,
     found:
-      'broker/controller: a leader that lost its unflushed tail to a power failure restarted before the controller fenced it and led again in the same leader epoch (its metadata still named it; registering a new incarnation moves nothing), rewriting those offsets; a follower holding the old batches in that epoch cannot see the divergence and keeps them, below the high watermark and in the ISR.',
-    todo: 'registering a new incarnation now takes the broker out of its ISRs and leaderships (fixed 5671 and 8990); the broker still acts on its partitions before its metadata has caught up past its own registration. Gating the replica manager on its own registration fixed 5448 and 7339 but made seeds 3361 and 3710 diverge below the high watermark: not landed, to be understood first',
+      'broker/controller: a leader that lost its unflushed tail to a power failure restarted before the controller fenced it and led again in the same leader epoch, rewriting those offsets; a follower holding the old batches in that epoch cannot see the divergence and keeps them, below the high watermark and in the ISR. Registering a new incarnation now moves its leaderships (5671), and the broker starts its replica manager only once its metadata has caught up past its own registration (node.ts #maybeStartReplicas, as Kafka installs its publishers after the initial catch-up), so it never acts on the image its registration superseded',
   },
-  { seed: 7339, found: 'broker/controller: the same as 5448', todo: 'the same as 5448' },
+  { seed: 7339, found: 'broker/controller: the same as 5448' },
+  {
+    seed: 3361,
+    found:
+      'replication: a replication-offset-checkpoint written before a power loss cut the log named a high watermark past the new log end; an incarnation that appended a new history and crashed before its next checkpoint left it there, so the next restart took uncommitted batches of the new history as below its high watermark. A checkpointed high watermark past the log end is now rewritten durably before the partition takes writes (ReplicaManager #clampCheckpointedHighWatermark). Found when gating the replica manager on registration (5448) changed the timing',
+  },
+  {
+    seed: 3710,
+    found:
+      'replication: diverged below the high watermark with an earlier attempt at gating the replica manager on registration; passes with the gating as landed, with or without the 3361 fix (not reproduced)',
+  },
   {
     seed: 2059,
     found:
-      'Convergence: a replica holds batches that differ from its leader (found in a sweep of 1001..4000; not yet analysed, probably the same as 5448)',
-    todo: 'not analysed yet',
+      'Convergence: a replica held batches that differ from its leader (found in a sweep of 1001..4000); passes since the two fixes above (5448, 3361), not analysed further',
   },
   {
     seed: 5671,

@@ -205,6 +205,8 @@ export class SimBroker implements SimEndpoint {
   readonly #peers: BrokerPeers
   readonly #slowDisk: { rate: number; maxMs: number }
   readonly #configSource: NodeConfigSource
+  /** Starts the replica manager once metadata has caught up past the registration (per incarnation). */
+  #onRegistered: () => void = () => {}
 
   constructor(
     id: number,
@@ -311,6 +313,20 @@ export class SimBroker implements SimEndpoint {
     const loader = this.loader
     loader.subscribe((p) => rm.onPublish(p))
     loader.subscribe(() => groups.onPublish())
+    // As node.ts: the replica manager acts on partitions only once this incarnation's metadata has
+    // caught up past its own registration (Kafka installs its metadata publishers after the initial
+    // catch-up), so it never leads or follows from a picture older than the leaderships its
+    // registration moved.
+    let replicasStarted = false
+    const startReplicasWhenCaughtUp = () => {
+      const lm = this.logManager
+      if (replicasStarted || !alive() || lm === null || this.brokerEpoch < 0n) return
+      if (this.loader.image.provenance.offset < this.brokerEpoch) return
+      replicasStarted = true
+      rm.start([lm])
+    }
+    loader.subscribe(startReplicasWhenCaughtUp)
+    this.#onRegistered = startReplicasWhenCaughtUp
     const hooksFor = (topic: string, partition: number): LogHooks => {
       const inner = rm.hooksFor(topic, partition)
       const mirror = new Mirror()
@@ -359,7 +375,6 @@ export class SimBroker implements SimEndpoint {
         mirror.complete = true
       }
       this.logManager = lm
-      rm.start([lm])
       lm.start()
       this.serving = true
       this.log(`STARTED (incarnation ${incarnation})`)
@@ -437,6 +452,7 @@ export class SimBroker implements SimEndpoint {
         if (res.errorCode === ErrorCode.None && res.brokerEpoch !== undefined) {
           this.brokerEpoch = res.brokerEpoch
           this.log(`registered with broker epoch ${res.brokerEpoch}`)
+          this.#onRegistered()
           this.#heartbeat(incarnation, 0)
           return
         }
