@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { batch, DIR, openSimLog, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
+import { ManualClock } from '../io/index.ts'
 import { Compression, ErrorCode, readBatchHeader } from '../protocol/index.ts'
 import { offsetFileName } from './log-segment.ts'
 import { PartitionLog } from './partition-log.ts'
@@ -139,6 +140,33 @@ describe('PartitionLog append and read', () => {
       records.map((x) => x.timestamp),
       [BigInt(c2.nowMs()), BigInt(c2.nowMs())],
     )
+  })
+
+  it('judges message.timestamp.after.max.ms against the clock, read only for a batch that looks too new', async () => {
+    class CountingClock extends ManualClock {
+      reads = 0
+      override nowMs(): number {
+        this.reads++
+        return super.nowMs()
+      }
+    }
+    const clock = new CountingClock({ nowMs: 1_000_000 })
+    const { log } = await openSimLog({ messageTimestampAfterMaxMs: 1000 }, { clock })
+    const t0 = clock.nowMs()
+    assert.equal((await log.append(valuesBatch(1, 'a', t0))).errorCode, 0)
+    const reads = clock.reads
+    const ok = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => log.append(valuesBatch(1, `b${i}`, t0 + 900))),
+    )
+    assert.ok(ok.every((r) => r.errorCode === 0))
+    assert.ok(clock.reads - reads <= 2, `${clock.reads - reads} clock reads for 10 appends in one round`)
+    assert.equal((await log.append(valuesBatch(1, 'c', t0 + 1500))).errorCode, ErrorCode.InvalidTimestamp)
+    clock.advance(1000)
+    assert.equal((await log.append(valuesBatch(1, 'd', t0 + 1500))).errorCode, 0)
+    // A wall clock stepped back is seen by the next round's reading.
+    clock.setNowMs(t0 - 10_000)
+    assert.equal((await log.append(valuesBatch(1, 'e', t0 - 10_000))).errorCode, 0)
+    assert.equal((await log.append(valuesBatch(1, 'f', t0 + 900))).errorCode, ErrorCode.InvalidTimestamp)
   })
 
   it('stamps the leader epoch and keeps the max timestamp', async () => {

@@ -708,6 +708,16 @@ export class PartitionLog {
     // clock is read here only for a batch that looks too new (it was read per append: ~4% of its CPU).
     const afterOnly = config.messageTimestampBeforeMaxMs >= NEVER_MS
     const compact = config.cleanupPolicy.compact
+    if (!logAppendTime && !compact) {
+      // The largest maxTimestamp (from the scan) passes for every batch: no walk over them.
+      const maxMs = this.#scan.maxTimestampMs
+      if (
+        boundsNever
+          ? maxMs <= NEVER_MS
+          : afterOnly && maxMs - this.#clockSeenMs <= config.messageTimestampAfterMaxMs
+      )
+        return null
+    }
     let nowMs: number | null = null
     for (let i = 0, at = 0; i < count; i++, at += batchSize(batches, at)) {
       if (logAppendTime) {
@@ -960,9 +970,10 @@ export class PartitionLog {
     if (segment.size + bytes > config.segmentBytes) return false
     if (!segment.hasIndexRoomFor(batches)) return false
     if (Number(this.#nextOffset - segment.baseOffset) + offsets - 1 > INT32_MAX) return false
+    // Read once per round (also what CreateTime bounds are judged against until the next).
+    const nowMs = this.#readClock()
     const rolling = segment.rollingBasedTimestampMs
-    const waitedMs =
-      rolling !== null && rolling >= 0 ? maxTimestampMs - rolling : this.#readClock() - segment.createdMs
+    const waitedMs = rolling !== null && rolling >= 0 ? maxTimestampMs - rolling : nowMs - segment.createdMs
     return waitedMs <= config.segmentMs
   }
 
@@ -978,39 +989,52 @@ export class PartitionLog {
     const buffers: Buffer[] = new Array(round.length)
     let bytes = 0
     let records = 0
+    /** The next offset as a number relative to the base (for the segment) and as a BigInt. */
     let next = Number(this.#nextOffset - base)
+    let nextOffset = this.#nextOffset
     for (let j = 0; j < round.length; j++) {
       const p = round[j]!
       const buf = p.buf
-      const first = next
       const stamped = p.logAppendTimeMs
-      for (let i = 0, at = 0; i < p.batchCount; i++) {
-        const size = batchSize(buf, at)
-        const lastOffsetDelta = buf.readInt32BE(at + BatchOffsets.lastOffsetDelta)
-        const batchMaxMs = stamped >= 0 ? stamped : readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
-        segment.writeOffset(buf, at, next)
-        if (p.leaderEpoch !== undefined)
-          buf.writeInt32BE(p.leaderEpoch, at + BatchOffsets.partitionLeaderEpoch)
-        next += lastOffsetDelta
-        segment.registerAppend(size, next, batchMaxMs)
-        next++
-        if (onBatch !== undefined) onBatch(readBatchHeader(buf, at), 'append')
-        at += size
+      if (p.batchCount === 1) {
+        // One batch, filling the buffer (the common produce): what the scan read stands.
+        segment.writeOffset(buf, 0, next)
+        if (p.leaderEpoch !== undefined) buf.writeInt32BE(p.leaderEpoch, BatchOffsets.partitionLeaderEpoch)
+        next += p.offsetCount
+        segment.registerAppend(buf.length, next - 1, p.maxTimestampMs)
+        if (onBatch !== undefined) onBatch(readBatchHeader(buf, 0), 'append')
+      } else {
+        for (let i = 0, at = 0; i < p.batchCount; i++) {
+          const size = batchSize(buf, at)
+          const lastOffsetDelta = buf.readInt32BE(at + BatchOffsets.lastOffsetDelta)
+          const batchMaxMs = stamped >= 0 ? stamped : readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
+          segment.writeOffset(buf, at, next)
+          if (p.leaderEpoch !== undefined)
+            buf.writeInt32BE(p.leaderEpoch, at + BatchOffsets.partitionLeaderEpoch)
+          next += lastOffsetDelta
+          segment.registerAppend(size, next, batchMaxMs)
+          next++
+          if (onBatch !== undefined) onBatch(readBatchHeader(buf, at), 'append')
+          at += size
+        }
       }
       buffers[j] = buf
       bytes += buf.length
       records += p.recordCount
+      const baseOffset = nextOffset
+      const lastOffset = p.offsetCount === 1 ? baseOffset : baseOffset + BigInt(p.offsetCount - 1)
+      nextOffset = lastOffset + 1n
       p.result = {
         errorCode: 0,
-        baseOffset: base + BigInt(first),
-        lastOffset: base + BigInt(next - 1),
+        baseOffset,
+        lastOffset,
         maxTimestampMs: p.maxTimestampMs,
         logAppendTimeMs: stamped,
         logStartOffset: this.#logStartOffset,
         recordCount: p.recordCount,
       }
     }
-    this.#nextOffset = base + BigInt(next)
+    this.#nextOffset = nextOffset
     this.#addInFlight(round, segment, segment.issueWrite(buffers, bytes), records)
   }
 
