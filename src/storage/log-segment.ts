@@ -4,7 +4,7 @@
  */
 import { type Disk, type DiskFile, isNotFound, joinPath } from '../io/index.ts'
 import { assert } from '../model/index.ts'
-import { BatchOffsets, decodeBatch, LOG_OVERHEAD } from '../protocol/index.ts'
+import { BATCH_HEADER_BYTES, BatchOffsets, decodeBatch, LOG_OVERHEAD } from '../protocol/index.ts'
 import { type FileBatch, FileBatchReader, isProblem, type ReadMode } from './file-batch-reader.ts'
 import { OffsetIndex } from './offset-index.ts'
 import { TimeIndex } from './time-index.ts'
@@ -112,6 +112,11 @@ export class LogSegment {
   #truncations = 0
   /** Whether the index files on disk match the in-memory indexes. */
   indexFilesCurrent = false
+  /**
+   * Where recent reads ended: the offset after a read's last batch -> that next batch's position.
+   * Cleared by every cut of the file (positions past the cut are gone).
+   */
+  readonly #readHints = new Map<bigint, number>()
 
   private constructor(
     disk: Disk,
@@ -494,6 +499,11 @@ export class LogSegment {
    * Whole batches from the one containing `offset`: at most `maxBytes` of them, except that the
    * first batch comes whole even when larger, if `minOneBatch`. Only batches whose last offset is
    * below `maxOffset` (exclusive). Null when no batch in this segment reaches `offset`.
+   *
+   * One file read in the common case: from the batch where a previous read of this segment ended
+   * (a consumer reading on; `#readHints`), or else from the offset index's entry, with room for the
+   * bytes up to the wanted batch; the batch headers are then walked in memory. Only when the
+   * wanted batch starts past those bytes, or the first batch is larger than them, is more read.
    */
   async read(
     offset: bigint,
@@ -501,23 +511,76 @@ export class LogSegment {
     maxOffset: bigint,
     minOneBatch: boolean,
   ): Promise<Buffer | null> {
-    const first = await this.translateOffset(offset)
-    if (first === null) return null
-    if (first.lastOffset >= maxOffset) return EMPTY
-    if (first.size > maxBytes && !minOneBatch) return EMPTY
-    const start = first.position
-    const want = Math.min(this.writtenSize - start, Math.max(maxBytes, first.size))
-    const buf = Buffer.allocUnsafe(want)
-    const got = await this.#file.read(buf, start, want)
-    let end = 0
-    while (end + LOG_OVERHEAD <= got) {
+    await this.ensureIndexes()
+    const hinted = this.#readHints.get(offset)
+    const written = this.writtenSize
+    let start: number
+    let lead: number
+    if (hinted !== undefined && hinted <= written) {
+      start = hinted
+      lead = 0
+    } else {
+      const rel = offset - this.baseOffset
+      const relNum = rel < 0n ? 0 : rel > INT32_MAX_BIG ? INT32_MAX : Number(rel)
+      start = this.#offsetIndex!.lookup(relNum).position
+      lead = 2 * this.#settings.indexIntervalBytes + 16384
+    }
+    // Read from `start` and walk to the first batch whose last offset is >= offset; if the read
+    // ends before it (a far index entry), read on from the last whole header.
+    let buf: Buffer
+    let got: number
+    let at: number
+    for (;;) {
+      if (start >= written) return null // every batch is below offset
+      const want = Math.min(written - start, lead + Math.max(maxBytes, BATCH_HEADER_BYTES))
+      buf = Buffer.allocUnsafe(want)
+      got = await this.#file.read(buf, start, want)
+      at = 0
+      while (at + BATCH_HEADER_BYTES <= got) {
+        const last = buf.readBigInt64BE(at) + BigInt(buf.readInt32BE(at + BatchOffsets.lastOffsetDelta))
+        if (last >= offset) break
+        const size = LOG_OVERHEAD + buf.readInt32BE(at + BatchOffsets.batchLength)
+        if (size < BATCH_HEADER_BYTES) return null // not a batch: recovery would have cut it
+        at += size
+      }
+      if (at + BATCH_HEADER_BYTES <= got) break
+      if (at === 0) return null // fewer bytes than a batch header: nothing whole to read
+      start += at
+    }
+    const firstSize = LOG_OVERHEAD + buf.readInt32BE(at + BatchOffsets.batchLength)
+    const firstLast = buf.readBigInt64BE(at) + BigInt(buf.readInt32BE(at + BatchOffsets.lastOffsetDelta))
+    if (firstLast >= maxOffset) return EMPTY
+    if (firstSize > maxBytes && !minOneBatch) return EMPTY
+    if (at + firstSize > got) {
+      // The first batch runs past what was read: read it (and what follows, up to maxBytes) whole.
+      const from = start + at
+      const size = Math.min(written - from, Math.max(maxBytes, firstSize))
+      buf = Buffer.allocUnsafe(size)
+      got = await this.#file.read(buf, from, size)
+      start = from
+      at = 0
+    }
+    let end = at
+    let nextOffset = offset
+    while (end + BATCH_HEADER_BYTES <= got) {
       const size = LOG_OVERHEAD + buf.readInt32BE(end + BatchOffsets.batchLength)
-      if (end + size > got || (end > 0 && end + size > maxBytes)) break
+      if (end + size > got || (end > at && end - at + size > maxBytes)) break
       const lastOffset = buf.readBigInt64BE(end) + BigInt(buf.readInt32BE(end + BatchOffsets.lastOffsetDelta))
       if (lastOffset >= maxOffset) break
       end += size
+      nextOffset = lastOffset + 1n
     }
-    return buf.subarray(0, end)
+    if (end > at) this.#hintRead(nextOffset, start + end)
+    return buf.subarray(at, end)
+  }
+
+  /** Remember where the batch after a read begins, so that reading on from it needs no lookup. */
+  #hintRead(nextOffset: bigint, position: number): void {
+    const hints = this.#readHints
+    if (hints.size >= READ_HINTS_MAX && !hints.has(nextOffset)) {
+      hints.delete(hints.keys().next().value!)
+    }
+    hints.set(nextOffset, position)
   }
 
   /**
@@ -630,6 +693,7 @@ export class LogSegment {
    * could otherwise record the size before the cut, which appends later reach again unsynced).
    */
   async #truncateFile(size: number): Promise<void> {
+    this.#readHints.clear()
     this.#truncations++
     this.#syncedSize = -1
     this.size = this.writtenSize = this.#issuedSize = size
@@ -675,6 +739,8 @@ export class LogSegment {
 }
 
 const EMPTY = Buffer.alloc(0)
+/** Read positions remembered per segment: about one per consumer reading on through it. */
+const READ_HINTS_MAX = 16
 
 async function readIfExists(disk: Disk, path: string): Promise<Buffer | null> {
   try {
