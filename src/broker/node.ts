@@ -182,6 +182,7 @@ export class WeirNode {
         clock,
         limits,
         log,
+        held: true,
       })
       bound.push({ spec, listener, registry, isController })
     }
@@ -512,6 +513,8 @@ export class WeirNode {
         }),
       )
     }
+    // Every handler is in place: serve the connections held since the listeners were bound.
+    for (const b of this.#listeners) b.listener.serve()
   }
 
   /** Registers this broker with the controller, then heartbeats; unfenced once caught up. */

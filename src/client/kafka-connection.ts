@@ -56,6 +56,21 @@ interface Queued {
 /** The versions a peer serves, from its ApiVersions response. */
 export type PeerVersions = ReadonlyMap<number, { readonly minVersion: number; readonly maxVersion: number }>
 
+/**
+ * A response body. KIP-511: a broker that does not serve the ApiVersions version asked answers
+ * UNSUPPORTED_VERSION in v0, so a body that does not parse at the version asked is read as v0.
+ */
+function decodeResponseOf(api: Api<unknown, never, unknown, never>, version: number, frame: Buffer): unknown {
+  try {
+    return decodeResponse(api, version, frame).body
+  } catch (e) {
+    if (!(e instanceof DecodeError) || api.apiKey !== apis.ApiVersions.apiKey || version === 0) throw e
+    const v0 = decodeResponse(api, 0, frame).body as { errorCode: number }
+    if (v0.errorCode === 0) throw e
+    return v0
+  }
+}
+
 export class KafkaConnection {
   readonly address: { readonly host: string; readonly port: number }
   readonly #conn: TransportConnection
@@ -224,7 +239,18 @@ export class KafkaConnection {
     if (p === undefined) throw new DecodeError(`response with unknown correlation id ${correlationId}`)
     this.#inFlight.delete(correlationId)
     if (p.timer !== null) this.#options.clock.clearTimer(p.timer)
-    const { body } = decodeResponse(p.api, p.version, frame)
+    let body: unknown
+    try {
+      body = decodeResponseOf(p.api, p.version, frame)
+    } catch (e) {
+      // The request is out of #inFlight already: settle it here, or it would wait forever.
+      const error =
+        e instanceof DecodeError
+          ? new ConnectionError(`bad ${p.api.name} response from ${this.#label()}: ${e.message}`)
+          : (e as Error)
+      p.reject(error)
+      throw e
+    }
     p.resolve(body)
     this.#flushQueue()
   }

@@ -1,6 +1,10 @@
 /**
  * A TCP listener speaking Kafka's protocol: accepts connections up to `max.connections`, hands each
  * to a `Connection`, and shuts down gracefully (stop accepting, answer what is in flight, close).
+ * A node binds its listeners first (so a port 0 is known) and serves them once its handlers are
+ * registered, as Kafka's `enableRequestProcessing`: connections accepted before `serve()` are held
+ * unread, so no peer ever sees a half-registered node (an ApiVersions answer without the APIs it
+ * will serve, or a request closed as "not served here").
  */
 import { createServer, type Server, type Socket } from 'node:net'
 import type { Clock, TimerHandle } from '../io/index.ts'
@@ -20,6 +24,8 @@ export interface ListenerOptions {
   }
   /** Where connection-level events are reported. */
   readonly log: (level: 'warn' | 'error', message: string) => void
+  /** Hold accepted connections unread until `serve()`; otherwise serve from `start()`. */
+  readonly held?: boolean
 }
 
 export class Listener {
@@ -28,9 +34,13 @@ export class Listener {
   readonly #connections = new Set<Connection>()
   #nextConnectionId = 1
   #address: { host: string; port: number } | null = null
+  #serving: boolean
+  /** Sockets accepted before `serve()`, paused; each handed to a `Connection` by `serve()`. */
+  readonly #held = new Set<Socket>()
 
   constructor(options: ListenerOptions) {
     this.#options = options
+    this.#serving = options.held !== true
     this.#server = createServer({ noDelay: true, pauseOnConnect: false }, (socket) => this.#accept(socket))
   }
 
@@ -55,12 +65,25 @@ export class Listener {
   }
 
   get connectionCount(): number {
-    return this.#connections.size
+    return this.#connections.size + this.#held.size
+  }
+
+  /** Starts handling requests, those of the connections held so far first. Idempotent. */
+  serve(): void {
+    if (this.#serving) return
+    this.#serving = true
+    for (const socket of this.#held) {
+      socket.removeAllListeners('error')
+      socket.removeAllListeners('close')
+      this.#handOver(socket)
+      socket.resume()
+    }
+    this.#held.clear()
   }
 
   #accept(socket: Socket): void {
     const { limits, log } = this.#options
-    if (this.#connections.size >= limits.connectionsMax) {
+    if (this.connectionCount >= limits.connectionsMax) {
       log(
         'warn',
         `closing a connection from ${socket.remoteAddress}: max.connections ${limits.connectionsMax} reached`,
@@ -68,6 +91,18 @@ export class Listener {
       socket.destroy()
       return
     }
+    if (!this.#serving) {
+      socket.pause()
+      this.#held.add(socket)
+      socket.on('error', () => socket.destroy())
+      socket.once('close', () => this.#held.delete(socket))
+      return
+    }
+    this.#handOver(socket)
+  }
+
+  #handOver(socket: Socket): void {
+    const { limits, log } = this.#options
     const connection = new Connection(socket, this.#nextConnectionId++, {
       dispatcher: this.#options.dispatcher,
       limits,
@@ -93,6 +128,8 @@ export class Listener {
    */
   async stop(graceMs: number): Promise<void> {
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()))
+    for (const socket of this.#held) socket.destroy()
+    this.#held.clear()
     for (const c of this.#connections) c.stopReading()
     const clock = this.#options.clock
     let timer: TimerHandle | null = null

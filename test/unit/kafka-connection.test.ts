@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { type AddressInfo, createServer } from 'node:net'
 import { after, before, test } from 'node:test'
 import { ConnectionError, KafkaConnection, RequestTimeoutError } from '../../src/client/index.ts'
 import { nodeTransport, systemClock } from '../../src/io/index.ts'
@@ -45,6 +46,12 @@ before(async () => {
 
 after(() => listener.stop(100))
 
+const int32 = (n: number) => {
+  const b = Buffer.alloc(4)
+  b.writeInt32BE(n, 0)
+  return b
+}
+
 const options = {
   clientId: 'test',
   clock: systemClock,
@@ -84,4 +91,124 @@ test('a request that gets no answer times out and fails the connection', async (
 
 test('connecting to a closed port is a ConnectionError', async () => {
   await assert.rejects(KafkaConnection.open({ host: '127.0.0.1', port: 1 }, options), ConnectionError)
+})
+
+/** A TCP server that answers each request frame with `answer(correlationId)`, as raw bytes. */
+async function rawServer(
+  answer: (correlationId: number) => Buffer,
+): Promise<{ port: number; close: () => void }> {
+  const sockets = new Set<import('node:net').Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    let pending = Buffer.alloc(0)
+    socket.on('error', () => {})
+    socket.on('data', (chunk) => {
+      pending = Buffer.concat([pending, chunk])
+      while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
+        const size = pending.readInt32BE(0)
+        const correlationId = pending.readInt32BE(8)
+        pending = pending.subarray(4 + size)
+        const body = answer(correlationId)
+        const frame = Buffer.alloc(4 + body.length)
+        frame.writeInt32BE(body.length, 0)
+        body.copy(frame, 4)
+        socket.write(frame)
+      }
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address() as AddressInfo
+  return {
+    port: address.port,
+    close: () => {
+      for (const s of sockets) s.destroy()
+      server.close()
+    },
+  }
+}
+
+test('a response that does not decode fails its request and the connection, never leaves it waiting', async () => {
+  // Correlation id, then three bytes that are no ApiVersions body of any version.
+  const server = await rawServer((id) => Buffer.concat([int32(id), Buffer.from([0, 0, 9])]))
+  try {
+    // No request timeout to fall back on: before the fix, the request waited forever.
+    await assert.rejects(
+      KafkaConnection.open(
+        { host: '127.0.0.1', port: server.port },
+        { ...options, requestTimeoutMs: 600_000 },
+      ),
+      ConnectionError,
+    )
+  } finally {
+    server.close()
+  }
+})
+
+test('KIP-511: an UNSUPPORTED_VERSION answer in v0 is read as v0 and the client retries at the version named', async () => {
+  let asked = 0
+  const server = await rawServer((id) => {
+    asked++
+    // v0: error code, then [api key, min, max] entries; ApiVersions served up to v2 only.
+    const v0 = Buffer.alloc(2 + 4 + 6)
+    v0.writeInt16BE(asked === 1 ? 35 : 0, 0)
+    v0.writeInt32BE(1, 2)
+    v0.writeInt16BE(apis.ApiVersions.apiKey, 6)
+    v0.writeInt16BE(0, 8)
+    v0.writeInt16BE(asked === 1 ? 2 : 0, 10)
+    // The retry asks v2, answered in v2 (v0's fields and a throttle time).
+    return Buffer.concat([int32(id), v0, asked === 1 ? Buffer.alloc(0) : int32(0)])
+  })
+  try {
+    const c = await KafkaConnection.open({ host: '127.0.0.1', port: server.port }, options)
+    assert.equal(asked, 2, 'the client read the v0 answer and asked again')
+    assert.equal(
+      c.versionFor(apis.ApiVersions),
+      0,
+      'the peer serves ApiVersions v0 only, as its retry answer says',
+    )
+    c.close()
+  } finally {
+    server.close()
+  }
+})
+
+test('a held listener answers nothing until served, then with every handler registered meanwhile', async () => {
+  const registry = new HandlerRegistry()
+  registry.register(
+    makeApiVersionsHandler(registry, () => ({ supported: [], finalized: [], finalizedEpoch: -1n })),
+  )
+  const held = new Listener({
+    listenerName: 'PLAINTEXT',
+    host: '127.0.0.1',
+    port: 0,
+    dispatcher: new Dispatcher(registry),
+    clock: systemClock,
+    limits: {
+      requestBytesMax: 1 << 20,
+      inFlightRequestsMax: 16,
+      inFlightBytesMax: 1 << 20,
+      connectionsMaxIdleMs: 60_000,
+      connectionsMax: 10,
+    },
+    log: () => {},
+    held: true,
+  })
+  const heldPort = (await held.start()).port
+  try {
+    let connected = false
+    const opening = KafkaConnection.open({ host: '127.0.0.1', port: heldPort }, options).then((c) => {
+      connected = true
+      return c
+    })
+    // The connection is accepted (counted) but its ApiVersions is not answered yet.
+    while (held.connectionCount === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    assert.equal(connected, false)
+    registry.register(defineHandler(apis.ListGroups, {}, async () => ({ errorCode: 0, groups: [] })))
+    held.serve()
+    const c = await opening
+    assert.equal(c.versionFor(apis.ListGroups), apis.ListGroups.maxVersion, 'the late handler is listed')
+    c.close()
+  } finally {
+    await held.stop(100)
+  }
 })
