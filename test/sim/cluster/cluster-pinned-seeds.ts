@@ -68,6 +68,11 @@ export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
       'Convergence: a replica held batches that differ from its leader (found in a sweep of 1001..4000); passes since the two fixes above (5448, 3361), not analysed further',
   },
   {
+    seed: 4049,
+    found:
+      'simulator: an offset acknowledged again to a new producer after an excusable power loss (the last ISR member lost its unsynced follower copy, led without it, and a later leader took the offset again) was excused only when the acking leader itself had lost power; it is excused when any leader of the partition had, as the observe path does (found in a sweep of 4001..7000 after the registration gating changed the timing)',
+  },
+  {
     seed: 5671,
     found:
       'controller: the same leader in the same epoch after a power loss; fixed: registering a new incarnation of a broker moves its leaderships and takes it out of its ISRs (Kafka does it at registration too)',
