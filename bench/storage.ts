@@ -20,6 +20,9 @@
  *   or one fsync, so this is its ceiling on this disk; the 1 MiB ratio mixes the log's costs with
  *   the client's window. (Single 4 and 16 MiB writes before an fdatasync measured 290-500 MB/s in
  *   most runs here, against ~1800 for the same bytes in 1 MiB writes: not the log's pattern.)
+ * - `raw+CRC` (without fsync): the matched writer that also computes the CRC32C of every batch-sized
+ *   slice before each write: the one check a validating log cannot skip (Kafka's LogValidator does
+ *   it too), so the floor of any log's CPU per byte here. Column `% of raw+CRC`.
  * Ratios are taken per round (log / raw of the same round), then the median. `cpu` is the process's
  * CPU time (every thread: the main one and libuv's, which copy the bytes into the page cache) over
  * the workload's wall time, in % of one core: near 200% the run was bound by this 2-core machine's
@@ -35,7 +38,13 @@ import { runInNewContext } from 'node:vm'
 import { systemClock } from '../src/io/clock.ts'
 import type { Disk, DiskFile } from '../src/io/disk.ts'
 import { NodeDisk } from '../src/io/node-disk.ts'
-import { CRC32C_IMPLEMENTATION, encodeBatch, LOG_OVERHEAD } from '../src/protocol/records/index.ts'
+import {
+  CRC_START,
+  CRC32C_IMPLEMENTATION,
+  crc32c,
+  encodeBatch,
+  LOG_OVERHEAD,
+} from '../src/protocol/records/index.ts'
 import { DEFAULT_LOG_CONFIG } from '../src/storage/log-config.ts'
 import { PartitionLog } from '../src/storage/partition-log.ts'
 
@@ -157,18 +166,31 @@ const RAW_WRITE_BYTES_MAX = MIB
  * Sequential writes to a new file, `windowBytes` at a time in writes of at most
  * RAW_WRITE_BYTES_MAX, each awaited; with `fsync` an fdatasync after each window.
  */
-async function rawWrite(dir: string, bytes: number, windowBytes: number, fsync: boolean): Promise<number> {
+async function rawWrite(
+  dir: string,
+  bytes: number,
+  windowBytes: number,
+  fsync: boolean,
+  crcBatchBytes = 0,
+): Promise<number> {
   settleDisk()
-  const path = join(dir, `raw-${windowBytes}-${fsync}.bin`)
+  const path = join(dir, `raw-${windowBytes}-${fsync}-${crcBatchBytes}.bin`)
   const fh = await open(path, 'w')
   const writeBytes = Math.min(windowBytes, RAW_WRITE_BYTES_MAX)
   const chunk = Buffer.alloc(writeBytes, 7)
+  let crcs = 0
   const cpu0 = process.cpuUsage()
   const start = performance.now()
   for (let position = 0; position < bytes; position += windowBytes) {
-    for (let at = 0; at < windowBytes; at += writeBytes) await fh.write(chunk, 0, writeBytes, position + at)
+    for (let at = 0; at < windowBytes; at += writeBytes) {
+      // The one check a log cannot skip: each batch's CRC32C (from its attributes field on).
+      for (let b = 0; crcBatchBytes > 0 && b < writeBytes; b += crcBatchBytes)
+        crcs ^= crc32c(chunk.subarray(b + CRC_START, b + crcBatchBytes))
+      await fh.write(chunk, 0, writeBytes, position + at)
+    }
     if (fsync) await fh.datasync()
   }
+  if (crcs === -1) console.log('') // keep the CRCs
   const ms = performance.now() - start
   rawCpu.push(cpuShare(cpu0, ms))
   await fh.close()
@@ -295,6 +317,8 @@ interface RawWorkload {
   /** Bytes between fdatasyncs (with `fsync`), written in writes of at most RAW_WRITE_BYTES_MAX. */
   writeBytes: number
   fsync: boolean
+  /** With a CRC32C of every `crcBatchBytes` slice before each write (0: none). */
+  crcBatchBytes?: number
 }
 
 function sizeName(bytes: number): string {
@@ -302,7 +326,8 @@ function sizeName(bytes: number): string {
 }
 
 function rawName(r: RawWorkload): string {
-  const writes = `${sizeName(Math.min(r.writeBytes, RAW_WRITE_BYTES_MAX))} writes`
+  const crc = (r.crcBatchBytes ?? 0) > 0 ? ` + CRC32C per ${sizeName(r.crcBatchBytes!)}` : ''
+  const writes = `${sizeName(Math.min(r.writeBytes, RAW_WRITE_BYTES_MAX))} writes${crc}`
   if (!r.fsync) return writes
   return r.writeBytes > RAW_WRITE_BYTES_MAX
     ? `${writes}, fdatasync per ${sizeName(r.writeBytes)}`
@@ -310,7 +335,7 @@ function rawName(r: RawWorkload): string {
 }
 
 function rawKey(r: RawWorkload): string {
-  return `${r.writeBytes}/${r.fsync}`
+  return `${r.writeBytes}/${r.fsync}/${r.crcBatchBytes ?? 0}`
 }
 
 async function main(): Promise<void> {
@@ -339,6 +364,12 @@ async function main(): Promise<void> {
   if (withRaw) {
     for (const r of [...original, ...cases.map((c) => ({ writeBytes: windowBytes(c), fsync: c.fsync }))])
       raws.set(rawKey(r), r)
+    // Without fsync, the matched writer plus the batches' CRCs: what a validating log cannot go below.
+    for (const c of cases) {
+      if (c.fsync) continue
+      const r = { writeBytes: windowBytes(c), fsync: false, crcBatchBytes: c.batchBytes }
+      raws.set(rawKey(r), r)
+    }
   }
   type Job = { kind: 'raw'; raw: RawWorkload } | { kind: 'log'; c: Case }
   const jobs: Job[] = [
@@ -360,7 +391,7 @@ async function main(): Promise<void> {
         if (job.kind === 'raw') {
           const key = rawKey(job.raw)
           const runs = rawRuns.get(key) ?? []
-          runs.push(await rawWrite(dir, bytes, job.raw.writeBytes, job.raw.fsync))
+          runs.push(await rawWrite(dir, bytes, job.raw.writeBytes, job.raw.fsync, job.raw.crcBatchBytes))
           rawRuns.set(key, runs)
           rawCpuRuns.set(key, [...(rawCpuRuns.get(key) ?? []), rawCpu.pop()!])
         } else {
@@ -389,7 +420,12 @@ async function main(): Promise<void> {
         'append MB/s'.padStart(20),
         'appends/s'.padStart(9),
         ...(withRaw
-          ? ['matched raw'.padStart(22), '% of matched'.padStart(16), '% of 1 MiB raw'.padStart(16)]
+          ? [
+              'matched raw'.padStart(22),
+              '% of matched'.padStart(16),
+              '% of 1 MiB raw'.padStart(16),
+              '% of raw+CRC'.padStart(16),
+            ]
           : []),
         'target'.padStart(6),
         'B/write'.padStart(9),
@@ -412,10 +448,14 @@ async function main(): Promise<void> {
         const matched = rawRuns.get(rawKey({ writeBytes: windowBytes(c), fsync: c.fsync }))!
         const orig = rawRuns.get(rawKey({ writeBytes: MIB, fsync: c.fsync }))!
         const pct = (base: number[]) => mb.map((x, i) => (100 * x) / base[i]!)
+        const withCrc = rawRuns.get(
+          rawKey({ writeBytes: windowBytes(c), fsync: false, crcBatchBytes: c.batchBytes }),
+        )
         cols.push(
           `${sizeName(windowBytes(c))}: ${median(matched).toFixed(0)}`.padStart(22),
           spread(pct(matched), 0, '%').padStart(16),
           spread(pct(orig), 0, '%').padStart(16),
+          (c.fsync || withCrc === undefined ? '-' : spread(pct(withCrc), 0, '%')).padStart(16),
         )
       }
       cols.push(
