@@ -132,6 +132,8 @@ export class SimDisk implements Disk {
   bytesAppended = 0
   /** Positional writes performed. */
   writes = 0
+  /** File reads performed. */
+  reads = 0
   /** Bytes written by positional writes (counted as each completes). */
   bytesWritten = 0
   /** Most positional writes in flight at once on one file. */
@@ -493,6 +495,7 @@ class SimFile implements DiskFile {
 
   async read(into: Buffer, position: number, length: number, intoOffset = 0): Promise<number> {
     const inode = await this.#disk.fileOp(this, 'read')
+    this.#disk.reads++
     assert(intoOffset + length <= into.length, 'read: length beyond the target buffer')
     const n = Math.max(0, Math.min(length, inode.size - position))
     if (n > 0) inode.data.copy(into, intoOffset, position, position + n)

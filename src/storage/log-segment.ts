@@ -8,6 +8,7 @@ import { BATCH_HEADER_BYTES, BatchOffsets, decodeBatch, LOG_OVERHEAD } from '../
 import { type FileBatch, FileBatchReader, isProblem, type ReadMode } from './file-batch-reader.ts'
 import { OffsetIndex } from './offset-index.ts'
 import { TimeIndex } from './time-index.ts'
+import type { WriteTail } from './write-tail.ts'
 
 /** File name parts, as Kafka names them. */
 export const SegmentFile = {
@@ -54,6 +55,8 @@ export interface SegmentSettings {
   readonly segmentIndexBytes: number
   /** Buffer for walking batches (recovery, index rebuilds, lookups). */
   readonly readBufferBytes: number
+  /** The log's recently written bytes, shared by its segments: reads near the end come from it. */
+  readonly tail?: WriteTail
 }
 
 /** What a full scan of the file found. */
@@ -444,12 +447,14 @@ export class LogSegment {
   /**
    * Hand `bytes` registered bytes (`buffers`) to the disk as one positional vectored write right
    * after those issued before, which may still be in flight. Readers see them only once
-   * `completeWrite` is called with an end at or past them.
+   * `completeWrite` is called with an end at or past them. The buffers must not change afterwards:
+   * the log's write tail may keep them to answer reads.
    */
   issueWrite(buffers: readonly Buffer[], bytes: number): Promise<void> {
     const position = this.#issuedSize
     if (position + bytes > this.size) assert(false, 'written bytes must match the registered batches')
     this.#issuedSize = position + bytes
+    this.#settings.tail?.add(this, buffers, position)
     return this.#file.write(buffers, position)
   }
 
@@ -533,8 +538,8 @@ export class LogSegment {
     for (;;) {
       if (start >= written) return null // every batch is below offset
       const want = Math.min(written - start, lead + Math.max(maxBytes, BATCH_HEADER_BYTES))
-      buf = Buffer.allocUnsafe(want)
-      got = await this.#file.read(buf, start, want)
+      buf = await this.#readAt(start, want)
+      got = buf.length
       at = 0
       while (at + BATCH_HEADER_BYTES <= got) {
         const last = buf.readBigInt64BE(at) + BigInt(buf.readInt32BE(at + BatchOffsets.lastOffsetDelta))
@@ -555,8 +560,8 @@ export class LogSegment {
       // The first batch runs past what was read: read it (and what follows, up to maxBytes) whole.
       const from = start + at
       const size = Math.min(written - from, Math.max(maxBytes, firstSize))
-      buf = Buffer.allocUnsafe(size)
-      got = await this.#file.read(buf, from, size)
+      buf = await this.#readAt(from, size)
+      got = buf.length
       start = from
       at = 0
     }
@@ -572,6 +577,15 @@ export class LogSegment {
     }
     if (end > at) this.#hintRead(nextOffset, start + end)
     return buf.subarray(at, end)
+  }
+
+  /** Bytes `[position, position + length)` (fewer at the end of the file): from the tail if held. */
+  async #readAt(position: number, length: number): Promise<Buffer> {
+    const held = this.#settings.tail?.get(this, position, length)
+    if (held != null) return held
+    const buf = Buffer.allocUnsafe(length)
+    const got = await this.#file.read(buf, position, length)
+    return got < length ? buf.subarray(0, got) : buf
   }
 
   /** Remember where the batch after a read begins, so that reading on from it needs no lookup. */
@@ -694,6 +708,7 @@ export class LogSegment {
    */
   async #truncateFile(size: number): Promise<void> {
     this.#readHints.clear()
+    this.#settings.tail?.cut(this)
     this.#truncations++
     this.#syncedSize = -1
     this.size = this.writtenSize = this.#issuedSize = size
@@ -718,6 +733,7 @@ export class LogSegment {
 
   /** Close the file handle and remove the files (as currently named). */
   async deleteFiles(): Promise<void> {
+    this.#settings.tail?.cut(this)
     await this.#file.close()
     for (const ext of [SegmentFile.log, SegmentFile.index, SegmentFile.timeIndex]) {
       await removeIfExists(this.#disk, this.path(ext))
@@ -726,6 +742,7 @@ export class LogSegment {
 
   /** Close the file handle. */
   async close(): Promise<void> {
+    this.#settings.tail?.cut(this)
     await this.#file.close()
   }
 

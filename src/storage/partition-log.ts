@@ -26,6 +26,7 @@ import {
   type SegmentSettings,
 } from './log-segment.ts'
 import { type AppendScan, readInt64AsNumber, scanAppend } from './scan-append.ts'
+import { DEFAULT_TAIL_BUDGET, TAIL_BYTES_MAX_DEFAULT, type TailBudget, WriteTail } from './write-tail.ts'
 
 /** Special timestamps of ListOffsets (Kafka's ListOffsetsRequest constants). */
 export const ListOffsetsTimestamp = {
@@ -70,6 +71,13 @@ export interface PartitionLogOptions {
   readonly onOffline?: (cause: Error) => void
   /** Buffer for walking segment files. Default 1 MiB. */
   readonly readBufferBytes?: number
+  /**
+   * The recently written bytes kept in memory to answer reads near the end without a file read
+   * (`write-tail.ts`): at most `tailBytesMax` for this log (default 1 MiB, 0: none), within
+   * `tailBudget` shared with other logs (default one per process, 32 MiB).
+   */
+  readonly tailBytesMax?: number
+  readonly tailBudget?: TailBudget
   /** Appends waiting to be written, in bytes, before `append` waits. Default 64 MiB. */
   readonly appendQueueBytesMax?: number
   /**
@@ -272,6 +280,8 @@ export class PartitionLog {
   #config: LogConfig
   readonly #hooks: LogHooks
   readonly #options: PartitionLogOptions
+  /** Recently written bytes of the active segment (null: none kept). */
+  readonly #tail: WriteTail | null
   /** Sorted by base offset; replaced (never mutated) so readers keep a consistent snapshot. */
   #segments: readonly LogSegment[] = []
   #logStartOffset = 0n
@@ -337,6 +347,9 @@ export class PartitionLog {
     this.#config = config
     this.#hooks = options.hooks ?? {}
     this.#options = options
+    const tailBytesMax = options.tailBytesMax ?? TAIL_BYTES_MAX_DEFAULT
+    this.#tail =
+      tailBytesMax > 0 ? new WriteTail(options.tailBudget ?? DEFAULT_TAIL_BUDGET, tailBytesMax) : null
     this.#lastFlushMs = options.clock.nowMs()
     this.#earlyRoundBytes = options.earlyRoundBytes ?? EARLY_ROUND_BYTES_DEFAULT
     assert(this.#earlyRoundBytes > 0, 'earlyRoundBytes must be positive')
@@ -358,6 +371,7 @@ export class PartitionLog {
       indexIntervalBytes: this.#config.indexIntervalBytes,
       segmentIndexBytes: this.#config.segmentIndexBytes,
       readBufferBytes: this.#options.readBufferBytes ?? READ_BUFFER_BYTES_DEFAULT,
+      ...(this.#tail === null ? {} : { tail: this.#tail }),
     }
   }
 

@@ -1,0 +1,144 @@
+/**
+ * The write tail: reads near the end of a log come from the bytes it wrote last, never from a
+ * stale or foreign file range, within the per-log and shared memory bounds.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { decodeAll, openSimLog, valuesBatch } from '../../test/storage/fixtures.ts'
+import { PartitionLog } from './partition-log.ts'
+import { TailBudget, WriteTail } from './write-tail.ts'
+
+async function values(log: PartitionLog, offset: bigint, maxBytes = 1 << 20): Promise<string[]> {
+  const r = await log.read(offset, maxBytes)
+  assert.ok(r.errorCode === 0 && 'records' in r)
+  return decodeAll(r.records)
+    .filter((x) => x.offset >= offset)
+    .map((x) => x.value ?? '')
+}
+
+describe('WriteTail', () => {
+  it('keeps a buffer that is most of its memory as a view, copies a small slice of a large one', () => {
+    const tail = new WriteTail(new TailBudget(1 << 20), 1 << 20)
+    const owner = {}
+    const whole = Buffer.alloc(8) // its own memory
+    whole.write('abcdefgh')
+    const socketRead = Buffer.alloc(4096, '.')
+    socketRead.write('XYZ', 100)
+    const slice = socketRead.subarray(100, 103)
+    tail.add(owner, [whole, slice], 50)
+    assert.equal(tail.cost, whole.buffer.byteLength + 3)
+    socketRead.write('!!!', 100) // a copy does not see it
+    assert.equal(tail.get(owner, 50, 11)!.toString(), 'abcdefghXYZ')
+    assert.equal(tail.get(owner, 52, 3)!.toString(), 'cde')
+    assert.equal(tail.get(owner, 49, 2), null, 'before what is held')
+    assert.equal(tail.get(owner, 58, 4), null, 'past what is held')
+    assert.equal(tail.get({}, 50, 3), null, 'another file')
+  })
+
+  it('a write elsewhere or to another file starts over; a cut forgets', () => {
+    const tail = new WriteTail(new TailBudget(1 << 20), 1 << 20)
+    const a = {}
+    const b = {}
+    tail.add(a, [Buffer.from('0123')], 0)
+    tail.add(a, [Buffer.from('4567')], 4)
+    assert.equal(tail.get(a, 2, 4)!.toString(), '2345')
+    tail.add(a, [Buffer.from('zz')], 2) // not at the end (a cut then a write): starts over
+    assert.equal(tail.get(a, 0, 2), null)
+    assert.equal(tail.get(a, 2, 2)!.toString(), 'zz')
+    tail.add(b, [Buffer.from('bb')], 4)
+    assert.equal(tail.get(a, 2, 2), null)
+    assert.equal(tail.get(b, 4, 2)!.toString(), 'bb')
+    tail.cut(a) // not the file held: nothing changes
+    assert.equal(tail.get(b, 4, 2)!.toString(), 'bb')
+    tail.cut(b)
+    assert.equal(tail.get(b, 4, 2), null)
+    assert.equal(tail.cost, 0)
+  })
+
+  it('stays within its own bound and the shared budget, dropping the oldest bytes first', () => {
+    const budget = new TailBudget(100)
+    const t1 = new WriteTail(budget, 60)
+    const t2 = new WriteTail(budget, 60)
+    const o1 = {}
+    const o2 = {}
+    for (let i = 0; i < 10; i++) t1.add(o1, [Buffer.alloc(20, 97 + i)], i * 20)
+    assert.ok(t1.cost <= 60)
+    assert.equal(t1.get(o1, 180, 20)!.toString(), 'j'.repeat(20))
+    assert.equal(t1.get(o1, 100, 20), null)
+    for (let i = 0; i < 10; i++) t2.add(o2, [Buffer.alloc(20, 65 + i)], i * 20)
+    assert.ok(t1.cost + t2.cost <= 100 && budget.used === t1.cost + t2.cost, `${t1.cost} + ${t2.cost}`)
+    assert.equal(t2.get(o2, 180, 20)!.toString(), 'J'.repeat(20))
+    t1.clear()
+    t2.clear()
+    assert.equal(budget.used, 0)
+  })
+})
+
+describe('PartitionLog reads from its write tail', () => {
+  it('answers reads at the end from memory, older ones from the file, with the same bytes', async () => {
+    const { log, disk } = await openSimLog({ segmentBytes: 10_000_000 }, { options: { tailBytesMax: 4096 } })
+    for (let i = 0; i < 100; i++) await log.append(valuesBatch(2, `v${i}-`))
+    let reads = disk.reads
+    assert.deepEqual(await values(log, 198n), ['v99-0', 'v99-1'])
+    assert.deepEqual(await values(log, 199n), ['v99-1'])
+    assert.equal(disk.reads, reads, 'the tail answered')
+    reads = disk.reads
+    assert.deepEqual(await values(log, 0n, 100), ['v0-0', 'v0-1'])
+    assert.ok(disk.reads > reads, 'the start of the log is read from the file')
+    // The whole log read both ways agrees.
+    const { log: plain } = await openSimLog({ segmentBytes: 10_000_000 }, { options: { tailBytesMax: 0 } })
+    for (let i = 0; i < 100; i++) await plain.append(valuesBatch(2, `v${i}-`))
+    for (let offset = 0n; offset < 200n; offset += 7n) {
+      assert.deepEqual(await values(log, offset, 500), await values(plain, offset, 500), `at ${offset}`)
+    }
+  })
+
+  it('after a truncation (a follower diverged) and new appends, serves the new bytes', async () => {
+    const { log } = await openSimLog({ segmentBytes: 10_000_000 })
+    for (let i = 0; i < 5; i++) await log.append(valuesBatch(4, `old${i}-`))
+    assert.deepEqual(await values(log, 16n), ['old4-0', 'old4-1', 'old4-2', 'old4-3'])
+    await log.truncateTo(10n) // whole batches: the log ends at 8
+    assert.equal(log.logEndOffset, 8n)
+    assert.deepEqual(await values(log, 4n), ['old1-0', 'old1-1', 'old1-2', 'old1-3'])
+    await log.append(valuesBatch(3, 'new-'))
+    await log.append(valuesBatch(9, 'newer-'))
+    assert.deepEqual(await values(log, 8n), [
+      'new-0',
+      'new-1',
+      'new-2',
+      ...Array.from({ length: 9 }, (_, i) => `newer-${i}`),
+    ])
+    assert.deepEqual(
+      await values(log, 16n),
+      Array.from({ length: 4 }, (_, i) => `newer-${i + 5}`),
+    )
+    await log.truncateFullyAndStartAt(100n)
+    await log.append(valuesBatch(2, 'fresh-'))
+    assert.deepEqual(await values(log, 100n), ['fresh-0', 'fresh-1'])
+  })
+
+  it('across a roll, both segments read back whole', async () => {
+    const { log } = await openSimLog({ segmentBytes: 1000 })
+    for (let i = 0; i < 30; i++) await log.append(valuesBatch(3, `r${i}-`))
+    const all: string[] = []
+    let offset = 0n
+    while (offset < log.logEndOffset) {
+      const got = await values(log, offset, 300)
+      assert.ok(got.length > 0)
+      all.push(...got)
+      offset += BigInt(got.length)
+    }
+    assert.deepEqual(
+      all,
+      Array.from({ length: 90 }, (_, i) => `r${Math.floor(i / 3)}-${i % 3}`),
+    )
+  })
+
+  it('a reopened log reads what the previous one wrote (the tail is memory only)', async () => {
+    const { log, disk, clock } = await openSimLog({ segmentBytes: 10_000_000 })
+    for (let i = 0; i < 5; i++) await log.append(valuesBatch(2, `p${i}-`))
+    await log.close()
+    const again = await PartitionLog.open(log.dir, log.config, { disk, clock, hadCleanShutdown: true })
+    assert.deepEqual(await values(again, 8n), ['p4-0', 'p4-1'])
+  })
+})
