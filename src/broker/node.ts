@@ -546,7 +546,8 @@ export class WeirNode {
           ],
           rack: this.config.rack,
           isMigratingZkBroker: false,
-          logDirs: [],
+          // KIP-858: the data dirs, so the controller knows when a heartbeat reports all of them offline.
+          logDirs: this.#logManagers.flatMap((m) => (m.directoryId === null ? [] : [m.directoryId as Uuid])),
           previousBrokerEpoch: this.#brokerEpoch,
         })
         if (res.errorCode === ErrorCode.None && res.brokerEpoch !== undefined) {

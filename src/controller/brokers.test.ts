@@ -16,11 +16,13 @@ function cluster(): MetadataImage {
   const records: PendingRecord[] = []
   for (const id of [1, 2, 3]) {
     records.push(
-      pendingRecord(T.RegisterBroker, 0, {
+      pendingRecord(T.RegisterBroker, 3, {
         brokerId: b(id),
         brokerEpoch: BigInt(10 * id),
         incarnationId: incarnation(id),
         fenced: false,
+        // Broker 1 has two data dirs (ids 71, 72); the others registered none (an older broker).
+        logDirs: id === 1 ? [incarnation(71), incarnation(72)] : [],
       }),
     )
   }
@@ -131,4 +133,45 @@ test('a heartbeat reporting an offline log dir moves the leaderships another liv
     1,
     'no other replica: keeps its leader',
   )
+})
+
+test('a heartbeat reporting every registered log dir offline takes the broker out of every ISR, and its leaderships', () => {
+  const image = cluster()
+  const heartbeat = (offlineLogDirs: Uuid[]) =>
+    brokerHeartbeat(
+      { image, committedOffset: 100n },
+      {
+        brokerId: b(1),
+        brokerEpoch: 10n,
+        currentMetadataOffset: 100n,
+        wantFence: false,
+        wantShutDown: false,
+        offlineLogDirs,
+      },
+    )
+  const partitions = (records: readonly PendingRecord[]) =>
+    commit(image, records).topicsById.get(topicId)!.partitions
+  // One of two dirs offline: only leaderships move; broker 1 stays in partition 1's ISR.
+  const some = partitions(heartbeat([incarnation(71)]).records)
+  assert.notEqual(some.get(0)!.leader, 1)
+  assert.deepEqual([...some.get(1)!.isr].sort(), [1, 2, 3])
+  // Both offline: no replica of broker 1 can take a write, so it leaves every ISR as well.
+  const d = heartbeat([incarnation(72), incarnation(71)])
+  assert.equal(d.response.isFenced, false, 'the broker stays registered and unfenced')
+  const all = partitions(d.records)
+  assert.notEqual(all.get(0)!.leader, 1)
+  assert.deepEqual([...all.get(0)!.isr].sort(), [2, 3])
+  assert.equal(all.get(1)!.leader, 2)
+  assert.deepEqual(
+    [...all.get(1)!.isr].sort(),
+    [2, 3],
+    'a follower leaves the ISR, so acks=all does not wait for it',
+  )
+})
+
+test("registration records the broker's log dirs (RegisterBrokerRecord v3, KIP-858)", () => {
+  const req = { ...registration(4, incarnation(4)), logDirs: [incarnation(81)] }
+  const d = registerBroker(ctx(cluster()), req)
+  const after = commit(cluster(), d.records)
+  assert.deepEqual(after.brokers.get(b(4))!.logDirs, [incarnation(81)])
 })

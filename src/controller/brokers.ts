@@ -51,7 +51,8 @@ export function registerBroker(
       return refuse(ErrorCode.UnsupportedVersion)
     }
   }
-  const record = pendingRecord(T.RegisterBroker, 0, {
+  // v3 carries LogDirs (KIP-858; metadata.version 3.7-IV2 and later, which Weir runs).
+  const record = pendingRecord(T.RegisterBroker, 3, {
     brokerId: req.brokerId,
     incarnationId: req.incarnationId,
     brokerEpoch: ctx.nextOffset,
@@ -69,6 +70,7 @@ export function registerBroker(
     rack: req.rack,
     fenced: true,
     inControlledShutdown: false,
+    logDirs: req.logDirs,
   })
   // A new incarnation of a known broker (a restart, perhaps after a crash that lost unflushed
   // writes) must not lead again in the epoch it led before, nor count as in sync: it leaves every
@@ -152,8 +154,13 @@ export function brokerHeartbeat(
     fenced = false
   }
   if (!fenced && !shouldShutDown && req.offlineLogDirs.length > 0) {
-    // KIP-858's handling of a failed log dir, without directory assignments: leaderships move.
-    records.push(...moveLeadershipsAwayFrom(ctx.image, b.id))
+    // KIP-858's handling of a failed log dir, without directory assignments. When every dir the
+    // broker registered is offline, none of its replicas can take writes: it leaves every ISR (as
+    // Kafka's handleDirectoriesOffline), so acks=all does not wait replica.lag.time.max.ms for it;
+    // it rejoins through AlterPartition once its dir is back and it has caught up. Otherwise only
+    // its leaderships move (which partitions are on the failed dir is not known).
+    const allOffline = b.logDirs.length > 0 && b.logDirs.every((d) => req.offlineLogDirs.includes(d))
+    records.push(...(allOffline ? moveAwayFrom(ctx.image, b.id) : moveLeadershipsAwayFrom(ctx.image, b.id)))
   }
   return {
     records,

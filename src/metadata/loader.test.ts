@@ -16,12 +16,13 @@ test('committed entries become one image per batch; a snapshot of it rebuilds th
     data(1n, encodeMetadataRecord(T.FeatureLevel, 0, { name: 'metadata.version', featureLevel: 21 })),
     data(
       2n,
-      encodeMetadataRecord(T.RegisterBroker, 0, {
+      encodeMetadataRecord(T.RegisterBroker, 3, {
         brokerId: 1 as BrokerId,
         brokerEpoch: 2n,
         incarnationId: id(7),
         rack: null,
         endPoints: [{ name: 'PLAINTEXT', host: 'h', port: 1, securityProtocol: 0 }],
+        logDirs: [id(9)], // kept by the snapshot (v3)
       }),
     ),
     data(3n, encodeMetadataRecord(T.Topic, 0, { name: 't' as TopicName, topicId: id(1) })),

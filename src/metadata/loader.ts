@@ -102,8 +102,8 @@ function splitSnapshot(bytes: Uint8Array): Buffer[] {
   return out
 }
 
-function frame<TIn>(out: Buffer[], type: MetadataRecordType<unknown, TIn>, data: TIn): void {
-  const value = encodeMetadataRecord(type, 0, data)
+function frame<TIn>(out: Buffer[], type: MetadataRecordType<unknown, TIn>, data: TIn, version = 0): void {
+  const value = encodeMetadataRecord(type, version, data)
   const len = Buffer.alloc(4)
   len.writeInt32BE(value.length)
   out.push(len, value)
@@ -114,16 +114,22 @@ export function imageToSnapshot(image: MetadataImage): Buffer {
   const out: Buffer[] = []
   for (const [name, level] of image.features) frame(out, T.FeatureLevel, { name, featureLevel: level })
   for (const b of image.brokers.values()) {
-    frame(out, T.RegisterBroker, {
-      brokerId: b.id,
-      brokerEpoch: b.epoch,
-      incarnationId: b.incarnationId,
-      endPoints: b.endpoints,
-      features: b.features,
-      rack: b.rack,
-      fenced: b.fenced,
-      inControlledShutdown: b.inControlledShutdown,
-    })
+    frame(
+      out,
+      T.RegisterBroker,
+      {
+        brokerId: b.id,
+        brokerEpoch: b.epoch,
+        incarnationId: b.incarnationId,
+        endPoints: b.endpoints,
+        features: b.features,
+        rack: b.rack,
+        fenced: b.fenced,
+        inControlledShutdown: b.inControlledShutdown,
+        logDirs: b.logDirs,
+      },
+      3, // v3 keeps LogDirs (KIP-858)
+    )
   }
   for (const c of image.controllers.values()) {
     frame(out, T.RegisterController, {
