@@ -93,6 +93,20 @@ test('the same incarnation registering again (a retried registration) moves noth
   )
 })
 
+/** Broker 1's heartbeat (epoch 10, caught up) reporting `offlineLogDirs`. */
+const heartbeatOfBroker1 = (image: MetadataImage, offlineLogDirs: Uuid[]) =>
+  brokerHeartbeat(
+    { image, committedOffset: 100n },
+    {
+      brokerId: b(1),
+      brokerEpoch: 10n,
+      currentMetadataOffset: 100n,
+      wantFence: false,
+      wantShutDown: false,
+      offlineLogDirs,
+    },
+  )
+
 test('a heartbeat reporting an offline log dir moves the leaderships another live ISR member can take', () => {
   // Partition 0 led by 1 (ISR 1,2,3); partition 1 led by 2; a single-replica partition 2 led by 1.
   const image = commit(cluster(), [
@@ -106,18 +120,7 @@ test('a heartbeat reporting an offline log dir moves the leaderships another liv
       partitionEpoch: 0,
     }),
   ])
-  const heartbeat = (offlineLogDirs: Uuid[]) =>
-    brokerHeartbeat(
-      { image, committedOffset: 100n },
-      {
-        brokerId: b(1),
-        brokerEpoch: 10n,
-        currentMetadataOffset: 100n,
-        wantFence: false,
-        wantShutDown: false,
-        offlineLogDirs,
-      },
-    )
+  const heartbeat = (offlineLogDirs: Uuid[]) => heartbeatOfBroker1(image, offlineLogDirs)
   assert.deepEqual(heartbeat([]).records, [], 'no offline dir, nothing moves')
   const d = heartbeat([incarnation(7)])
   assert.equal(d.response.errorCode, ErrorCode.None)
@@ -137,18 +140,7 @@ test('a heartbeat reporting an offline log dir moves the leaderships another liv
 
 test('a heartbeat reporting every registered log dir offline takes the broker out of every ISR, and its leaderships', () => {
   const image = cluster()
-  const heartbeat = (offlineLogDirs: Uuid[]) =>
-    brokerHeartbeat(
-      { image, committedOffset: 100n },
-      {
-        brokerId: b(1),
-        brokerEpoch: 10n,
-        currentMetadataOffset: 100n,
-        wantFence: false,
-        wantShutDown: false,
-        offlineLogDirs,
-      },
-    )
+  const heartbeat = (offlineLogDirs: Uuid[]) => heartbeatOfBroker1(image, offlineLogDirs)
   const partitions = (records: readonly PendingRecord[]) =>
     commit(image, records).topicsById.get(topicId)!.partitions
   // One of two dirs offline: only leaderships move; broker 1 stays in partition 1's ISR.

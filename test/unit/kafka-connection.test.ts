@@ -13,6 +13,23 @@ import {
 } from '../../src/server/index.ts'
 
 let listener: Listener
+
+/** A loopback listener on a free port serving `registry`. */
+const listenerOptions = (registry: HandlerRegistry) => ({
+  listenerName: 'PLAINTEXT',
+  host: '127.0.0.1',
+  port: 0,
+  dispatcher: new Dispatcher(registry),
+  clock: systemClock,
+  limits: {
+    requestBytesMax: 1 << 20,
+    inFlightRequestsMax: 16,
+    inFlightBytesMax: 1 << 20,
+    connectionsMaxIdleMs: 60_000,
+    connectionsMax: 10,
+  },
+  log: () => {},
+})
 let port: number
 let release: (() => void) | null = null
 
@@ -26,21 +43,7 @@ before(async () => {
       return { errorCode: 0, groups: [{ groupId: req.statesFilter[0] ?? '' }] as never }
     }),
   )
-  listener = new Listener({
-    listenerName: 'PLAINTEXT',
-    host: '127.0.0.1',
-    port: 0,
-    dispatcher: new Dispatcher(registry),
-    clock: systemClock,
-    limits: {
-      requestBytesMax: 1 << 20,
-      inFlightRequestsMax: 16,
-      inFlightBytesMax: 1 << 20,
-      connectionsMaxIdleMs: 60_000,
-      connectionsMax: 10,
-    },
-    log: () => {},
-  })
+  listener = new Listener(listenerOptions(registry))
   port = (await listener.start()).port
 })
 
@@ -177,22 +180,7 @@ test('a held listener answers nothing until served, then with every handler regi
   registry.register(
     makeApiVersionsHandler(registry, () => ({ supported: [], finalized: [], finalizedEpoch: -1n })),
   )
-  const held = new Listener({
-    listenerName: 'PLAINTEXT',
-    host: '127.0.0.1',
-    port: 0,
-    dispatcher: new Dispatcher(registry),
-    clock: systemClock,
-    limits: {
-      requestBytesMax: 1 << 20,
-      inFlightRequestsMax: 16,
-      inFlightBytesMax: 1 << 20,
-      connectionsMaxIdleMs: 60_000,
-      connectionsMax: 10,
-    },
-    log: () => {},
-    held: true,
-  })
+  const held = new Listener({ ...listenerOptions(registry), held: true })
   const heldPort = (await held.start()).port
   try {
     let connected = false
