@@ -217,6 +217,16 @@ function makeBatch(batchBytes: number): Buffer {
   return b
 }
 
+/**
+ * Buffers for the appends, used in turn. The log owns an append's buffer from then on: it rewrites
+ * the base offset in place and its write tail may keep the bytes as a view to answer reads. So a
+ * buffer is used again only after the appends in flight and 2 MiB more (past the tail's 1 MiB).
+ */
+function appendPool(template: Buffer, inFlight: number): Buffer[] {
+  const n = inFlight + Math.ceil((2 * MIB) / template.length) + 1
+  return Array.from({ length: n }, () => Buffer.from(template))
+}
+
 interface Case {
   batchBytes: number
   /** Batches per append call: 1 as a producer sends, many as a follower appends a fetch. */
@@ -261,23 +271,20 @@ async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> 
   })
   const one = makeBatch(c.batchBytes)
   const template = Buffer.concat(Array.from({ length: c.batchesPerAppend }, () => one))
-  // The log rewrites base offsets in place: each append in flight needs its own buffer.
-  const pool = Array.from({ length: c.inFlight * 2 }, () => Buffer.from(template))
+  const pool = appendPool(template, c.inFlight)
   const count = Math.ceil(bytes / template.length)
   let issued = 0
   disk.reset()
   const cpu0 = process.cpuUsage()
   const start = performance.now()
-  const producer = async (slot: number) => {
-    let buffer = pool[slot]!
+  const producer = async () => {
     while (issued < count) {
-      issued++
+      const buffer = pool[issued++ % pool.length]!
       const r = await log.append(buffer, c.fsync ? { flush: true } : {})
       if (r.errorCode !== 0) throw new Error(`append failed: ${r.errorCode}`)
-      buffer = buffer === pool[slot] ? pool[slot + c.inFlight]! : pool[slot]!
     }
   }
-  await Promise.all(Array.from({ length: c.inFlight }, (_, i) => producer(i)))
+  await Promise.all(Array.from({ length: c.inFlight }, producer))
   const ms = performance.now() - start
   const { writes, writtenBytes, syncs, overlapped } = disk
   await log.flush()
