@@ -35,6 +35,8 @@ export interface ReplicaLogStateOptions {
   readonly disk: Disk
   readonly clock: Clock
   readonly onWarning?: (message: string) => void
+  /** A background file write (epoch checkpoint, snapshot) failed: its log dir is failing. */
+  readonly onDiskError?: (e: unknown) => void
 }
 
 /** The producer fields of a batch header. */
@@ -205,7 +207,9 @@ export class ReplicaLogState {
   /** Runs `fn` after every earlier file operation; its failure is reported, not thrown to others. */
   #queueFile(fn: () => Promise<void>): void {
     this.#files = this.#files.then(fn).catch((e: unknown) => {
-      if (!this.#abandoned) this.#warn(`${this.#log?.dir}: ${String(e)}`)
+      if (this.#abandoned) return
+      this.#warn(`${this.#log?.dir}: ${String(e)}`)
+      this.#options.onDiskError?.(e)
     })
   }
 

@@ -199,6 +199,34 @@ function pending<T>(p: Promise<T>): { value: T | undefined; done: boolean } {
 }
 
 describe('replica manager', () => {
+  test('a disk error on a partition file takes its log dir offline (KAFKA_STORAGE_ERROR); once the disk takes writes the partition is rebuilt and leads again with everything', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    assert.equal((await h.produce(batch(2)))[0]!.errorCode, ErrorCode.None)
+    // The disk fills up: the new epoch's leader-epoch-checkpoint cannot be written.
+    h.disk.setHook((op) => (op === 'append' || op === 'write' ? 'ENOSPC' : undefined))
+    await h.bumpLeaderEpoch()
+    await settle()
+    assert.equal(h.manager.isOffline, true)
+    assert.equal((await h.produce(batch(1)))[0]!.errorCode, ErrorCode.KafkaStorageError)
+    assert.equal((await h.fetch(0n))[0]!.errorCode, ErrorCode.KafkaStorageError)
+    assert.equal(h.rm.describeLogDirs()[0]!.offline, true)
+    h.disk.setHook(null)
+    for (let i = 0; i < 50 && h.manager.isOffline; i++) {
+      h.clock.advance(1_000)
+      await settle()
+    }
+    assert.equal(h.manager.state, 'online')
+    await h.rm.settled()
+    const p = h.partition
+    assert.equal(p.isLeader, true)
+    assert.equal(p.leaderEpoch, 1)
+    assert.equal(p.log, h.manager.getLog(TOPIC, 0), 'rebuilt on the re-opened log')
+    assert.equal((await h.produce(batch(1, { prefix: 'after' })))[0]!.errorCode, ErrorCode.None)
+    assert.deepEqual(values((await h.fetch(0n))[0]!.records), ['v0', 'v1', 'after0'])
+    assert.equal(h.rm.describeLogDirs()[0]!.offline, false)
+  })
+
   test('a checkpointed high watermark past the log end is rewritten as the log end before the partition takes writes', async () => {
     const h = await Harness.create()
     await h.createTopic()

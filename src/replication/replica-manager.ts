@@ -5,7 +5,7 @@
  * leader-epoch ends, record deletion. It decides nothing about leaders or ISR: metadata does.
  */
 import type { EffectiveConfig } from '../config/index.ts'
-import { type Clock, type Disk, isNotFound, joinPath, type TimerHandle } from '../io/index.ts'
+import { type Clock, type Disk, DiskError, isNotFound, joinPath, type TimerHandle } from '../io/index.ts'
 import { ConfigResourceType, type ImagePublication, type MetadataImage } from '../metadata/index.ts'
 import { assert, type BrokerId, type TopicName, type Uuid } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
@@ -232,6 +232,8 @@ export class ReplicaManager {
   readonly #alterPartition: AlterPartitionManager | null
   /** Each log directory's replication-offset-checkpoint as read at start. */
   readonly #hwCheckpoints = new Map<string, OffsetCheckpoint>()
+  /** Partitions whose last reconciliation failed (a disk error), by key. */
+  readonly #unreconciled = new Map<string, { topic: TopicName; index: number }>()
   /** Serializes writes of the replication-offset-checkpoint files. */
   #hwCheckpointTail: Promise<void> = Promise.resolve()
   /** High watermarks of partitions rebuilt after their log directory came back, until re-opened. */
@@ -283,6 +285,7 @@ export class ReplicaManager {
       disk: this.#o.disk,
       clock: this.#o.clock,
       onWarning: (m) => this.#log('warn', m),
+      onDiskError: (e) => this.#failLogDir(e),
     })
     this.#states.get(key)?.abandon()
     this.#states.set(key, state)
@@ -351,6 +354,12 @@ export class ReplicaManager {
     this.#reconciling = this.#reconciling.then(async () => {
       if (this.#closed) return
       const partitions = new Map<TopicName, Set<number>>()
+      // Partitions whose reconciliation failed (on any dir) are tried again.
+      for (const { topic, index } of this.#unreconciled.values()) {
+        const set = partitions.get(topic) ?? new Set<number>()
+        set.add(index)
+        partitions.set(topic, set)
+      }
       for (const h of m.logs()) {
         const key = partitionKey(h.topic, h.partition)
         const p = this.#partitions.get(key)
@@ -387,6 +396,7 @@ export class ReplicaManager {
             'warn',
             `${m.dir}: writing ${REPLICATION_OFFSET_CHECKPOINT_FILE} failed: ${(e as Error).message}`,
           )
+          this.#failLogDir(e)
         }
       }
     })
@@ -429,12 +439,13 @@ export class ReplicaManager {
     const run = this.#hwCheckpointTail.then(() => this.#writeHighWatermarks(m))
     this.#hwCheckpointTail = run.catch(() => undefined)
     // A failed write is the directory's failure (it goes offline); the partition opens regardless.
-    await run.catch((e: unknown) =>
+    await run.catch((e: unknown) => {
       this.#log(
         'warn',
         `${m.dir}: writing ${REPLICATION_OFFSET_CHECKPOINT_FILE} failed: ${(e as Error).message}`,
-      ),
-    )
+      )
+      this.#failLogDir(e)
+    })
   }
 
   /** Every `replica.high.watermark.checkpoint.interval.ms` (with replication; close writes it always). */
@@ -627,6 +638,7 @@ export class ReplicaManager {
     image: MetadataImage,
   ): Promise<void> {
     const key = partitionKey(topic, index)
+    this.#unreconciled.delete(key)
     let p = this.#partitions.get(key)
     if (p !== undefined && p.topicId !== topicId) {
       await this.#removePartition(key, topic, index)
@@ -655,6 +667,21 @@ export class ReplicaManager {
       }
     } catch (e) {
       this.#log('error', `partition ${key}: ${(e as Error).message}`)
+      // Reconciled again when a log dir comes back (a failed write took its dir offline).
+      this.#unreconciled.set(key, { topic, index })
+      this.#failLogDir(e)
+    }
+  }
+
+  /**
+   * A disk error on a file of a log dir (partition.metadata, an epoch checkpoint, a snapshot, the
+   * high-watermark checkpoint) is that dir's failure, as in Kafka: it goes offline and comes back
+   * through recovery, which rebuilds its partitions. Other errors are left to their callers.
+   */
+  #failLogDir(e: unknown): void {
+    if (!(e instanceof DiskError) || e.code === 'ENOENT') return
+    for (const m of this.#managers) {
+      if (e.path === m.dir || e.path.startsWith(joinPath(m.dir, ''))) m.markOffline(e)
     }
   }
 
@@ -790,6 +817,8 @@ export class ReplicaManager {
       entries.map(async (e) => {
         const p = this.getPartition(e.topic, e.partition)
         if (p === undefined) return { p, r: produceError(this.#unhosted(e.topic, e.partition)) }
+        // An offline partition (its log dir failed) is Kafka's HostedPartition.Offline, whatever its role.
+        if (p.log.offlineCause !== null) return { p, r: produceError(ErrorCode.KafkaStorageError) }
         const a = await p.appendAsLeader(e.records, options.acks)
         if (a.errorCode !== 0 || !('firstOffset' in a)) {
           const logStart = ERRORS_WITHOUT_LOG_START.has(a.errorCode) ? -1n : p.log.logStartOffset
@@ -850,6 +879,10 @@ export class ReplicaManager {
       const p = this.getPartition(s.topic, s.partition)
       if (p === undefined) {
         out.push(readError(this.#unhosted(s.topic, s.partition)))
+        continue
+      }
+      if (p.log.offlineCause !== null) {
+        out.push(readError(ErrorCode.KafkaStorageError))
         continue
       }
       const preferred = this.#preferredReadReplica(p, s, params)
@@ -982,7 +1015,8 @@ export class ReplicaManager {
 
   #leaderFor(topic: string, index: number): Partition | number {
     const p = this.getPartition(topic, index)
-    return p === undefined ? this.#unhosted(topic, index) : p
+    if (p === undefined) return this.#unhosted(topic, index)
+    return p.log.offlineCause !== null ? ErrorCode.KafkaStorageError : p
   }
 
   /** ListOffsets v1+ for one partition. Consumers (replica -1) see the high watermark or LSO. */

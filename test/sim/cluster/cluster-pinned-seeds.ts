@@ -73,6 +73,18 @@ export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
       'simulator: an offset acknowledged again to a new producer after an excusable power loss (the last ISR member lost its unsynced follower copy, led without it, and a later leader took the offset again) was excused only when the acking leader itself had lost power; it is excused when any leader of the partition had, as the observe path does (found in a sweep of 4001..7000 after the registration gating changed the timing)',
   },
   {
+    seed: 219,
+    found:
+      'replication: a full disk failed the write of a partition file outside the log (leader-epoch-checkpoint in makeLeader, partition.metadata, the high-watermark checkpoint): the dir did not go offline and the half-made leader never let its follower back into the ISR; any disk error on a file of a log dir now takes the dir offline (rebuilt when it comes back, partitions whose reconciliation failed included), and an offline partition answers KAFKA_STORAGE_ERROR before anything else (found when the simulator began to fill disks, seeds 1..3000)',
+  },
+  { seed: 139, found: 'replication: the same as 219' },
+  { seed: 2377, found: 'replication: the same as 219' },
+  {
+    seed: 115,
+    found:
+      'simulator: a disk filled while a restarted broker was still opening its logs failed its start (as a real broker fails to start on a full disk); only serving brokers get full disks',
+  },
+  {
     seed: 5671,
     found:
       'controller: the same leader in the same epoch after a power loss; fixed: registering a new incarnation of a broker moves its leaderships and takes it out of its ISRs (Kafka does it at registration too)',

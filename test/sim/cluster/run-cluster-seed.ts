@@ -116,6 +116,11 @@ export function planClusterSeed(seed: number): ClusterPlan {
 }
 
 const TOPIC = 'sim' as TopicName
+/**
+ * The share of seeds with full disks: a broker's writes fail with ENOSPC for a while, so its log
+ * dir goes offline (reported in heartbeats, leaderships moved) and comes back through recovery.
+ */
+const DISK_FULL_SEED_SHARE = 0.3
 
 interface ClientEndpoint extends SimEndpoint {
   readonly clock: NodeClock
@@ -604,11 +609,32 @@ export async function runClusterSeed(
     commitGroupOffsets()
     world.network = plan.network
     world.at(start + faults.nextFloat() * plan.faultGapMs, 'fault', fault)
+    // Full disks come from their own stream, so that seeds without them replay as before.
+    const diskFaults = new SeededRandom(BigInt(seed) + (7n << 40n))
+    const diskFulls = diskFaults.nextFloat() < DISK_FULL_SEED_SHARE ? 1 + diskFaults.int(3) : 0
+    for (let i = 0; i < diskFulls; i++) {
+      world.at(start + diskFaults.nextFloat() * quietAtMs, 'disk-full', () => {
+        // A broker still opening its logs would fail to start on a full disk (a startup error).
+        const up = brokers.filter((b) => b.up && b.serving)
+        const b = up[diskFaults.int(Math.max(1, up.length))]
+        if (b === undefined) return false
+        b.diskFullIncarnation = b.incarnation
+        b.log('DISK FULL')
+        world.at(world.nowMs + diskFaults.nextFloat() * plan.faultGapMs * 3, 'disk-free', () => {
+          if (b.diskFullIncarnation === null) return false
+          b.diskFullIncarnation = null
+          b.log('DISK FREED')
+          return true
+        })
+        return true
+      })
+    }
     const quietAt = start + quietAtMs
     await world.runUntil(quietAt)
     // Faults stop: heal, restart, calm network; producers finish what they have in flight.
     world.heal()
     world.network = CALM_NETWORK
+    for (const b of brokers) b.diskFullIncarnation = null
     for (const b of brokers) if (!b.up) b.start()
     world.log('QUIET: faults stop')
     producing = false

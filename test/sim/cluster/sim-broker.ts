@@ -198,6 +198,10 @@ export class SimBroker implements SimEndpoint {
   serving = false
   /** Per "topic-partition": this replica's batches. */
   mirrors = new Map<string, Mirror>()
+  /** The incarnation whose disk is full (writes fail with ENOSPC), or null. */
+  diskFullIncarnation: number | null = null
+  /** The log dir went offline: logs re-opened meanwhile are read back before their mirrors count. */
+  #reopening = false
   crashes = 0
   readonly #world: SimWorld
   readonly #random: Random
@@ -229,6 +233,9 @@ export class SimBroker implements SimEndpoint {
     // A slow disk holds some appends, writes and fsyncs for a while (so crashes land mid-fsync);
     // an operation of an incarnation that died meanwhile then fails and changes nothing.
     this.disk.setHook((op) => {
+      // A full disk refuses the writes of the incarnation it filled up under (a restart finds space).
+      if (this.diskFullIncarnation === this.incarnation && this.up && (op === 'append' || op === 'write'))
+        return 'ENOSPC'
       if (op !== 'sync' && op !== 'append' && op !== 'write' && op !== 'syncDir') return undefined
       if (this.#slowDisk.rate === 0 || this.#random.nextFloat() >= this.#slowDisk.rate) return undefined
       const incarnation = this.incarnation
@@ -263,6 +270,7 @@ export class SimBroker implements SimEndpoint {
     this.fenced = true
     this.serving = false
     this.mirrors = new Map()
+    this.#reopening = false
     const rm = new ReplicaManager({
       nodeId: this.id as BrokerId,
       disk,
@@ -330,8 +338,9 @@ export class SimBroker implements SimEndpoint {
     const hooksFor = (topic: string, partition: number): LogHooks => {
       const inner = rm.hooksFor(topic, partition)
       const mirror = new Mirror()
-      // A log opened once the broker serves is a new one: its hooks see every batch.
-      mirror.complete = this.serving
+      // A log opened once the broker serves is a new one: its hooks see every batch; one re-opened
+      // after its dir came back is read back first (recovery reports only its tail).
+      mirror.complete = this.serving && !this.#reopening
       this.mirrors.set(`${topic}-${partition}`, mirror)
       return {
         onBatch: (h, source) => {
@@ -375,6 +384,18 @@ export class SimBroker implements SimEndpoint {
         mirror.complete = true
       }
       this.logManager = lm
+      lm.subscribe({
+        onOffline: () => {
+          if (!alive()) return // a dead incarnation's disk operations fail: not a full disk
+          this.#reopening = true
+          this.log('log dir offline')
+        },
+        onOnline: (m) => {
+          if (!alive()) return
+          this.log('log dir online again')
+          void this.#readBack(m, alive)
+        },
+      })
       lm.start()
       this.serving = true
       this.log(`STARTED (incarnation ${incarnation})`)
@@ -384,6 +405,25 @@ export class SimBroker implements SimEndpoint {
     open().catch((e: unknown) => {
       if (alive()) this.#world.fail(e)
     })
+  }
+
+  /**
+   * After the log dir came back: each re-opened log read back into its mirror (appends the hooks
+   * saw meanwhile, past what was read, kept).
+   */
+  async #readBack(m: LogManager, alive: () => boolean): Promise<void> {
+    for (const { topic, partition, log } of m.logs()) {
+      const mirror = this.mirrors.get(`${topic}-${partition}`)
+      if (mirror === undefined) continue
+      const read = new Mirror()
+      await readAll(log, read)
+      if (!alive() || m.getLog(topic, partition) !== log) return
+      const end = read.batches.at(-1)?.lastOffset ?? -1n
+      mirror.batches = [...read.batches, ...mirror.batches.filter((b) => b.baseOffset > end)]
+      mirror.verifiedTo = read.verifiedTo
+      mirror.complete = true
+    }
+    if (!m.isOffline) this.#reopening = false
   }
 
   /** Power loss (`power`) or a killed process (`kill`): everything in memory is gone. */
