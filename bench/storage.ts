@@ -61,6 +61,10 @@ const withRaw = process.env.BENCH_RAW !== '0'
 const earlyVariants = process.env.BENCH_EARLY?.split(',')
   .filter((s) => s !== '')
   .map(Number)
+/** `PartitionLogOptions.tailBytesMax` variants (bytes, 0: no write tail), as BENCH_EARLY: `-t<KiB>k`. */
+const tailVariants = process.env.BENCH_TAIL?.split(',')
+  .filter((s) => s !== '')
+  .map(Number)
 
 function mbps(bytes: number, ms: number): number {
   return bytes / MIB / (ms / 1000)
@@ -235,11 +239,14 @@ interface Case {
   inFlight: number
   /** PartitionLogOptions.earlyRoundBytes (undefined: the default). */
   earlyRoundBytes?: number
+  /** PartitionLogOptions.tailBytesMax (undefined: the default). */
+  tailBytesMax?: number
 }
 
 function caseName(c: Case): string {
   const early = c.earlyRoundBytes === undefined ? '' : `-e${c.earlyRoundBytes / KIB}k`
-  return `${c.batchBytes / KIB}k-x${c.batchesPerAppend}-q${c.inFlight}${c.fsync ? '-gc' : ''}${early}`
+  const tail = c.tailBytesMax === undefined ? '' : `-t${c.tailBytesMax / KIB}k`
+  return `${c.batchBytes / KIB}k-x${c.batchesPerAppend}-q${c.inFlight}${c.fsync ? '-gc' : ''}${early}${tail}`
 }
 
 /** The matched raw writer's bytes per write (and per fsync): the case's bytes in flight. */
@@ -268,6 +275,7 @@ async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> 
     disk,
     clock: systemClock,
     ...(c.earlyRoundBytes === undefined ? {} : { earlyRoundBytes: c.earlyRoundBytes }),
+    ...(c.tailBytesMax === undefined ? {} : { tailBytesMax: c.tailBytesMax }),
   })
   const one = makeBatch(c.batchBytes)
   const template = Buffer.concat(Array.from({ length: c.batchesPerAppend }, () => one))
@@ -363,6 +371,7 @@ async function main(): Promise<void> {
     .flatMap((c) =>
       earlyVariants === undefined ? [c] : earlyVariants.map((e) => ({ ...c, earlyRoundBytes: e })),
     )
+    .flatMap((c) => (tailVariants === undefined ? [c] : tailVariants.map((t) => ({ ...c, tailBytesMax: t }))))
   const original: RawWorkload[] = [
     { writeBytes: MIB, fsync: false },
     { writeBytes: MIB, fsync: true },
