@@ -106,6 +106,9 @@ export class GroupCoordination {
       clock: this.#o.clock,
       random: this.#o.random,
       logger: (level, message) => this.#o.log(level, `group coordinator: ${message}`),
+      leadsPartition: (partition) =>
+        this.#o.image().topicsByName.get(GROUP_METADATA_TOPIC_NAME)?.partitions.get(partition)?.leader ===
+        this.#o.effective.int('node.id'),
     })
   }
 

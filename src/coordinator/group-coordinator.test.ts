@@ -132,7 +132,12 @@ async function openLog(disk: SimDisk, clock: ManualClock): Promise<PartitionLog>
   return PartitionLog.open('/data/__consumer_offsets-0', DEFAULT_LOG_CONFIG, { disk, clock })
 }
 
-function coordinator(log: OffsetsLog, clock: ManualClock, partitionCount = 1): GroupCoordinator {
+function coordinator(
+  log: OffsetsLog,
+  clock: ManualClock,
+  partitionCount = 1,
+  leadsPartition?: (partition: number) => boolean,
+): GroupCoordinator {
   return new GroupCoordinator({
     config: { ...DEFAULT_GROUP_CONFIG, initialRebalanceDelayMs: 100, offsetsRetentionMs: 3_600_000 },
     partitionCount,
@@ -140,6 +145,7 @@ function coordinator(log: OffsetsLog, clock: ManualClock, partitionCount = 1): G
     log,
     clock,
     random: new SeededRandom(3),
+    ...(leadsPartition === undefined ? {} : { leadsPartition }),
   })
 }
 
@@ -250,6 +256,29 @@ describe('GroupCoordinator on a PartitionLog', () => {
       ErrorCode.NotCoordinator,
     )
     assert.equal(c.describeGroups([other], false)[0]!.errorCode, ErrorCode.NotCoordinator)
+    c.close()
+  })
+
+  test('a partition the metadata already names it leader of, not yet elected here: LOAD_IN_PROGRESS, not NOT_COORDINATOR', async () => {
+    // In a cluster another broker's FindCoordinator can send a client here before this broker's
+    // replica manager elected the partition into the coordinator; librdkafka's committed() fails
+    // on NOT_COORDINATOR but retries COORDINATOR_LOAD_IN_PROGRESS.
+    const clock = new ManualClock({ nowMs: START_MS })
+    const log = await openLog(new SimDisk(), clock)
+    const c = coordinator(new LocalOffsetsLog((p) => (p === 0 ? log : undefined)), clock, 2, (p) => p === 0)
+    const groups = [...Array(20).keys()].map((i) => `group-${i}` as GroupId)
+    const mine = groups.find((g) => c.partitionFor(g) === 0)!
+    const other = groups.find((g) => c.partitionFor(g) === 1)!
+    assert.equal(c.statusOf(mine), ErrorCode.CoordinatorLoadInProgress)
+    assert.equal(c.fetchOffsets(mine, null).errorCode, ErrorCode.CoordinatorLoadInProgress)
+    assert.equal(
+      (await c.joinGroup(joinInput({ groupId: mine }))).errorCode,
+      ErrorCode.CoordinatorLoadInProgress,
+    )
+    assert.equal(c.statusOf(other), ErrorCode.NotCoordinator, 'led elsewhere: NOT_COORDINATOR')
+    assert.equal(c.fetchOffsets(other, null).errorCode, ErrorCode.NotCoordinator)
+    await c.onElection(0, 0)
+    assert.equal(c.statusOf(mine), ErrorCode.None)
     c.close()
   })
 

@@ -50,6 +50,14 @@ export interface GroupCoordinatorOptions {
   readonly loadBufferBytes?: number
   /** Wait before loading again after a failed read. Default 1000 ms. */
   readonly loadRetryBackoffMs?: number
+  /**
+   * Whether this broker's metadata already names it the leader of a `__consumer_offsets`
+   * partition. The replica manager tells the coordinator a moment later (it opens the partition
+   * first), while another broker's FindCoordinator may already send clients here: in that window
+   * a group request is answered COORDINATOR_LOAD_IN_PROGRESS (retried here) rather than
+   * NOT_COORDINATOR, which librdkafka's committed() does not retry. Default: never.
+   */
+  readonly leadsPartition?: (partition: number) => boolean
 }
 
 const LOAD_BUFFER_BYTES_DEFAULT = 5 * 1024 * 1024
@@ -98,7 +106,7 @@ export class GroupCoordinator {
   /** NONE when this broker serves the group now, else NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS. */
   statusOf(groupId: GroupId): CoordinatorStatus {
     const shard = this.#shards.get(this.partitionFor(groupId))
-    if (shard === undefined) return ErrorCode.NotCoordinator
+    if (shard === undefined) return this.#notHere(this.partitionFor(groupId))
     return shard.state === 'active' ? ErrorCode.None : ErrorCode.CoordinatorLoadInProgress
   }
 
@@ -310,9 +318,16 @@ export class GroupCoordinator {
   /** The active shard of a group, or the error that says why there is none. */
   #shardOf(groupId: GroupId): Shard | CoordinatorStatus {
     const shard = this.#shards.get(this.partitionFor(groupId))
-    if (shard === undefined) return ErrorCode.NotCoordinator
+    if (shard === undefined) return this.#notHere(this.partitionFor(groupId))
     if (shard.state !== 'active') return ErrorCode.CoordinatorLoadInProgress
     return shard
+  }
+
+  /** No shard for `partition`: NOT_COORDINATOR, unless the metadata says it is about to be here. */
+  #notHere(partition: number): CoordinatorStatus {
+    return this.#options.leadsPartition?.(partition) === true
+      ? ErrorCode.CoordinatorLoadInProgress
+      : ErrorCode.NotCoordinator
   }
 
   #scheduleSweep(): void {

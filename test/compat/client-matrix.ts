@@ -7,10 +7,8 @@
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { createServer } from 'node:net'
-import { join } from 'node:path'
 import { after, before, test } from 'node:test'
-import { KafkaConnection } from '../../src/client/index.ts'
+import { ClusterClient, type KafkaConnection } from '../../src/client/index.ts'
 import { nodeTransport, systemClock } from '../../src/io/index.ts'
 import type { BrokerId, TopicName } from '../../src/model/index.ts'
 import {
@@ -21,7 +19,9 @@ import {
   LOG_OVERHEAD,
   readBatchHeader,
 } from '../../src/protocol/index.ts'
-import { freePorts, tempDir, WeirProcess } from '../support/weir-process.ts'
+import { COMPAT_NODES, CompatTarget, freePortPair } from '../support/compat-target.ts'
+
+export { freePortPair }
 
 export const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
 export const PER_CODEC = 30
@@ -166,11 +166,22 @@ export function checkAdmin(
 ): void {
   assert.equal(a.again, errors.exists, 'creating it again')
   assert.ok(a.listed.includes(`${prefix}-a`) && a.listed.includes(`${prefix}-b`), 'both listed')
-  assert.deepEqual(
-    a.partitions,
-    [0, 1, 2].map((p) => [p, 1, 1, 1]),
-    'three partitions led by node 1, one replica in sync',
-  )
+  if (COMPAT_NODES === 1) {
+    assert.deepEqual(
+      a.partitions,
+      [0, 1, 2].map((p) => [p, 1, 1, 1]),
+      'three partitions led by node 1, one replica in sync',
+    )
+  } else {
+    // [partition, leader, replicas, in sync]: every node a replica, and in sync from the start
+    // (Kafka's initial ISR is the whole replica set).
+    assert.deepEqual(
+      a.partitions.map(([p, , r, i]) => [p, r, i]),
+      [0, 1, 2].map((p) => [p, COMPAT_NODES, COMPAT_NODES]),
+      `three partitions on all ${COMPAT_NODES} nodes, all in sync`,
+    )
+    for (const [, leader] of a.partitions) assert.ok(leader! >= 1 && leader! <= COMPAT_NODES, 'a leader')
+  }
   assert.equal(a.retention, '86400000')
   assert.equal(a.cleanup, 'compact')
   assert.equal(a.partitionsAfter, 5)
@@ -188,57 +199,36 @@ export function checkMore(records: readonly ReadRecord[], count: number): void {
   for (const r of records) assert.equal(r.value, r.key)
 }
 
-/** A client port whose neighbour (the controller listener: `--listen` uses port + 1) is free too. */
-export async function freePortPair(): Promise<number> {
-  for (;;) {
-    const [port] = await freePorts(1)
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
+/** The Weir a matrix runs against: one node, or a cluster with `WEIR_COMPAT_NODES` (compat-target.ts). */
+export class MatrixNode extends CompatTarget {
+  constructor() {
+    super('weir-matrix-', {
+      'group.initial.rebalance.delay.ms': 300,
+      // A restarted controller waits out the last broker session before re-registration.
+      'broker.heartbeat.interval.ms': 300,
+      'broker.session.timeout.ms': 1200,
     })
-    if (ok) return port!
   }
 }
 
-/** One Weir node in its own data directory, restartable on the same port. */
-export class MatrixNode {
-  readonly dir = tempDir('weir-matrix-')
-  port = 0
-  node: WeirProcess | null = null
+/**
+ * A client of the target that sends each partition's request to its leader (one node: that node).
+ */
+function leaderClient(bootstrap: string): ClusterClient {
+  return new ClusterClient({
+    bootstrap: bootstrap.split(','),
+    clientId: 'weir-matrix',
+    clock: systemClock,
+    transport: nodeTransport,
+    requestTimeoutMs: 10_000,
+    inFlightRequestsMax: 1,
+    retryTimeoutMs: 20_000,
+  })
+}
 
-  get bootstrap(): string {
-    return `127.0.0.1:${this.port}`
-  }
-
-  async start(): Promise<void> {
-    if (this.port === 0) this.port = await freePortPair()
-    this.node = new WeirProcess([
-      '--data-dir',
-      join(this.dir.path, 'data'),
-      '--listen',
-      this.bootstrap,
-      '--set',
-      'group.initial.rebalance.delay.ms=300',
-      // A restarted controller waits out the last broker session before re-registration.
-      '--set',
-      'broker.heartbeat.interval.ms=300',
-      '--set',
-      'broker.session.timeout.ms=1200',
-    ])
-    await this.node.start()
-  }
-
-  /** SIGTERM, a clean exit, and a start on the same data and port. */
-  async restart(): Promise<void> {
-    assert.equal(await this.node?.stop(), 0, 'a clean exit')
-    await this.start()
-  }
-
-  async close(): Promise<void> {
-    await this.node?.kill()
-    this.dir.remove()
-  }
+/** A connection to the leader of `topic`-`partition`, retrying while it moves. */
+async function leaderOf(client: ClusterClient, topic: string, partition: number): Promise<KafkaConnection> {
+  return client.retrying(async () => client.broker(await client.leaderOf(topic, partition)))
 }
 
 /**
@@ -280,43 +270,33 @@ export interface ProducerState {
 
 /** DescribeProducers of every partition of `topic`, straight from Weir (no client needed). */
 export async function describeProducers(
-  port: number,
+  bootstrap: string,
   topic: string,
   partitions: number,
 ): Promise<ProducerState[]> {
-  const c = await KafkaConnection.open(
-    { host: '127.0.0.1', port },
-    {
-      clientId: 'weir-matrix',
-      clock: systemClock,
-      transport: nodeTransport,
-      requestTimeoutMs: 10_000,
-      inFlightRequestsMax: 1,
-      responseBytesMax: 1 << 24,
-      connectTimeoutMs: 2_000,
-    },
-  )
+  const client = leaderClient(bootstrap)
   try {
-    const res = await c.request(apis.DescribeProducers, 0, {
-      topics: [
-        { name: topic as TopicName, partitionIndexes: Array.from({ length: partitions }, (_, i) => i) },
-      ],
-    })
     const out: ProducerState[] = []
-    for (const p of res.topics[0]?.partitions ?? []) {
-      assert.equal(p.errorCode, 0, `DescribeProducers ${topic}-${p.partitionIndex}`)
-      for (const s of p.activeProducers) {
-        out.push({
-          partition: p.partitionIndex,
-          producerId: Number(s.producerId),
-          epoch: s.producerEpoch,
-          lastSequence: s.lastSequence,
-        })
+    for (let partition = 0; partition < partitions; partition++) {
+      const c = await leaderOf(client, topic, partition)
+      const res = await c.request(apis.DescribeProducers, 0, {
+        topics: [{ name: topic as TopicName, partitionIndexes: [partition] }],
+      })
+      for (const p of res.topics[0]?.partitions ?? []) {
+        assert.equal(p.errorCode, 0, `DescribeProducers ${topic}-${p.partitionIndex}`)
+        for (const s of p.activeProducers) {
+          out.push({
+            partition: p.partitionIndex,
+            producerId: Number(s.producerId),
+            epoch: s.producerEpoch,
+            lastSequence: s.lastSequence,
+          })
+        }
       }
     }
     return out
   } finally {
-    c.close()
+    client.close()
   }
 }
 
@@ -325,25 +305,15 @@ export async function describeProducers(
  * log (Fetch without a client): a client that silently stops compressing still reads back fine.
  */
 export async function batchCompressions(
-  port: number,
+  bootstrap: string,
   topic: string,
   partitions: number,
 ): Promise<Map<string, number>> {
-  const c = await KafkaConnection.open(
-    { host: '127.0.0.1', port },
-    {
-      clientId: 'weir-matrix',
-      clock: systemClock,
-      transport: nodeTransport,
-      requestTimeoutMs: 10_000,
-      inFlightRequestsMax: 1,
-      responseBytesMax: 1 << 24,
-      connectTimeoutMs: 2_000,
-    },
-  )
+  const client = leaderClient(bootstrap)
   const out = new Map<string, number>()
   try {
     for (let partition = 0; partition < partitions; partition++) {
+      const c = await leaderOf(client, topic, partition)
       let fetchOffset = 0n
       for (let round = 0; round < 1000; round++) {
         const res = await c.request(apis.Fetch, 11, {
@@ -391,7 +361,7 @@ export async function batchCompressions(
     }
     return out
   } finally {
-    c.close()
+    client.close()
   }
 }
 
@@ -413,58 +383,45 @@ export function checkCompressions(compressions: ReadonlyMap<string, number>): vo
  * give no read-your-acks=1-writes promise either: the test waits for visibility, then reads.
  */
 export async function waitVisible(
-  port: number,
+  bootstrap: string,
   topic: string,
   partitions: number,
   records: number,
 ): Promise<void> {
-  const c = await KafkaConnection.open(
-    { host: '127.0.0.1', port },
-    {
-      clientId: 'weir-matrix',
-      clock: systemClock,
-      transport: nodeTransport,
-      requestTimeoutMs: 10_000,
-      inFlightRequestsMax: 1,
-      responseBytesMax: 1 << 20,
-      connectTimeoutMs: 2_000,
-    },
-  )
+  const client = leaderClient(bootstrap)
   try {
     let total = 0n
     for (let round = 0; round < 300; round++) {
-      const res = await c.request(apis.ListOffsets, 1, {
-        replicaId: -1 as BrokerId,
-        isolationLevel: 0,
-        topics: [
-          {
-            name: topic as TopicName,
-            partitions: Array.from({ length: partitions }, (_, partitionIndex) => ({
-              partitionIndex,
-              currentLeaderEpoch: -1,
-              timestamp: -1n,
-              maxNumOffsets: 1,
-            })),
-          },
-        ],
-        timeoutMs: 10_000,
-      })
-      total = (res.topics[0]?.partitions ?? []).reduce(
-        (sum, p) => sum + (p.errorCode === 0 ? p.offset : 0n),
-        0n,
-      )
+      total = 0n
+      for (let partitionIndex = 0; partitionIndex < partitions; partitionIndex++) {
+        const c = await leaderOf(client, topic, partitionIndex)
+        const res = await c.request(apis.ListOffsets, 1, {
+          replicaId: -1 as BrokerId,
+          isolationLevel: 0,
+          topics: [
+            {
+              name: topic as TopicName,
+              partitions: [{ partitionIndex, currentLeaderEpoch: -1, timestamp: -1n, maxNumOffsets: 1 }],
+            },
+          ],
+          timeoutMs: 10_000,
+        })
+        const p = res.topics[0]?.partitions[0]
+        if (p?.errorCode === 0) total += p.offset
+        else await client.refresh().catch(() => {})
+      }
       if (total >= BigInt(records)) return
       await new Promise((done) => setTimeout(done, 20))
     }
-    assert.fail(`${topic}: ${total} records visible of ${records} produced after 6 s`)
+    assert.fail(`${topic}: ${total} records visible of ${records} produced after 300 rounds`)
   } finally {
-    c.close()
+    client.close()
   }
 }
 
 /** The idempotent producer's topic: one producer id, each record once in order, the last sequence. */
 export async function checkIdempotent(
-  port: number,
+  bootstrap: string,
   topic: string,
   acked: readonly number[],
   read: readonly ReadRecord[],
@@ -480,7 +437,7 @@ export async function checkIdempotent(
     Array.from({ length: count }, (_, i) => [i, `v${i}`]),
     'each record once, in order',
   )
-  const producers = await describeProducers(port, topic, 1)
+  const producers = await describeProducers(bootstrap, topic, 1)
   assert.equal(producers.length, 1, 'one producer')
   assert.ok(producers[0]!.producerId >= 0, 'a producer id from InitProducerId')
   assert.equal(producers[0]!.lastSequence, count - 1, 'sequences 0..n-1')
@@ -530,13 +487,13 @@ export function clientMatrix(o: MatrixOptions): void {
   test('keyed records with headers in every codec: a group consumer reads each once, in order, and commits', async () => {
     const produced = (await run('produce', 'codecs', String(PARTITIONS))) as { sent: SentRecord[] }
     await o.also?.produced?.(produced, weir)
-    await waitVisible(weir.port, 'codecs', PARTITIONS, CODECS.length * PER_CODEC)
+    await waitVisible(weir.bootstrap, 'codecs', PARTITIONS, CODECS.length * PER_CODEC)
     const consumed = (await run('consume', 'codecs', GROUP)) as {
       records: ReadRecord[]
       committed: ByPartition
     }
     checkCodecRecords(consumed.records, produced.sent.some((s) => s.offset >= 0) ? produced.sent : undefined)
-    checkCompressions(await batchCompressions(weir.port, 'codecs', PARTITIONS))
+    checkCompressions(await batchCompressions(weir.bootstrap, 'codecs', PARTITIONS))
     assert.deepEqual(consumed.committed, endsOf(consumed.records), 'committed the end offsets')
     codecs = consumed.records
   })
@@ -547,9 +504,9 @@ export function clientMatrix(o: MatrixOptions): void {
       unknown
     >
     idempotentAcked = out.offsets
-    await waitVisible(weir.port, 'idempotent', 1, out.offsets.length)
+    await waitVisible(weir.bootstrap, 'idempotent', 1, out.offsets.length)
     const read = (await run('read', 'idempotent')) as { records: ReadRecord[] }
-    const producers = await checkIdempotent(weir.port, 'idempotent', out.offsets, read.records)
+    const producers = await checkIdempotent(weir.bootstrap, 'idempotent', out.offsets, read.records)
     o.also?.idempotent?.(out, producers)
   })
 
@@ -573,7 +530,7 @@ export function clientMatrix(o: MatrixOptions): void {
     assert.deepEqual(committed.committed, endsOf(codecs), 'the commits survived')
     o.also?.committed?.(committed)
     await run('more', 'codecs', '10')
-    await waitVisible(weir.port, 'codecs', PARTITIONS, codecs.length + 10)
+    await waitVisible(weir.bootstrap, 'codecs', PARTITIONS, codecs.length + 10)
     const resumed = (await run('consume', 'codecs', GROUP)) as {
       records: ReadRecord[]
       committed: ByPartition

@@ -5,6 +5,7 @@
  * follower (KIP-392), which serves it up to its high watermark; the automatic preferred-leader
  * rebalance gives a restarted broker its leaderships back once it is in sync again.
  */
+// compat-cluster: skip it starts its own three-node cluster
 import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -24,7 +24,7 @@ clientMatrix({
   also: {
     // kgo's default producer is idempotent: a producer id per codec's client on every partition.
     async produced(_out, weir) {
-      const producers = await describeProducers(weir.port, 'codecs', PARTITIONS)
+      const producers = await describeProducers(weir.bootstrap, 'codecs', PARTITIONS)
       assert.ok(producers.length >= 5, `${producers.length} producer states`)
       assert.ok(producers.every((p) => p.producerId >= 0 && p.epoch === 0 && p.lastSequence >= 0))
     },

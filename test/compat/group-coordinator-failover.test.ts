@@ -5,6 +5,7 @@
  * `__consumer_offsets` partition with every committed offset. The topic is created on the first
  * FindCoordinator through whichever node is the active controller.
  */
+// compat-cluster: skip it starts its own three-node cluster
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import kafkajs from 'kafkajs'

@@ -9,12 +9,12 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import kafkajs from 'kafkajs'
-import { freePorts, REPO, tempDir, WeirProcess, waitFor } from '../support/weir-process.ts'
+import { CompatTarget } from '../support/compat-target.ts'
+import { REPO, waitFor } from '../support/weir-process.ts'
 
 const { Kafka, logLevel } = kafkajs
 const run = promisify(execFile)
@@ -27,43 +27,21 @@ const skipKcat = false as const
 assert.ok(existsSync(PYTHON), 'no Python client venv: run tools/compat-install.sh')
 assert.ok(KCAT !== undefined, 'no kcat: apt-get install kcat')
 
-const dir = tempDir('weir-groups-py-')
-let weir: WeirProcess | null = null
+const weir = new CompatTarget('weir-groups-py-', { 'group.initial.rebalance.delay.ms': 300 })
 let bootstrap = ''
 let kafka: InstanceType<typeof Kafka>
 const children: ChildProcess[] = []
 
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const [port] = await freePorts(1)
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (ok) return port!
-  }
-}
-
 before(async () => {
   if (skipPython !== false && skipKcat !== false) return
-  bootstrap = `127.0.0.1:${await freePortPair()}`
-  weir = new WeirProcess([
-    '--data-dir',
-    join(dir.path, 'data'),
-    '--listen',
-    bootstrap,
-    '--set',
-    'group.initial.rebalance.delay.ms=300',
-  ])
   await weir.start()
-  kafka = new Kafka({ brokers: [bootstrap], clientId: 'weir-groups-py', logLevel: logLevel.NOTHING })
+  bootstrap = weir.bootstrap
+  kafka = new Kafka({ brokers: bootstrap.split(','), clientId: 'weir-groups-py', logLevel: logLevel.NOTHING })
 })
 
 after(async () => {
   for (const c of children) c.kill('SIGKILL')
-  await weir?.kill()
-  dir.remove()
+  await weir.close()
 })
 
 async function topicWith(topic: string, partitions: number, from: number, count: number): Promise<void> {

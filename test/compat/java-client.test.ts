@@ -39,7 +39,7 @@ clientMatrix({
   also: {
     // The default producer is idempotent: every partition has a producer id per codec's producer.
     async produced(_out, weir) {
-      const producers = await describeProducers(weir.port, 'codecs', PARTITIONS)
+      const producers = await describeProducers(weir.bootstrap, 'codecs', PARTITIONS)
       assert.ok(producers.length >= 5, `${producers.length} producer states`)
       assert.ok(producers.every((p) => p.producerId >= 0 && p.epoch === 0 && p.lastSequence >= 0))
     },

@@ -3,6 +3,7 @@
  * active controller forwards IncrementalAlterConfigs over the wire, and every node then describes
  * the committed configs. Java is required (see kafka-configs.test.ts).
  */
+// compat-cluster: skip it starts its own three-node cluster (the cluster side of kafka-configs.test.ts)
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'

@@ -4,6 +4,7 @@
  * IncrementalAlterConfigs, AlterConfigs and DescribeConfigs as those clients use them. Java is
  * required: without it these tests fail (CI installs it and the jars, see .ci/run).
  */
+// compat-cluster: skip per-node broker configs of one node; kafka-configs-cluster.test.ts is the cluster side
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { createServer } from 'node:net'

@@ -2,6 +2,7 @@
  * Kafka's own `kafka-metadata-quorum` (from the Apache Kafka jars, tools/kafka) against a real
  * three-node Weir cluster: `describe --status` and `--replication` show Weir's quorum as it is.
  */
+// compat-cluster: skip it starts its own three-node cluster
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'

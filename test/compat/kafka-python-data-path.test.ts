@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { promisify } from 'node:util'
-import { freePorts, REPO, tempDir, WeirProcess } from '../support/weir-process.ts'
+import { CompatTarget } from '../support/compat-target.ts'
+import { REPO } from '../support/weir-process.ts'
 
 const run = promisify(execFile)
 const PYTHON = join(REPO, '.cache/capture/venv/bin/python')
@@ -18,32 +18,17 @@ const SCRIPT = join(REPO, 'test/compat/clients/python/kafka_python_data_path.py'
 // CI installs it (tools/compat-install.sh): a missing venv fails, never skips.
 const skip = false as const
 assert.ok(existsSync(PYTHON), 'no kafka-python venv: run tools/compat-install.sh')
-const dir = tempDir('weir-kafka-python-')
-let weir: WeirProcess | null = null
+const weir = new CompatTarget('weir-kafka-python-')
 let bootstrap = ''
-
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const [port] = await freePorts(1)
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (ok) return port!
-  }
-}
 
 before(async () => {
   if (skip !== false) return
-  bootstrap = `127.0.0.1:${await freePortPair()}`
-  weir = new WeirProcess(['--data-dir', join(dir.path, 'data'), '--listen', bootstrap])
   await weir.start()
+  bootstrap = weir.bootstrap
 })
 
 after(async () => {
-  await weir?.kill()
-  dir.remove()
+  await weir.close()
 })
 
 test('kafka-python produces in every codec and reads everything back exactly once', { skip }, async () => {

@@ -5,6 +5,7 @@
  * kafka-reassign-partitions (--generate, --execute, --verify, --cancel), kafka-leader-election
  * --election-type preferred and unclean, and kafka-configs enabling unclean election on a topic.
  */
+// compat-cluster: skip it starts its own three-node cluster
 import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -8,15 +8,15 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { promisify } from 'node:util'
-import { freePorts, REPO, tempDir, WeirProcess } from '../support/weir-process.ts'
+import { CompatTarget } from '../support/compat-target.ts'
+import { REPO, tempDir } from '../support/weir-process.ts'
 
 const run = promisify(execFile)
-const dir = tempDir('weir-tools-data-')
-let weir: WeirProcess | null = null
+const weir = new CompatTarget('weir-tools-data-')
+const dir = tempDir('weir-tools-data-files-')
 let bootstrap = ''
 const TOPIC = 'java-data'
 const COUNT = 300
@@ -28,23 +28,9 @@ async function tool(args: string[], input?: string): Promise<string> {
   return (await p).stdout
 }
 
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const [port] = await freePorts(1)
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (ok) return port!
-  }
-}
-
 before(async () => {
-  const port = await freePortPair()
-  bootstrap = `127.0.0.1:${port}`
-  weir = new WeirProcess(['--data-dir', join(dir.path, 'data'), '--listen', bootstrap])
   await weir.start()
+  bootstrap = weir.bootstrap
   await tool([
     'kafka-topics',
     '--bootstrap-server',
@@ -58,7 +44,7 @@ before(async () => {
 })
 
 after(async () => {
-  await weir?.kill()
+  await weir.close()
   dir.remove()
 })
 

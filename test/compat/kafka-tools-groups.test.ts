@@ -6,16 +6,15 @@
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { promisify } from 'node:util'
-import { freePorts, REPO, tempDir, WeirProcess, waitFor } from '../support/weir-process.ts'
+import { CompatTarget } from '../support/compat-target.ts'
+import { REPO, waitFor } from '../support/weir-process.ts'
 
 const run = promisify(execFile)
 const TOOL = join(REPO, 'tools/kafka/tool.sh')
-const dir = tempDir('weir-tools-groups-')
-let weir: WeirProcess | null = null
+const weir = new CompatTarget('weir-tools-groups-', { 'group.initial.rebalance.delay.ms': 300 })
 let bootstrap = ''
 const TOPIC = 'java-groups'
 const GROUP = 'java-group'
@@ -27,29 +26,9 @@ async function tool(args: string[], input?: string): Promise<string> {
   return (await p).stdout
 }
 
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const [port] = await freePorts(1)
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (ok) return port!
-  }
-}
-
 before(async () => {
-  bootstrap = `127.0.0.1:${await freePortPair()}`
-  weir = new WeirProcess([
-    '--data-dir',
-    join(dir.path, 'data'),
-    '--listen',
-    bootstrap,
-    '--set',
-    'group.initial.rebalance.delay.ms=300',
-  ])
   await weir.start()
+  bootstrap = weir.bootstrap
   await tool([
     'kafka-topics',
     '--bootstrap-server',
@@ -79,8 +58,7 @@ before(async () => {
 
 after(async () => {
   for (const c of children) c.kill('SIGKILL')
-  await weir?.kill()
-  dir.remove()
+  await weir.close()
 })
 
 const groups = (...args: string[]) =>

@@ -5,14 +5,14 @@
  * broker API: encoder, decoder, decompression), since consumer groups are not served yet.
  */
 import assert from 'node:assert/strict'
-import { createServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { zstdCompressSync, zstdDecompressSync } from 'node:zlib'
 import kafkajs from 'kafkajs'
 import SnappyCodec from 'kafkajs-snappy'
 import * as lz4 from 'lz4js'
 import { hash as xxh32 } from 'lz4js/xxh32.js'
-import { freePorts, tempDir, WeirProcess, waitFor } from '../support/weir-process.ts'
+import { CompatTarget } from '../support/compat-target.ts'
+import { waitFor } from '../support/weir-process.ts'
 
 const { CompressionCodecs, CompressionTypes, Kafka, logLevel } = kafkajs
 
@@ -43,19 +43,6 @@ const CODECS = [
 const PER_CODEC = 40
 const BATCHES_PER_CODEC = 4
 const PARTITIONS = 3
-
-/** A client port whose neighbour (the controller listener, `--listen` uses port + 1) is free too. */
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const [port] = await freePorts(1)
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (ok) return port!
-  }
-}
 
 interface Read {
   readonly partition: number
@@ -186,36 +173,21 @@ function checkCodecRecords(records: readonly Read[]): void {
 }
 
 describe('kafkajs against weir start', () => {
-  const dir = tempDir('weir-kafkajs-')
-  let port = 0
-  let node: WeirProcess
+  // A restarted controller waits out the last broker session before re-registration.
+  const weir = new CompatTarget('weir-kafkajs-', {
+    'broker.heartbeat.interval.ms': 300,
+    'broker.session.timeout.ms': 1200,
+  })
   let kafka: InstanceType<typeof Kafka>
   const timestamps = { base: 1_600_000_000_000 }
 
-  const start = async () => {
-    node = new WeirProcess([
-      '--data-dir',
-      dir.path,
-      '--listen',
-      `127.0.0.1:${port}`,
-      // A restarted controller waits out the last broker session before re-registration.
-      '--set',
-      'broker.heartbeat.interval.ms=300',
-      '--set',
-      'broker.session.timeout.ms=1200',
-    ])
-    await node.start()
-  }
-
   before(async () => {
-    port = await freePortPair()
-    await start()
-    kafka = new Kafka({ clientId: 'weir-compat', brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING })
+    await weir.start()
+    kafka = new Kafka({ clientId: 'weir-compat', brokers: weir.addresses, logLevel: logLevel.NOTHING })
   })
 
   after(async () => {
-    await node?.kill()
-    dir.remove()
+    await weir.close()
   })
 
   test('keyed records with headers in every codec come back exactly once and in order', async () => {
@@ -303,8 +275,7 @@ describe('kafkajs against weir start', () => {
   })
 
   test('a clean restart serves everything again, and writes continue at the next offsets', async () => {
-    assert.equal(await node.stop(), 0)
-    await start()
+    await weir.restart()
     checkCodecRecords(await readAll(kafka, 'codecs', PARTITIONS))
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
     await producer.connect()
@@ -331,8 +302,7 @@ describe('kafkajs against weir start', () => {
       await producer.send({ topic: 'crash', acks: -1, messages: [{ value: `c${i}`, partition: 0 }] })
     }
     await producer.disconnect()
-    await node.kill()
-    await start()
+    await weir.crash()
     assert.deepEqual(
       (await readAll(kafka, 'crash', 1)).map((r) => r.value),
       Array.from({ length: 10 }, (_, i) => `c${i}`),

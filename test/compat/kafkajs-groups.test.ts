@@ -7,58 +7,36 @@
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import kafkajs from 'kafkajs'
-import { freePorts, NODE, REPO, tempDir, WeirProcess, waitFor } from '../support/weir-process.ts'
+import { CompatTarget } from '../support/compat-target.ts'
+import { NODE, REPO, waitFor } from '../support/weir-process.ts'
 
 const { Kafka, logLevel } = kafkajs
 type Consumer = ReturnType<InstanceType<typeof Kafka>['consumer']>
 
 const SESSION_TIMEOUT_MS = 6000
-const dir = tempDir('weir-kafkajs-groups-')
-let weir: WeirProcess
+const weir = new CompatTarget('weir-kafkajs-groups-', { 'group.initial.rebalance.delay.ms': 300 })
 let bootstrap = ''
 let kafka: InstanceType<typeof Kafka>
 const open: Consumer[] = []
 const children: ChildProcess[] = []
 
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const [port] = await freePorts(1)
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (ok) return port!
-  }
-}
-
-function startWeir(): Promise<void> {
-  weir = new WeirProcess([
-    '--data-dir',
-    join(dir.path, 'data'),
-    '--listen',
-    bootstrap,
-    '--set',
-    'group.initial.rebalance.delay.ms=300',
-  ])
-  return weir.start()
-}
-
 before(async () => {
-  bootstrap = `127.0.0.1:${await freePortPair()}`
-  await startWeir()
-  kafka = new Kafka({ brokers: [bootstrap], clientId: 'weir-groups-test', logLevel: logLevel.NOTHING })
+  await weir.start()
+  bootstrap = weir.bootstrap
+  kafka = new Kafka({
+    brokers: bootstrap.split(','),
+    clientId: 'weir-groups-test',
+    logLevel: logLevel.NOTHING,
+  })
 })
 
 after(async () => {
   for (const c of open) await c.disconnect().catch(() => {})
   for (const c of children) c.kill('SIGKILL')
-  await weir?.kill()
-  dir.remove()
+  await weir.close()
 })
 
 async function createTopic(topic: string, partitions: number, records: number): Promise<void> {
@@ -208,9 +186,12 @@ describe('kafkajs consumer groups', () => {
     await admin.disconnect()
 
     // The broker restarts: the group and its offsets are loaded back from __consumer_offsets.
-    await weir.stop()
-    await startWeir()
-    kafka = new Kafka({ brokers: [bootstrap], clientId: 'weir-groups-test', logLevel: logLevel.NOTHING })
+    await weir.restart()
+    kafka = new Kafka({
+      brokers: bootstrap.split(','),
+      clientId: 'weir-groups-test',
+      logLevel: logLevel.NOTHING,
+    })
     const after = kafka.admin()
     await after.connect()
     const offsets = await waitFor('offsets after the restart', async () => {

@@ -5,10 +5,9 @@
  */
 import assert from 'node:assert/strict'
 import { execFile, execFileSync } from 'node:child_process'
-import { createServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
-import { freePorts, tempDir, WeirProcess } from '../support/weir-process.ts'
+import { CompatTarget } from '../support/compat-target.ts'
 
 const run = promisify(execFile)
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const
@@ -23,57 +22,31 @@ function kcatInstalled(): boolean {
   }
 }
 
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const [port] = await freePorts(1)
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (ok) return port!
-  }
-}
-
 assert.ok(kcatInstalled(), 'kcat is not installed: apt-get install kcat (CI does)')
 
 describe('kcat against weir start', () => {
-  const dir = tempDir('weir-kcat-')
-  let port = 0
-  let node: WeirProcess
-  let bootstrap = ''
+  const weir = new CompatTarget('weir-kcat-', {
+    'broker.heartbeat.interval.ms': 300,
+    'broker.session.timeout.ms': 1200,
+  })
 
   const kcat = async (args: string[], input?: string): Promise<string> => {
-    const child = run('kcat', ['-b', bootstrap, ...args], { timeout: 60_000, maxBuffer: 64 * 1024 * 1024 })
+    const child = run('kcat', ['-b', weir.bootstrap, ...args], {
+      timeout: 60_000,
+      maxBuffer: 64 * 1024 * 1024,
+    })
     if (input !== undefined) {
       child.child.stdin?.end(input)
     }
     return (await child).stdout
   }
 
-  const start = async () => {
-    node = new WeirProcess([
-      '--data-dir',
-      dir.path,
-      '--listen',
-      bootstrap,
-      '--set',
-      'broker.heartbeat.interval.ms=300',
-      '--set',
-      'broker.session.timeout.ms=1200',
-    ])
-    await node.start()
-  }
-
   before(async () => {
-    port = await freePortPair()
-    bootstrap = `127.0.0.1:${port}`
-    await start()
+    await weir.start()
   })
 
   after(async () => {
-    await node?.kill()
-    dir.remove()
+    await weir.close()
   })
 
   /** Every record of the topic as `partition offset key value headers`, via a group-less consumer. */
@@ -151,8 +124,7 @@ describe('kcat against weir start', () => {
 
   test('after a restart, kcat reads everything again', async () => {
     const before = await consume('kcat-codecs')
-    assert.equal(await node.stop(), 0)
-    await start()
+    await weir.restart()
     assert.deepEqual(await consume('kcat-codecs'), before)
   })
 })

@@ -6,49 +6,25 @@
  * deletes groups.
  */
 import assert from 'node:assert/strict'
-import { createServer } from 'node:net'
-import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { Admin, Consumer, Producer, stringDeserializers, stringSerializers } from '@platformatic/kafka'
-import { freePorts, tempDir, WeirProcess } from '../support/weir-process.ts'
+import { CompatTarget } from '../support/compat-target.ts'
 
-const dir = tempDir('weir-platformatic-groups-')
-let weir: WeirProcess
+const weir = new CompatTarget('weir-platformatic-groups-', { 'group.initial.rebalance.delay.ms': 300 })
 let bootstrap = ''
 const TOPIC = 'pk'
 
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const [port] = await freePorts(1)
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(port! + 1, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (ok) return port!
-  }
-}
-
 before(async () => {
-  bootstrap = `127.0.0.1:${await freePortPair()}`
-  weir = new WeirProcess([
-    '--data-dir',
-    join(dir.path, 'data'),
-    '--listen',
-    bootstrap,
-    '--set',
-    'group.initial.rebalance.delay.ms=300',
-  ])
   await weir.start()
+  bootstrap = weir.bootstrap
 })
 
 after(async () => {
-  await weir?.kill()
-  dir.remove()
+  await weir.close()
 })
 
 test('a classic group reads and commits; the admin reads, alters and deletes offsets and groups', async () => {
-  const base = { bootstrapBrokers: [bootstrap], retries: 5 }
+  const base = { bootstrapBrokers: bootstrap.split(','), retries: 5 }
   const admin = new Admin({ ...base, clientId: 'weir-pk-admin' })
   const closing: Array<() => Promise<unknown>> = [() => admin.close()]
   try {

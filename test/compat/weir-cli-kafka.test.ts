@@ -3,6 +3,7 @@
  * wire protocol, so topics, produce/consume with keys and headers, groups and offset resets, cluster
  * status and bench work the same against Kafka as against Weir (test/cli/ runs them against Weir).
  */
+// compat-cluster: skip it runs against Apache Kafka, not Weir
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'

@@ -20,6 +20,7 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
@@ -208,9 +209,9 @@ public final class CompatMatrix {
     String a = prefix + "-a";
     String b = prefix + "-b";
     try (Admin admin = admin()) {
-      admin.createTopics(List.of(new NewTopic(a, 3, (short) 1),
-          new NewTopic(b, 1, (short) 1).configs(Map.of("cleanup.policy", "compact")))).all().get();
-      String again = errorName(() -> admin.createTopics(List.of(new NewTopic(a, 3, (short) 1))).all().get());
+      admin.createTopics(List.of(new NewTopic(a, Optional.of(3), Optional.empty()),
+          new NewTopic(b, Optional.of(1), Optional.empty()).configs(Map.of("cleanup.policy", "compact")))).all().get();
+      String again = errorName(() -> admin.createTopics(List.of(new NewTopic(a, Optional.of(3), Optional.empty()))).all().get());
       Set<String> listed = listNames(admin);
       TopicDescription described = admin.describeTopics(List.of(a)).allTopicNames().get().get(a);
       List<String> leaders = new ArrayList<>();
@@ -244,7 +245,7 @@ public final class CompatMatrix {
 
   static String produce(String topic, int partitionCount) throws Exception {
     try (Admin admin = admin()) {
-      admin.createTopics(List.of(new NewTopic(topic, partitionCount, (short) 1))).all().get();
+      admin.createTopics(List.of(new NewTopic(topic, Optional.of(partitionCount), Optional.empty()))).all().get();
     }
     List<String> sent = new ArrayList<>();
     for (int c = 0; c < CODECS.length; c++) {
@@ -269,7 +270,7 @@ public final class CompatMatrix {
 
   static String idempotent(String topic, int count) throws Exception {
     try (Admin admin = admin()) {
-      admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+      admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty()))).all().get();
     }
     Properties p = new Properties();
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");

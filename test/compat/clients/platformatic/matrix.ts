@@ -84,7 +84,7 @@ async function retrying<T>(call: () => Promise<T>): Promise<T> {
 }
 
 export function platformaticDriver(bootstrap: () => string) {
-  const base = () => ({ bootstrapBrokers: [bootstrap()], retries: 5, clientId: 'weir-platformatic' })
+  const base = () => ({ bootstrapBrokers: bootstrap().split(','), retries: 5, clientId: 'weir-platformatic' })
   const withAdmin = async <T>(fn: (admin: Admin) => Promise<T>): Promise<T> => {
     const admin = new Admin(base())
     try {
@@ -175,14 +175,13 @@ export function platformaticDriver(bootstrap: () => string) {
       withAdmin(async (admin) => {
         const a = `${prefix}-a`
         const b = `${prefix}-b`
-        await admin.createTopics({ topics: [a], partitions: 3, replicas: 1 })
+        await admin.createTopics({ topics: [a], partitions: 3 })
         await admin.createTopics({
           topics: [b],
           partitions: 1,
-          replicas: 1,
           configs: [{ name: 'cleanup.policy', value: 'compact' }],
         })
-        const again = await admin.createTopics({ topics: [a], partitions: 3, replicas: 1 }).then(
+        const again = await admin.createTopics({ topics: [a], partitions: 3 }).then(
           () => 'none',
           (e: unknown) => errorName(e),
         )
@@ -256,9 +255,7 @@ export function platformaticDriver(bootstrap: () => string) {
       }),
 
     async produce(topic, partitions) {
-      await withAdmin((admin) =>
-        admin.createTopics({ topics: [topic], partitions: Number(partitions), replicas: 1 }),
-      )
+      await withAdmin((admin) => admin.createTopics({ topics: [topic], partitions: Number(partitions) }))
       // The defaults (acks=-1, murmur2 of the key) but the codec, one send (a batch a partition) per codec.
       const producer = new Producer(base())
       try {
@@ -291,7 +288,7 @@ export function platformaticDriver(bootstrap: () => string) {
     },
 
     async idempotent(topic, count) {
-      await withAdmin((admin) => admin.createTopics({ topics: [topic], partitions: 1, replicas: 1 }))
+      await withAdmin((admin) => admin.createTopics({ topics: [topic], partitions: 1 }))
       const producer = new Producer({ ...base(), idempotent: true, acks: -1 })
       const n = Number(count)
       const perSend = 10

@@ -153,10 +153,10 @@ def consumer_for(group):
 def admin_command(prefix):
     adm = admin()
     a, b = f"{prefix}-a", f"{prefix}-b"
-    for f in adm.create_topics([NewTopic(a, 3, 1), NewTopic(b, 1, 1, config={"cleanup.policy": "compact"})]).values():
+    for f in adm.create_topics([NewTopic(a, 3, -1), NewTopic(b, 1, -1, config={"cleanup.policy": "compact"})]).values():
         result(f)
     trace(f"created {a} and {b}")
-    again = error_name(adm.create_topics([NewTopic(a, 3, 1)])[a])
+    again = error_name(adm.create_topics([NewTopic(a, 3, -1)])[a])
     listed = list_names(adm)
     described = result(adm.describe_topics(TopicCollection([a]))[a])
     partitions = [[p.id, p.leader.id, len(p.replicas), len(p.isr)] for p in described.partitions]
@@ -217,7 +217,7 @@ def produce_and_wait(producer, records):
 
 def produce(topic, partitions):
     adm = admin()
-    result(adm.create_topics([NewTopic(topic, partitions, 1)])[topic])
+    result(adm.create_topics([NewTopic(topic, partitions, -1)])[topic])
     sent = []
     for c, codec in enumerate(CODECS):
         # librdkafka's defaults (acks=all, the consistent_random partitioner) but the codec.
@@ -232,7 +232,7 @@ def produce(topic, partitions):
 
 def idempotent(topic, count):
     adm = admin()
-    result(adm.create_topics([NewTopic(topic, 1, 1)])[topic])
+    result(adm.create_topics([NewTopic(topic, 1, -1)])[topic])
     producer = Producer({**COMMON, "enable.idempotence": True, "acks": "all",
                          "max.in.flight.requests.per.connection": 5, "batch.size": 200, "linger.ms": 0})
     records = [(topic, {"partition": 0, "key": f"i{i}".encode(), "value": f"v{i}".encode()}) for i in range(count)]

@@ -131,7 +131,7 @@ func listed(o kadm.ListedOffsets, topic string) byPartition {
 // --- clients -----------------------------------------------------------------------------------
 
 func client(opts ...kgo.Opt) *kgo.Client {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ClientID("weir-franz-go")}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID("weir-franz-go")}, opts...)...)
 	must(err)
 	return cl
 }
@@ -198,12 +198,12 @@ func adminCommand(ctx context.Context, prefix string) any {
 	defer adm.Close()
 	a, b := prefix+"-a", prefix+"-b"
 	compact := "compact"
-	_, err := adm.CreateTopic(ctx, 3, 1, nil, a)
+	_, err := adm.CreateTopic(ctx, 3, -1, nil, a)
 	must(err)
-	_, err = adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, b)
+	_, err = adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, b)
 	must(err)
 	trace("created %s and %s", a, b)
-	_, again := adm.CreateTopic(ctx, 3, 1, nil, a)
+	_, again := adm.CreateTopic(ctx, 3, -1, nil, a)
 	trace("created %s again: %v", a, again)
 	listedNames := topicNames(ctx, adm)
 	described, err := adm.ListTopics(ctx, a)
@@ -296,7 +296,7 @@ func more(ctx context.Context, topic string, count int) any {
 
 func produce(ctx context.Context, topic string, partitions int) any {
 	adm := admin()
-	_, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	_, err := adm.CreateTopic(ctx, int32(partitions), -1, nil, topic)
 	must(err)
 	adm.Close()
 	sent := []sentRecord{}
@@ -320,7 +320,7 @@ func produce(ctx context.Context, topic string, partitions int) any {
 func idempotent(ctx context.Context, topic string, count int) any {
 	adm := admin()
 	defer adm.Close()
-	_, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
+	_, err := adm.CreateTopic(ctx, 1, -1, nil, topic)
 	must(err)
 	// Idempotent by default, with 5 requests in flight (Kafka 1+); small batches, so that many are.
 	producer := client(kgo.RecordPartitioner(kgo.ManualPartitioner()),
