@@ -240,6 +240,35 @@ describe('PartitionLog segments', () => {
     for (const s of log.segments) assert.ok(names.includes(`${offsetFileName(s.baseOffset)}.log`))
   })
 
+  it('rolls inside one round of concurrent appends by index room and by segment.ms', async () => {
+    // Every batch past the first adds an index entry; the time index holds two entries.
+    const { log: byIndex } = await openSimLog({ segmentIndexBytes: 24, indexIntervalBytes: 1 })
+    await byIndex.append(valuesBatch(1, 'a', 1000))
+    const round = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => byIndex.append(valuesBatch(1, `b${i}-`, 1001 + i))),
+    )
+    assert.deepEqual(
+      round.map((r) => (r.errorCode === 0 ? Number(r.baseOffset) : -1)),
+      Array.from({ length: 30 }, (_, i) => i + 1),
+    )
+    assert.ok(byIndex.segments.length >= 10, `${byIndex.segments.length} segments`)
+    assert.deepEqual(
+      (await readAll(byIndex)).map((r) => r.offset),
+      Array.from({ length: 31 }, (_, i) => BigInt(i)),
+    )
+    // segment.ms by record time: a round whose batches span 3 s rolls where each second is passed.
+    const { log: byTime } = await openSimLog({ segmentMs: 1000 })
+    await byTime.append(valuesBatch(1, 'a', 10_000))
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) => byTime.append(valuesBatch(1, `t${i}-`, 10_100 + 100 * i))),
+    )
+    const bases = byTime.segments.map((x) => Number(x.baseOffset))
+    // Offset k has time 10_000 + 100 k: a roll at the first batch more than 1000 ms past its
+    // segment's first (Kafka's `timeWaitedForRoll > segment.ms`).
+    assert.deepEqual(bases, [0, 11, 22])
+    assert.equal((await readAll(byTime)).length, 31)
+  })
+
   it('rolls at segment.ms by record time', async () => {
     const { log } = await openSimLog({ segmentMs: 1000 })
     await log.append(valuesBatch(1, 'a', 10_000))
