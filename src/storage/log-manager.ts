@@ -27,6 +27,7 @@ import {
   writeOffsetCheckpoint,
 } from './offset-checkpoint-file.ts'
 import { type LogHooks, LogOfflineError, PartitionLog } from './partition-log.ts'
+import { TAIL_BUDGET_BYTES_DEFAULT, TailBudget } from './write-tail.ts'
 
 /** The KRaft metadata log's topic (`__cluster_metadata-0`), which only the quorum touches. */
 export const KRAFT_METADATA_TOPIC = '__cluster_metadata'
@@ -311,6 +312,9 @@ export class LogManager {
     return this.#options.topicConfig?.(topic) ?? this.defaultLogConfig
   }
 
+  /** What the directory's logs keep of their last writes, together (`write-tail.ts`). */
+  readonly #tailBudget = new TailBudget(TAIL_BUDGET_BYTES_DEFAULT)
+
   #logOptions(topic: string, partition: number) {
     const hooks = this.#options.hooksFor?.(topic, partition)
     return {
@@ -320,6 +324,7 @@ export class LogManager {
       onRecoveryPointLowered: () => this.checkpointRecoveryPoints(),
       onWarning: (m: string) => this.#warn(m),
       onOffline: (cause: Error) => this.markOffline(cause),
+      tailBudget: this.#tailBudget,
     }
   }
 

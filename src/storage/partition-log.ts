@@ -26,7 +26,7 @@ import {
   type SegmentSettings,
 } from './log-segment.ts'
 import { type AppendScan, readInt64AsNumber, scanAppend } from './scan-append.ts'
-import { DEFAULT_TAIL_BUDGET, TAIL_BYTES_MAX_DEFAULT, type TailBudget, WriteTail } from './write-tail.ts'
+import { TAIL_BYTES_MAX_DEFAULT, TailBudget, WriteTail } from './write-tail.ts'
 
 /** Special timestamps of ListOffsets (Kafka's ListOffsetsRequest constants). */
 export const ListOffsetsTimestamp = {
@@ -74,7 +74,7 @@ export interface PartitionLogOptions {
   /**
    * The recently written bytes kept in memory to answer reads near the end without a file read
    * (`write-tail.ts`): at most `tailBytesMax` for this log (default 1 MiB, 0: none), within
-   * `tailBudget` shared with other logs (default one per process, 32 MiB).
+   * `tailBudget` shared with other logs (the log directory's, 32 MiB; default: the log's own).
    */
   readonly tailBytesMax?: number
   readonly tailBudget?: TailBudget
@@ -349,7 +349,9 @@ export class PartitionLog {
     this.#options = options
     const tailBytesMax = options.tailBytesMax ?? TAIL_BYTES_MAX_DEFAULT
     this.#tail =
-      tailBytesMax > 0 ? new WriteTail(options.tailBudget ?? DEFAULT_TAIL_BUDGET, tailBytesMax) : null
+      tailBytesMax > 0
+        ? new WriteTail(options.tailBudget ?? new TailBudget(tailBytesMax), tailBytesMax)
+        : null
     this.#lastFlushMs = options.clock.nowMs()
     this.#earlyRoundBytes = options.earlyRoundBytes ?? EARLY_ROUND_BYTES_DEFAULT
     assert(this.#earlyRoundBytes > 0, 'earlyRoundBytes must be positive')

@@ -16,8 +16,12 @@ export class TailBudget {
   }
 }
 
-/** Per process unless a log is given its own: 32 MiB of recent bytes over all partitions. */
-export const DEFAULT_TAIL_BUDGET = new TailBudget(32 * 1024 * 1024)
+/**
+ * A log directory's budget (`LogManager`): 32 MiB of recent bytes over its partitions. Never shared
+ * beyond one node, so that what one node's logs keep (and so which reads reach its disk) does not
+ * depend on anything else in the process, such as an earlier simulation.
+ */
+export const TAIL_BUDGET_BYTES_DEFAULT = 32 * 1024 * 1024
 /** Per partition (log): 1 MiB, a few fetches' worth at the rates a tailing consumer keeps up with. */
 export const TAIL_BYTES_MAX_DEFAULT = 1024 * 1024
 /** Small pieces are copied into slabs of this size (a view would keep a whole socket read alive). */
@@ -43,7 +47,7 @@ export class WriteTail {
   #slab: Buffer | null = null
   #slabUsed = 0
 
-  constructor(budget: TailBudget = DEFAULT_TAIL_BUDGET, bytesMax = TAIL_BYTES_MAX_DEFAULT) {
+  constructor(budget: TailBudget, bytesMax = TAIL_BYTES_MAX_DEFAULT) {
     this.#budget = budget
     this.#bytesMax = bytesMax
   }
