@@ -371,6 +371,8 @@ export class WeirNode {
         )
       }
       this.#dataPath?.startLogs(this.#logManagers)
+      // A failed dir is reported at once (Kafka's propagateDirectoryFailure), not a heartbeat later.
+      for (const m of this.#logManagers) m.subscribe({ onOffline: () => this.#heartbeatSoon() })
       this.#loader.subscribe(() => this.#maybeStartReplicas())
       // Dynamic topic and broker configs take effect on open logs as their records commit.
       this.#loader.subscribe((p) =>
@@ -583,6 +585,13 @@ export class WeirNode {
     if (this.#loader.image.provenance.offset < this.#brokerEpoch) return
     this.#replicasStarted = true
     this.#dataPath.startReplicas(this.#logManagers)
+  }
+
+  /** The next heartbeat now, unless one is in flight or the broker is not registered (it carries the news then). */
+  #heartbeatSoon(): void {
+    if (this.#stopping || this.#heartbeatTimer === null) return
+    this.#clock.clearTimer(this.#heartbeatTimer)
+    this.#heartbeat(0)
   }
 
   #heartbeat(delayMs: number): void {

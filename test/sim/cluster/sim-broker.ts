@@ -18,6 +18,7 @@ import {
   type OpenOptions,
   type Random,
   SimDisk,
+  type TimerHandle,
 } from '../../../src/io/index.ts'
 import { type CommittedEntry, MetadataLoader } from '../../../src/metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../../../src/model/index.ts'
@@ -202,6 +203,8 @@ export class SimBroker implements SimEndpoint {
   diskFullIncarnation: number | null = null
   /** The log dir went offline: logs re-opened meanwhile are read back before their mirrors count. */
   #reopening = false
+  /** The pending heartbeat's timer (null while one is in flight or before registration). */
+  #heartbeatTimer: TimerHandle | null = null
   crashes = 0
   readonly #world: SimWorld
   readonly #random: Random
@@ -271,6 +274,7 @@ export class SimBroker implements SimEndpoint {
     this.serving = false
     this.mirrors = new Map()
     this.#reopening = false
+    this.#heartbeatTimer = null
     const rm = new ReplicaManager({
       nodeId: this.id as BrokerId,
       disk,
@@ -389,6 +393,7 @@ export class SimBroker implements SimEndpoint {
           if (!alive()) return // a dead incarnation's disk operations fail: not a full disk
           this.#reopening = true
           this.log('log dir offline')
+          this.#heartbeatSoon(incarnation)
         },
         onOnline: (m) => {
           if (!alive()) return
@@ -507,7 +512,18 @@ export class SimBroker implements SimEndpoint {
   }
 
   #heartbeat(incarnation: number, delayMs: number): void {
-    this.clock.setTimer(delayMs, () => void this.#sendHeartbeat(incarnation))
+    const timer = this.clock.setTimer(delayMs, () => {
+      if (this.#heartbeatTimer === timer) this.#heartbeatTimer = null
+      void this.#sendHeartbeat(incarnation)
+    })
+    this.#heartbeatTimer = timer
+  }
+
+  /** As node.ts: a failed log dir is reported at once, unless a heartbeat is in flight. */
+  #heartbeatSoon(incarnation: number): void {
+    if (this.#heartbeatTimer === null) return
+    this.clock.clearTimer(this.#heartbeatTimer)
+    this.#heartbeat(incarnation, 0)
   }
 
   async #sendHeartbeat(incarnation: number): Promise<void> {
