@@ -159,6 +159,7 @@ class MemoryQuorum {
 async function activeController(
   records: PendingRecord[],
   leaderBalance?: { enabled: boolean; intervalMs: number; percentage: number },
+  brokerSessionTimeoutMs = 1_000_000_000,
 ) {
   const quorum = new MemoryQuorum()
   const clock = new ManualClock()
@@ -168,7 +169,7 @@ async function activeController(
     random: new SeededRandom(1),
     clusterId: 'c',
     settings: { defaultNumPartitions: 1, defaultReplicationFactor: 1, deleteTopicEnable: true },
-    brokerSessionTimeoutMs: 1_000_000_000,
+    brokerSessionTimeoutMs,
     validateTopicConfigs: () => null,
     configs: node,
     bootstrapFeatures: new Map(),
@@ -188,6 +189,24 @@ async function activeController(
   assert.ok(controller.isActive)
   return { quorum, clock, controller }
 }
+
+test('controller: a lapsed broker session is fenced when it expires, not at the next 1 s poll', async () => {
+  // Every failover of a killed broker waits for this: a check that polled each second added up to
+  // a second to it (the controller now checks at the earliest expiry, as Kafka's does).
+  const { quorum, clock } = await activeController(
+    clusterRecords([{ replicas: [1, 2, 3], isr: [1, 2, 3], leader: 2 }]),
+    undefined,
+    1500,
+  )
+  await quorum.flush()
+  clock.advance(1499)
+  await quorum.flush()
+  assert.equal(quorum.loader.image.brokers.get(b(2))?.fenced, false, 'within its session')
+  clock.advance(2)
+  await quorum.flush()
+  assert.equal(quorum.loader.image.brokers.get(b(2))?.fenced, true, 'fenced 1 ms after the session')
+  assert.notEqual(part(quorum.loader.image, 0).leader, 2, 'its leadership moved')
+})
 
 test('controller: enabling unclean election on the topic (IncrementalAlterConfigs) elects at once', async () => {
   const { quorum, controller } = await activeController(

@@ -116,6 +116,8 @@ export class QuorumController {
   readonly #waiters: Waiter[] = []
   /** Monotonic time of each broker's last heartbeat, for session expiry (leader-local, as in Kafka). */
   readonly #lastHeartbeatMs = new Map<BrokerId, number>()
+  /** Brokers whose fencing is proposed and not decided yet (not checked again meanwhile). */
+  readonly #fencing = new Set<BrokerId>()
   #sessionTimer: TimerHandle | null = null
   #balanceTimer: TimerHandle | null = null
   #closed = false
@@ -413,21 +415,34 @@ export class QuorumController {
     return last !== undefined && this.#o.clock.monotonicMs() - last < this.#o.brokerSessionTimeoutMs
   }
 
+  /**
+   * Fences brokers whose session lapsed. The check runs when the earliest live session expires (as
+   * Kafka's controller schedules its fence check at the next expiry), at most SESSION_CHECK_INTERVAL_MS
+   * apart: a polling interval alone would add up to that much to every failover.
+   */
   #scheduleSessionCheck(): void {
     if (this.#closed || this.#pending === null) return
-    this.#sessionTimer = this.#o.clock.setTimer(SESSION_CHECK_INTERVAL_MS, () => {
+    const now = this.#o.clock.monotonicMs()
+    let delay = SESSION_CHECK_INTERVAL_MS
+    for (const b of this.#pending.brokers.values()) {
+      const last = this.#lastHeartbeatMs.get(b.id)
+      if (b.fenced || last === undefined || this.#fencing.has(b.id)) continue
+      delay = Math.min(delay, Math.max(1, last + this.#o.brokerSessionTimeoutMs - now))
+    }
+    this.#sessionTimer = this.#o.clock.setTimer(delay, () => {
       this.#sessionTimer = null
       const image = this.#pending
       if (image === null) return
       for (const b of image.brokers.values()) {
-        if (!b.fenced && !this.#hasLiveSession(b.id)) {
+        if (!b.fenced && !this.#fencing.has(b.id) && !this.#hasLiveSession(b.id)) {
           this.#o.log?.(
             'warn',
             `broker ${b.id} missed its heartbeats for ${this.#o.brokerSessionTimeoutMs} ms: fencing it`,
           )
-          void this.#write((img) => ({ records: fenceBroker(img, b.id), response: undefined })).catch(
-            () => {},
-          )
+          this.#fencing.add(b.id)
+          void this.#write((img) => ({ records: fenceBroker(img, b.id), response: undefined }))
+            .catch(() => {})
+            .finally(() => this.#fencing.delete(b.id))
         }
       }
       this.#scheduleSessionCheck()
