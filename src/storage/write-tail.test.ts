@@ -8,6 +8,13 @@ import { decodeAll, openSimLog, valuesBatch } from '../../test/storage/fixtures.
 import { PartitionLog } from './partition-log.ts'
 import { TailBudget, WriteTail } from './write-tail.ts'
 
+/** A copy of `b` in memory of its own (the fixtures' batches are views of a shared 64 KiB buffer). */
+function owned(b: Buffer): Buffer {
+  const own = Buffer.allocUnsafeSlow(b.length)
+  b.copy(own)
+  return own
+}
+
 async function values(log: PartitionLog, offset: bigint, maxBytes = 1 << 20): Promise<string[]> {
   const r = await log.read(offset, maxBytes)
   assert.ok(r.errorCode === 0 && 'records' in r)
@@ -17,22 +24,32 @@ async function values(log: PartitionLog, offset: bigint, maxBytes = 1 << 20): Pr
 }
 
 describe('WriteTail', () => {
-  it('keeps a buffer that is most of its memory as a view, copies a small slice of a large one', () => {
+  it('keeps views, counting the memory they keep alive once per run of pieces sharing it', () => {
     const tail = new WriteTail(new TailBudget(1 << 20), 1 << 20)
     const owner = {}
     const whole = Buffer.alloc(8) // its own memory
     whole.write('abcdefgh')
     const socketRead = Buffer.alloc(4096, '.')
     socketRead.write('XYZ', 100)
-    const slice = socketRead.subarray(100, 103)
-    tail.add(owner, [whole, slice], 50)
-    assert.equal(tail.cost, whole.buffer.byteLength + 3)
-    socketRead.write('!!!', 100) // a copy does not see it
+    tail.add(owner, [whole, socketRead.subarray(100, 102), socketRead.subarray(102, 103)], 50)
+    assert.equal(tail.cost, 8 + 4096, 'the socket read is counted once, whole')
     assert.equal(tail.get(owner, 50, 11)!.toString(), 'abcdefghXYZ')
     assert.equal(tail.get(owner, 52, 3)!.toString(), 'cde')
     assert.equal(tail.get(owner, 49, 2), null, 'before what is held')
     assert.equal(tail.get(owner, 58, 4), null, 'past what is held')
     assert.equal(tail.get({}, 50, 3), null, 'another file')
+  })
+
+  it('a small piece of a large memory is dropped once that memory is over the bound', () => {
+    const tail = new WriteTail(new TailBudget(1 << 20), 10_000)
+    const owner = {}
+    const frame = Buffer.alloc(50_000, 'f')
+    tail.add(owner, [Buffer.alloc(100, 'a')], 0)
+    tail.add(owner, [frame.subarray(0, 10)], 100) // keeps 50,000 bytes alive: over 10,000
+    assert.equal(tail.cost, 0)
+    assert.equal(tail.get(owner, 100, 10), null)
+    tail.add(owner, [Buffer.alloc(100, 'b')], 110)
+    assert.equal(tail.get(owner, 110, 100)!.toString(), 'b'.repeat(100))
   })
 
   it('a write elsewhere or to another file starts over; a cut forgets', () => {
@@ -61,7 +78,7 @@ describe('WriteTail', () => {
     const t2 = new WriteTail(budget, 60)
     const o1 = {}
     const o2 = {}
-    for (let i = 0; i < 10; i++) t1.add(o1, [Buffer.alloc(20, 97 + i)], i * 20)
+    for (let i = 0; i < 10; i++) t1.add(o1, [Buffer.alloc(20, 97 + i)], i * 20) // each its own memory
     assert.ok(t1.cost <= 60)
     assert.equal(t1.get(o1, 180, 20)!.toString(), 'j'.repeat(20))
     assert.equal(t1.get(o1, 100, 20), null)
@@ -77,7 +94,7 @@ describe('WriteTail', () => {
 describe('PartitionLog reads from its write tail', () => {
   it('answers reads at the end from memory, older ones from the file, with the same bytes', async () => {
     const { log, disk } = await openSimLog({ segmentBytes: 10_000_000 }, { options: { tailBytesMax: 4096 } })
-    for (let i = 0; i < 100; i++) await log.append(valuesBatch(2, `v${i}-`))
+    for (let i = 0; i < 100; i++) await log.append(owned(valuesBatch(2, `v${i}-`)))
     let reads = disk.reads
     assert.deepEqual(await values(log, 198n), ['v99-0', 'v99-1'])
     assert.deepEqual(await values(log, 199n), ['v99-1'])

@@ -24,15 +24,16 @@ export class TailBudget {
 export const TAIL_BUDGET_BYTES_DEFAULT = 32 * 1024 * 1024
 /** Per partition (log): 1 MiB, a few fetches' worth at the rates a tailing consumer keeps up with. */
 export const TAIL_BYTES_MAX_DEFAULT = 1024 * 1024
-/** Small pieces are copied into slabs of this size (a view would keep a whole socket read alive). */
-const SLAB_BYTES = 64 * 1024
 
 interface Piece {
   /** File position of `bytes[0]`. */
   readonly position: number
   readonly bytes: Buffer
-  /** What keeping it costs: the memory it keeps alive. */
-  readonly cost: number
+  /**
+   * What keeping it costs: the memory (`bytes.buffer`) it keeps alive, counted once for a run of
+   * pieces in the same memory (a frame's batches, a socket read's), on the first of them.
+   */
+  cost: number
 }
 
 export class WriteTail {
@@ -40,12 +41,12 @@ export class WriteTail {
   readonly #bytesMax: number
   /** The file (segment) whose bytes are held; a write to another one starts over. */
   #owner: object | null = null
-  #pieces: Piece[] = []
+  /** The pieces held are `#pieces[#head..]`; slots before `#head` are evicted (emptied). */
+  #pieces: (Piece | undefined)[] = []
+  #head = 0
   /** File position after the last byte held. */
   #end = 0
   #cost = 0
-  #slab: Buffer | null = null
-  #slabUsed = 0
 
   constructor(budget: TailBudget, bytesMax = TAIL_BYTES_MAX_DEFAULT) {
     this.#budget = budget
@@ -58,8 +59,10 @@ export class WriteTail {
   }
 
   /**
-   * `buffers` are about to be written at `position` of `owner`'s file. They are kept as views when
-   * they are most of their memory (never modify a buffer after handing it to a write), else copied.
+   * `buffers` are about to be written at `position` of `owner`'s file. They are kept as they are,
+   * views of their memory, never copied: a buffer handed to a write must not change afterwards (the
+   * log owns appended bytes). What they cost is the memory they keep alive, which may be more than
+   * their bytes (a small batch in a socket read): the bounds count that.
    */
   add(owner: object, buffers: readonly Buffer[], position: number): void {
     if (owner !== this.#owner || position !== this.#end) {
@@ -67,42 +70,37 @@ export class WriteTail {
       this.#owner = owner
       this.#end = position
     }
+    const pieces = this.#pieces
     for (const b of buffers) {
       if (b.length === 0) continue
-      let bytes: Buffer
-      let cost: number
-      if (b.length * 2 >= b.buffer.byteLength) {
-        bytes = b
-        cost = b.buffer.byteLength
-      } else {
-        bytes = this.#copy(b)
-        cost = b.length
-      }
-      this.#pieces.push({ position: this.#end, bytes, cost })
+      const last = pieces.length > this.#head ? pieces[pieces.length - 1]! : null
+      const cost = last !== null && last.bytes.buffer === b.buffer ? 0 : b.buffer.byteLength
+      pieces.push({ position: this.#end, bytes: b, cost })
       this.#end += b.length
       this.#cost += cost
       this.#budget.used += cost
     }
+    let head = this.#head
     while (
-      this.#pieces.length > 0 &&
+      head < pieces.length &&
       (this.#cost > this.#bytesMax || this.#budget.used > this.#budget.bytesMax)
     ) {
-      const p = this.#pieces.shift()!
-      this.#cost -= p.cost
-      this.#budget.used -= p.cost
+      const p = pieces[head]!
+      pieces[head] = undefined
+      head++
+      const next = head < pieces.length ? pieces[head]! : null
+      if (next !== null && next.bytes.buffer === p.bytes.buffer) {
+        next.cost += p.cost // the memory stays alive through the next piece
+      } else {
+        this.#cost -= p.cost
+        this.#budget.used -= p.cost
+      }
     }
-  }
-
-  #copy(b: Buffer): Buffer {
-    if (b.length > SLAB_BYTES / 2) return Buffer.from(b)
-    if (this.#slab === null || this.#slabUsed + b.length > SLAB_BYTES) {
-      this.#slab = Buffer.allocUnsafeSlow(SLAB_BYTES)
-      this.#slabUsed = 0
+    if (head > 256 && head * 2 > pieces.length) {
+      this.#pieces = pieces.slice(head)
+      head = 0
     }
-    const at = this.#slabUsed
-    b.copy(this.#slab, at)
-    this.#slabUsed += b.length
-    return this.#slab.subarray(at, at + b.length)
+    this.#head = head
   }
 
   /**
@@ -111,10 +109,11 @@ export class WriteTail {
    */
   get(owner: object, position: number, length: number): Buffer | null {
     const pieces = this.#pieces
-    if (owner !== this.#owner || length <= 0 || pieces.length === 0) return null
-    if (position < pieces[0]!.position || position + length > this.#end) return null
+    const head = this.#head
+    if (owner !== this.#owner || length <= 0 || pieces.length === head) return null
+    if (position < pieces[head]!.position || position + length > this.#end) return null
     // The last piece starting at or before `position`.
-    let lo = 0
+    let lo = head
     let hi = pieces.length - 1
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1
@@ -146,9 +145,8 @@ export class WriteTail {
     this.#budget.used -= this.#cost
     this.#cost = 0
     this.#pieces = []
+    this.#head = 0
     this.#owner = null
     this.#end = 0
-    this.#slab = null
-    this.#slabUsed = 0
   }
 }
