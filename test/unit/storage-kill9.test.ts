@@ -83,16 +83,27 @@ describe('storage: kill -9 of a writer process', () => {
     assert.equal(first.manager.hadCleanShutdown, false)
     // The manager is dropped without close(): no clean-shutdown marker, as after a crash.
     const acked2 = await runAndKill(dir, 1000, Math.floor(Math.random() * 50))
-    const second = await recover(dir)
+    let second = await recover(dir)
     assert.ok(second.values.length >= acked2, `acked ${acked2}, recovered ${second.values.length}`)
     assert.deepEqual(second.values.slice(0, first.values.length), first.values)
     // Tear the last segment by hand (1 to 100 bytes off its end, less when it is shorter): recovery cuts the broken batch.
     const partition = join(dir, 'kill9-0')
-    const logs = (await readdir(partition)).filter((n) => n.endsWith('.log')).sort()
-    assert.ok(logs.length > 1, 'the writer rolled segments')
-    const last = join(partition, logs[logs.length - 1]!)
-    const size = (await stat(last)).size
-    // A kill just after a roll leaves the active segment with a batch or two: cut within it.
+    const lastSegment = async () => {
+      const logs = (await readdir(partition)).filter((n) => n.endsWith('.log')).sort()
+      assert.ok(logs.length > 1, 'the writer rolled segments')
+      const path = join(partition, logs[logs.length - 1]!)
+      return { path, size: (await stat(path)).size }
+    }
+    let { path: last, size } = await lastSegment()
+    // A kill just after a roll leaves the active segment with a batch or two, or none yet (killed
+    // between creating the new file and its first write): then let the writer run on a little.
+    for (let attempt = 0; size <= 1 && attempt < 5; attempt++) {
+      const before = second.values
+      await runAndKill(dir, 50, Math.floor(Math.random() * 50))
+      second = await recover(dir)
+      assert.deepEqual(second.values.slice(0, before.length), before)
+      ;({ path: last, size } = await lastSegment())
+    }
     assert.ok(size > 1, 'the active segment holds a batch')
     await truncate(last, size - 1 - Math.floor(Math.random() * Math.min(100, size - 1)))
     const third = await recover(dir)
