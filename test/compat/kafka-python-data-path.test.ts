@@ -33,7 +33,8 @@ after(async () => {
 
 test('kafka-python produces in every codec and reads everything back exactly once', { skip }, async () => {
   const { stdout } = await run(PYTHON, [SCRIPT], {
-    env: { ...process.env, BOOTSTRAP: bootstrap },
+    // One replica per node: RF 1 on one node, RF 3 in the cluster pass (min.insync.replicas 2).
+    env: { ...process.env, BOOTSTRAP: bootstrap, REPLICATION_FACTOR: String(weir.nodes) },
     timeout: 120_000,
     maxBuffer: 16 * 1024 * 1024,
   })

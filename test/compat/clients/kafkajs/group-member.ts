@@ -7,7 +7,7 @@ import kafkajs from 'kafkajs'
 
 const { Kafka, logLevel } = kafkajs
 const kafka = new Kafka({
-  brokers: [process.env.BOOTSTRAP!],
+  brokers: process.env.BOOTSTRAP!.split(','),
   clientId: 'weir-crashing-member',
   logLevel: logLevel.NOTHING,
 })

@@ -1,6 +1,7 @@
 # kafka-python 2.0.2 against Weir's data path (test/compat/kafka-python-data-path.test.ts): keyed
 # records with headers in every codec kafka-python has, read back with a group-less consumer (Fetch
-# v4), offsets by time and the ends. Prints one JSON line with what it saw. Env: BOOTSTRAP.
+# v4), offsets by time and the ends. Prints one JSON line with what it saw. Env: BOOTSTRAP,
+# REPLICATION_FACTOR (default 1).
 import json
 import os
 
@@ -14,7 +15,7 @@ per_codec = 60
 base_ts = 1_600_000_000_000
 
 admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
+admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=int(os.environ.get("REPLICATION_FACTOR", "1")))])
 admin.close()
 
 sent = []
