@@ -8,6 +8,7 @@
  *   npm run bench:failover
  *   ROUNDS=5 CASES=restart node bench/failover.ts
  *   SESSION_MS=9000 CASES=down node bench/failover.ts     # Kafka's default session timeout
+ *   FETCH_BACKOFF_MS=100 node bench/failover.ts            # replica.fetch.backoff.ms (default 1000)
  *
  * Two cases:
  * - `restart`: the killed node restarts at once; its new incarnation registering makes the
@@ -172,6 +173,9 @@ async function runCase(name: string): Promise<{ failover: number[]; rejoin: numb
       'offsets.topic.replication.factor': 3,
       'broker.session.timeout.ms': SESSION_MS,
       'broker.heartbeat.interval.ms': HEARTBEAT_MS,
+      ...(process.env.FETCH_BACKOFF_MS === undefined
+        ? {}
+        : { 'replica.fetch.backoff.ms': Number(process.env.FETCH_BACKOFF_MS) }),
     },
   })
   current = cluster
