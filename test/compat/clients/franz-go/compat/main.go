@@ -219,15 +219,23 @@ func adminCommand(ctx context.Context, prefix string) any {
 	for _, r := range altered {
 		must(r.Err)
 	}
-	configs, err := adm.DescribeTopicConfigs(ctx, a, b)
-	must(err)
+	// The change is committed when AlterConfigs answers, but the broker that answers a describe
+	// applies metadata on its own (in a cluster, maybe not yet): read until it shows, as for the
+	// partitions below.
 	values := map[string]string{}
-	for _, rc := range configs {
-		must(rc.Err)
-		for _, c := range rc.Configs {
-			if (rc.Name == a && c.Key == "retention.ms") || (rc.Name == b && c.Key == "cleanup.policy") {
-				values[rc.Name] = c.MaybeValue()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		configs, err := adm.DescribeTopicConfigs(ctx, a, b)
+		must(err)
+		for _, rc := range configs {
+			must(rc.Err)
+			for _, c := range rc.Configs {
+				if (rc.Name == a && c.Key == "retention.ms") || (rc.Name == b && c.Key == "cleanup.policy") {
+					values[rc.Name] = c.MaybeValue()
+				}
 			}
+		}
+		if values[a] == retention {
+			break
 		}
 	}
 	trace("altered and described configs")
