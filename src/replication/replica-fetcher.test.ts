@@ -58,6 +58,8 @@ class Cluster {
   readonly #applied = new Map<number, number>()
   /** Brokers whose metadata is held back (commits reach them on `catchUp`). */
   readonly lagging = new Set<number>()
+  /** `replica.fetch.backoff.ms` of nodes added from now on. */
+  fetcherBackoffMs = 300
 
   async addNode(id: number, existing?: SimDisk): Promise<void> {
     const disk = existing ?? new SimDisk()
@@ -85,7 +87,7 @@ class Cluster {
           responseMaxBytes: 10 << 20,
           minBytes: 1,
           maxWaitMs: 500,
-          backoffMs: 300,
+          backoffMs: this.fetcherBackoffMs,
           numFetchers: 1,
         },
         lagTimeMaxMs: 10_000,
@@ -555,6 +557,7 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
 
   test('FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH: the fetcher waits for metadata, then resumes', async () => {
     const c = new Cluster()
+    c.fetcherBackoffMs = 5000
     await c.start([1, 2], { replicas: [1, 2], isr: [1, 2], leader: 1 })
     await c.produce(1, batch(2, 'a'))
     await c.run(600)
@@ -580,8 +583,12 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     assert.equal(c.partition(2).logEndOffset, 5n, 'UNKNOWN_LEADER_EPOCH: backing off')
     await c.catchUp(1)
     await c.produce(1, batch(1, 'd'))
-    await c.run(2000)
-    assert.equal(c.partition(2).logEndOffset, 7n)
+    await c.run(200)
+    assert.equal(
+      c.partition(2).logEndOffset,
+      7n,
+      'asked again within a short retry once the leader caught up, not after the 5 s backoff',
+    )
     assert.deepEqual(await c.logBytes(2), await c.logBytes(1))
     await c.close()
   })

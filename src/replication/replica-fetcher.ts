@@ -77,6 +77,9 @@ interface FetchState {
   fenced: boolean
 }
 
+/** How soon a partition is fetched again after UNKNOWN_LEADER_EPOCH (the leader's metadata lags). */
+export const METADATA_LAG_RETRY_MS = 50
+
 function minOffset(a: bigint, b: bigint): bigint {
   return a < b ? a : b
 }
@@ -289,9 +292,17 @@ export class ReplicaFetcher {
         this.#log('info', `replica ${keyOf(p)}: epoch ${s.leaderEpoch} is fenced by leader ${this.leader}`)
         s.fenced = true
         return
+      case ErrorCode.UnknownLeaderEpoch:
+        // The leader has not applied the election that made it leader yet (this broker's
+        // metadata is ahead): a matter of milliseconds. Ask again soon rather than after the full
+        // backoff, which would hold every acks=all write of a new leader for a second after a
+        // failover (the new ISR waits for this follower's next fetch).
+        s.delayedUntilMs =
+          this.#clock.monotonicMs() + Math.min(this.#settings.backoffMs, METADATA_LAG_RETRY_MS)
+        return
       default:
-        // UNKNOWN_LEADER_EPOCH (the leader's metadata is behind), NOT_LEADER_OR_FOLLOWER (it moved
-        // on), UNKNOWN_TOPIC_*, KAFKA_STORAGE_ERROR: back off until metadata catches up.
+        // NOT_LEADER_OR_FOLLOWER (it moved on: this broker's metadata re-assigns the partition),
+        // UNKNOWN_TOPIC_*, KAFKA_STORAGE_ERROR: back off until metadata catches up.
         s.delayedUntilMs = this.#clock.monotonicMs() + this.#settings.backoffMs
     }
   }
