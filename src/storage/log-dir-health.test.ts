@@ -6,31 +6,13 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { config, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
-import { ManualClock, SimDisk, type SimDiskOp } from '../io/index.ts'
-import { LOG_DIR_PROBE_FILE, LogDirFile, LogManager, type LogManagerOptions } from './log-manager.ts'
+import { LOG_DIR_ROOT, logDirSetup, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
+import type { SimDisk, SimDiskOp } from '../io/index.ts'
+import { LOG_DIR_PROBE_FILE, LogDirFile, LogManager } from './log-manager.ts'
 import { LogOfflineError } from './partition-log.ts'
 
-const ROOT = '/kafka-logs'
-
-async function setup(): Promise<{ disk: SimDisk; clock: ManualClock; options: LogManagerOptions }> {
-  const disk = new SimDisk()
-  await disk.mkdir(ROOT)
-  await disk.syncDir('/')
-  const clock = new ManualClock({ nowMs: 1_700_000_000_000 })
-  return {
-    disk,
-    clock,
-    options: {
-      disk,
-      clock,
-      clusterId: 'MkU3OEVBNTcwNTJENDM2Qk',
-      nodeId: 1,
-      defaultLogConfig: config(),
-      probe: { backoffMs: 100, backoffMaxMs: 800 },
-    },
-  }
-}
+const ROOT = LOG_DIR_ROOT
+const setup = () => logDirSetup({ probe: { backoffMs: 100, backoffMaxMs: 800 } })
 
 /** Lets the SimDisk's asynchronous operations run (no real I/O exists here). */
 async function until(what: string, cond: () => boolean): Promise<void> {

@@ -1,33 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { config, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
-import { ManualClock, SimDisk } from '../io/index.ts'
-import { LogDirFile, LogManager, type LogManagerOptions, parsePartitionDir } from './log-manager.ts'
+import { config, LOG_DIR_ROOT, logDirSetup, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
+import { LogDirFile, LogManager, parsePartitionDir } from './log-manager.ts'
 import { MetaPropertiesError, parseMetaProperties } from './meta-properties.ts'
 import { formatOffsetCheckpoint, parseOffsetCheckpoint } from './offset-checkpoint-file.ts'
 
-const ROOT = '/kafka-logs'
-
-async function setup(
-  overrides: Partial<LogManagerOptions> = {},
-): Promise<{ disk: SimDisk; clock: ManualClock; options: LogManagerOptions }> {
-  const disk = new SimDisk()
-  await disk.mkdir(ROOT)
-  await disk.syncDir('/')
-  const clock = new ManualClock({ nowMs: 1_700_000_000_000 })
-  return {
-    disk,
-    clock,
-    options: {
-      disk,
-      clock,
-      clusterId: 'MkU3OEVBNTcwNTJENDM2Qk',
-      nodeId: 1,
-      defaultLogConfig: config(),
-      ...overrides,
-    },
-  }
-}
+const ROOT = LOG_DIR_ROOT
+const setup = logDirSetup
 
 describe('checkpoint files and meta.properties', () => {
   it('round-trips Kafka checkpoint text', () => {

@@ -12,10 +12,9 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { promisify } from 'node:util'
 import kafkajs from 'kafkajs'
-import { KafkaConnection } from '../../src/client/index.ts'
-import { nodeTransport, systemClock } from '../../src/io/index.ts'
 import type { TopicName } from '../../src/model/index.ts'
 import { apis } from '../../src/protocol/index.ts'
+import { openConnection } from '../support/connection.ts'
 import { freePorts, REPO, tempDir, WeirProcess } from '../support/weir-process.ts'
 
 const run = promisify(execFile)
@@ -311,18 +310,7 @@ test('kafkajs admin: alterConfigs (legacy, replaces the set) and describeConfigs
 })
 
 test('CreateTopics v7 returns the created topic configs with their sources', async () => {
-  const c = await KafkaConnection.open(
-    { host: '127.0.0.1', port },
-    {
-      clientId: 'weir-configs-test',
-      clock: systemClock,
-      transport: nodeTransport,
-      requestTimeoutMs: 10_000,
-      inFlightRequestsMax: 1,
-      responseBytesMax: 1 << 24,
-      connectTimeoutMs: 2_000,
-    },
-  )
+  const c = await openConnection({ host: '127.0.0.1', port }, 'weir-configs-test')
   try {
     const res = await c.request(apis.CreateTopics, 7, {
       topics: [

@@ -11,9 +11,8 @@
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
 import kafkajs from 'kafkajs'
-import { KafkaConnection } from '../../src/client/index.ts'
-import { nodeTransport, systemClock } from '../../src/io/index.ts'
 import { apis } from '../../src/protocol/index.ts'
+import { openConnection } from '../support/connection.ts'
 import { FaultCluster } from './harness/cluster.ts'
 import { createTopic, readAll } from './harness/workload.ts'
 
@@ -108,18 +107,7 @@ test('a full log dir on one node: its leaderships move, writes go on, and it rej
       )
     // Node x answers KAFKA_STORAGE_ERROR (56) for its dir.
     const node = c.node(x)
-    const conn = await KafkaConnection.open(
-      { host: node.host, port: node.port },
-      {
-        clientId: 'dir-offline-test',
-        clock: systemClock,
-        transport: nodeTransport,
-        requestTimeoutMs: 10_000,
-        inFlightRequestsMax: 1,
-        responseBytesMax: 1 << 24,
-        connectTimeoutMs: 2_000,
-      },
-    )
+    const conn = await openConnection({ host: node.host, port: node.port }, 'dir-offline-test')
     try {
       const dirs = await conn.request(apis.DescribeLogDirs, 4, { topics: null })
       assert.deepEqual(

@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/io/clock.ts'
 import { SimDisk } from '../../src/io/sim-disk.ts'
 import { type Compression, decodeBatch, encodeBatch, LOG_OVERHEAD } from '../../src/protocol/index.ts'
 import { DEFAULT_LOG_CONFIG, type LogConfig } from '../../src/storage/log-config.ts'
+import type { LogManagerOptions } from '../../src/storage/log-manager.ts'
 import { PartitionLog, type PartitionLogOptions } from '../../src/storage/partition-log.ts'
 
 export interface PlainRecord {
@@ -117,4 +118,28 @@ export async function readAll(log: PartitionLog, maxBytes = 64 * 1024): Promise<
     offset = next
   }
   return out
+}
+
+/** The log dir `/kafka-logs` of node 1 on a fresh SimDisk, with LogManager options for it. */
+export const LOG_DIR_ROOT = '/kafka-logs'
+
+export async function logDirSetup(
+  overrides: Partial<LogManagerOptions> = {},
+): Promise<{ disk: SimDisk; clock: ManualClock; options: LogManagerOptions }> {
+  const disk = new SimDisk()
+  await disk.mkdir(LOG_DIR_ROOT)
+  await disk.syncDir('/')
+  const clock = new ManualClock({ nowMs: 1_700_000_000_000 })
+  return {
+    disk,
+    clock,
+    options: {
+      disk,
+      clock,
+      clusterId: 'MkU3OEVBNTcwNTJENDM2Qk',
+      nodeId: 1,
+      defaultLogConfig: config(),
+      ...overrides,
+    },
+  }
 }

@@ -14,10 +14,9 @@
 import assert from 'node:assert/strict'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
-import { KafkaConnection } from '../../src/client/index.ts'
-import { nodeTransport, systemClock } from '../../src/io/index.ts'
 import { apis } from '../../src/protocol/index.ts'
 import { WeirCluster } from './cluster.ts'
+import { openConnection } from './connection.ts'
 import { freePorts, tempDir, WeirProcess, waitFor } from './weir-process.ts'
 
 /** How many nodes the compat tests run against (`WEIR_COMPAT_NODES`, default 1). */
@@ -145,18 +144,7 @@ export class CompatTarget {
       await waitFor(
         `${address}: every broker and every partition's leader`,
         async () => {
-          const c = await KafkaConnection.open(
-            { host: host!, port: Number(port) },
-            {
-              clientId: 'weir-compat-target',
-              clock: systemClock,
-              transport: nodeTransport,
-              requestTimeoutMs: 5_000,
-              inFlightRequestsMax: 1,
-              responseBytesMax: 1 << 24,
-              connectTimeoutMs: 2_000,
-            },
-          )
+          const c = await openConnection({ host: host!, port: Number(port) }, 'weir-compat-target', 5_000)
           try {
             const m = await c.request(apis.Metadata, 12, {
               topics: null,
