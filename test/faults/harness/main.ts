@@ -20,8 +20,18 @@ const { values } = parseArgs({
     'min-isr': { type: 'string' },
     kinds: { type: 'string' },
     network: { type: 'string', default: 'auto' },
+    help: { type: 'boolean', short: 'h' },
   },
 })
+if (values.help === true) {
+  console.log(
+    'npm run faults -- --duration <s> [--seed N] [--nodes 3] [--partitions 12] [--rf 3] [--min-isr 2]\n' +
+      `  [--kinds ${FAULT_KINDS.join(',')}] [--network auto|netns|loopback]\n` +
+      'Runs a seeded fault schedule against real nodes, prints the replay command and the results table;\n' +
+      'exits 1 when anything was lost, duplicated, reordered or inconsistent. See test/faults/harness/README.md.',
+  )
+  process.exit(0)
+}
 const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31)
 const kinds = values.kinds?.split(',').map((k) => {
   if (!(FAULT_KINDS as readonly string[]).includes(k))
