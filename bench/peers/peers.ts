@@ -34,7 +34,9 @@ import { createConnection } from 'node:net'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { apis } from '../../src/protocol/index.ts'
 import { WeirCluster } from '../../test/support/cluster.ts'
+import { openConnection } from '../../test/support/connection.ts'
 import { freePorts, NODE, REPO, WEIR } from '../../test/support/weir-process.ts'
 import { kafkaVersion, startKafka } from '../../tools/kafka/kafka.ts'
 
@@ -281,6 +283,41 @@ async function createTopic(k: KafkaLike, topic: string, acks: string): Promise<v
     String(k.replicationFactor),
     k.topicConfig(acks),
   ])
+  await waitTopicReady(k, topic)
+}
+
+/**
+ * Until every broker of `k` names a leader for the topic's partition and a full ISR: a producer
+ * started earlier spends its first second in metadata retries (NOT_LEADER_OR_FOLLOWER on a broker
+ * that has not applied the new topic yet), which on a short run of a 3-node cluster is most of it.
+ */
+async function waitTopicReady(k: KafkaLike, topic: string): Promise<void> {
+  const deadline = Date.now() + 30_000
+  for (const address of k.bootstrap.split(',')) {
+    const [host, port] = address.split(':')
+    const c = await openConnection({ host: host!, port: Number(port) }, 'bench-peers', 5_000)
+    try {
+      for (;;) {
+        const m = await c.request(apis.Metadata, 12, {
+          topics: null,
+          allowAutoTopicCreation: false,
+          includeTopicAuthorizedOperations: false,
+        })
+        const p = m.topics.find((t) => t.name === topic)?.partitions[0]
+        if (
+          p !== undefined &&
+          p.errorCode === 0 &&
+          p.leaderId >= 0 &&
+          p.isrNodes.length >= k.replicationFactor
+        )
+          break
+        if (Date.now() > deadline) throw new Error(`${topic} not ready on ${address} within 30 s`)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    } finally {
+      c.close()
+    }
+  }
 }
 
 function javaTool(cls: string, args: string[]): Promise<{ out: string }> {
