@@ -28,7 +28,12 @@ import {
   makeOffsetForLeaderEpochHandler,
   makeProduceHandler,
 } from '../server/index.ts'
-import { type LogManager, type LogManagerOptions, logManagerConfigFrom } from '../storage/index.ts'
+import {
+  type LogManager,
+  type LogManagerOptions,
+  logManagerConfigFrom,
+  ReadBufferPool,
+} from '../storage/index.ts'
 
 /** KIP-227's `min.incremental.fetch.session.eviction.ms` (not a Kafka config: its fixed value). */
 const FETCH_SESSION_EVICTION_MS = 120_000
@@ -60,6 +65,8 @@ export class DataPath {
   readonly replicas: ReplicaManager
   readonly producerIds: ProducerIdManager
   readonly sessions: FetchSessionCache
+  /** The node's buffers for fetch reads of old data (the write tail answers recent data). */
+  readonly readBuffers = new ReadBufferPool()
   readonly #o: DataPathOptions
 
   constructor(options: DataPathOptions) {
@@ -157,6 +164,7 @@ export class DataPath {
         sessions: this.sessions,
         nowMs: () => this.#o.clock.monotonicMs(),
         fetchMaxBytes: e.int('fetch.max.bytes'),
+        readBuffers: this.readBuffers,
         fetchMessages: (specs, params) => replicas.fetchMessages(specs, params),
       }),
       makeListOffsetsHandler(replicas),

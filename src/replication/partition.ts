@@ -14,7 +14,13 @@ import {
   isTransactional,
   readBatchHeader,
 } from '../protocol/index.ts'
-import { ListOffsetsTimestamp, type LogConfig, LogOfflineError, type PartitionLog } from '../storage/index.ts'
+import {
+  ListOffsetsTimestamp,
+  type LogConfig,
+  LogOfflineError,
+  type PartitionLog,
+  type ReadBuffers,
+} from '../storage/index.ts'
 import { Watchers } from './delayed-operations.ts'
 import { UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts'
 import { producerInfo, type ReplicaLogState } from './replica-log-state.ts'
@@ -102,6 +108,8 @@ export interface ReadParams {
   readonly fetchOnlyFromLeader: boolean
   /** Return the first batch whole even when larger than maxBytes. */
   readonly minOneBatch: boolean
+  /** Where file reads get their buffers; the caller releases `records` to it (storage's `ReadBuffers`). */
+  readonly buffers?: ReadBuffers
 }
 
 export interface ReadOutcome {
@@ -732,7 +740,11 @@ export class Partition {
           : highWatermark
     let r: Awaited<ReturnType<PartitionLog['read']>>
     try {
-      r = await this.log.read(p.fetchOffset, p.maxBytes, { maxOffset, minOneBatch: p.minOneBatch })
+      r = await this.log.read(p.fetchOffset, p.maxBytes, {
+        maxOffset,
+        minOneBatch: p.minOneBatch,
+        ...(p.buffers === undefined ? {} : { buffers: p.buffers }),
+      })
     } catch (e) {
       if (!(e instanceof LogOfflineError)) throw e
       return readError(this.role === 'stopped' ? ErrorCode.NotLeaderOrFollower : ErrorCode.KafkaStorageError)

@@ -17,6 +17,7 @@ import {
   type OffsetCheckpoint,
   type PartitionLog,
   partitionKey,
+  type ReadBuffers,
   readOffsetCheckpoint,
   writeFileDurably,
   writeOffsetCheckpoint,
@@ -136,6 +137,12 @@ export interface FetchParams {
   readonly clientRack?: string
   /** A follower's broker epoch (Fetch v15+ replicaState), -1 when not sent. */
   readonly replicaEpoch?: bigint
+  /**
+   * Where file reads get their buffers (storage's `ReadBufferPool`): the caller releases every
+   * returned `records` to it once the response is written. Reads a long poll discards are
+   * released here.
+   */
+  readonly readBuffers?: ReadBuffers
 }
 
 export interface ListOffsetParams {
@@ -901,6 +908,7 @@ export class ReplicaManager {
           params.replicaId >= 0 ||
           (params.replicaId !== DEBUGGING_REPLICA_ID && params.clientRack === undefined),
         minOneBatch,
+        ...(params.readBuffers === undefined ? {} : { buffers: params.readBuffers }),
       })
       if (r.records.length > 0) {
         minOneBatch = false
@@ -1007,6 +1015,8 @@ export class ReplicaManager {
       return false
     }
     const watchers: Watchers[] = watched.map((w) => w.p.watchers)
+    // The first reads are not answered (fewer than minBytes): read again after the wait.
+    for (const r of first) params.readBuffers?.release(r.records)
     await this.#delayed.wait(watchers, check, maxWaitMs, 'fetch')
     return this.#readAll(specs, params)
   }

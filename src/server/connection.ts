@@ -21,6 +21,12 @@ interface InFlight {
   outcome: { readonly result: DispatchResult } | { readonly error: unknown } | null
 }
 
+/** A request answered but never to be written (its connection closed): its response's memory is free. */
+function dropped(entry: InFlight): void {
+  const outcome = entry.outcome
+  if (outcome !== null && 'result' in outcome && outcome.result.kind === 'response') outcome.result.done?.()
+}
+
 /** How long a gracefully closed socket may take to flush before it is destroyed. */
 const GRACEFUL_CLOSE_MS = 1000
 
@@ -189,7 +195,8 @@ export class Connection {
         .then(
           (result) => {
             entry.outcome = { result }
-            this.#answer()
+            if (this.#closed) dropped(entry)
+            else this.#answer()
           },
           (error: unknown) => {
             entry.outcome = { error }
@@ -226,7 +233,11 @@ export class Connection {
           this.#socket.cork()
           corked = true
         }
-        for (const piece of result.frame) this.#socket.write(piece)
+        const pieces = result.frame
+        const last = pieces.length - 1
+        for (let i = 0; i < last; i++) this.#socket.write(pieces[i]!)
+        // Called once the bytes are with the kernel, or the write failed or was cancelled.
+        this.#socket.write(pieces[last]!, result.done === undefined ? undefined : () => result.done!())
       }
     }
     if (corked) {
@@ -279,6 +290,7 @@ export class Connection {
     this.#closed = true
     if (this.#idleTimer !== null) this.#clock.clearTimer(this.#idleTimer)
     this.#queue.length = 0
+    for (const entry of this.#inFlight) dropped(entry)
     this.#inFlight.length = 0
     this.#queuedBytes = 0
     if (graceful) {

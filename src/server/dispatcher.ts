@@ -16,8 +16,11 @@ import { NO_RESPONSE, type RequestContext } from './handler.ts'
 import type { HandlerRegistry } from './registry.ts'
 
 export type DispatchResult =
-  /** A response frame with its size prefix, as pieces for a vectored write. */
-  | { readonly kind: 'response'; readonly frame: Buffer[] }
+  /**
+   * A response frame with its size prefix, as pieces for a vectored write. `done`, when present,
+   * must be called once the pieces are written (the socket write's callback) or dropped.
+   */
+  | { readonly kind: 'response'; readonly frame: Buffer[]; readonly done?: () => void }
   /** The request is answered by silence (Produce with acks=0). */
   | { readonly kind: 'none' }
   /** The connection must close: the bytes were malformed or the request cannot be answered. */
@@ -79,21 +82,39 @@ export class Dispatcher {
             : `${name} v${apiVersion} is not a served version`,
       }
     }
+    let after: Array<() => void> | null = null
     const ctx: RequestContext = {
       header: decoded.header,
       apiVersion,
       connectionId: conn.connectionId,
       clientAddress: conn.clientAddress,
       listenerName: conn.listenerName,
+      afterResponse: (fn) => {
+        after ??= []
+        after.push(fn)
+      },
     }
-    const result = await handler.handle(decoded.body, ctx)
-    if (result === NO_RESPONSE) return { kind: 'none' }
+    const done = (): void => {
+      const fns = after
+      after = null
+      if (fns !== null) for (const fn of fns) fn()
+    }
+    let result: unknown
     try {
-      return {
-        kind: 'response',
-        frame: encodeResponse(handler.api, apiVersion, correlationId, result as never),
-      }
+      result = await handler.handle(decoded.body, ctx)
     } catch (e) {
+      done()
+      throw e
+    }
+    if (result === NO_RESPONSE) {
+      done()
+      return { kind: 'none' }
+    }
+    try {
+      const frame = encodeResponse(handler.api, apiVersion, correlationId, result as never)
+      return after === null ? { kind: 'response', frame } : { kind: 'response', frame, done }
+    } catch (e) {
+      done()
       if (e instanceof EncodeError)
         return { kind: 'close', reason: `${handler.api.name} response: ${e.message}` }
       throw e

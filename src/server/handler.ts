@@ -13,6 +13,13 @@ export interface RequestContext {
   /** The client's address as `host:port`, or `inject` for requests injected without a socket. */
   readonly clientAddress: string
   readonly listenerName: string
+  /**
+   * Runs `fn` once the response no longer needs memory it refers to: its socket write completed,
+   * or it was dropped (no response, a failed handler or encoding, a closed connection). For a
+   * Fetch's pooled read buffers. Absent where nobody reports the end of a response: then a handler
+   * must not hand out memory that needs it.
+   */
+  readonly afterResponse?: (fn: () => void) => void
 }
 
 /** Returned by a handler that must not answer (Produce with acks=0). */

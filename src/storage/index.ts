@@ -50,3 +50,8 @@ export {
   type RecoveryReport,
   UnexpectedAppendOffsetError,
 } from './partition-log.ts'
+export {
+  READ_BUFFER_POOL_BYTES_DEFAULT,
+  ReadBufferPool,
+  type ReadBuffers,
+} from './read-buffer-pool.ts'

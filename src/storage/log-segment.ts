@@ -7,6 +7,7 @@ import { assert } from '../model/index.ts'
 import { BATCH_HEADER_BYTES, BatchOffsets, decodeBatch, LOG_OVERHEAD } from '../protocol/index.ts'
 import { type FileBatch, FileBatchReader, isProblem, type ReadMode } from './file-batch-reader.ts'
 import { OffsetIndex } from './offset-index.ts'
+import type { ReadBuffers } from './read-buffer-pool.ts'
 import { TimeIndex } from './time-index.ts'
 import type { WriteTail } from './write-tail.ts'
 
@@ -509,12 +510,16 @@ export class LogSegment {
    * (a consumer reading on; `#readHints`), or else from the offset index's entry, with room for the
    * bytes up to the wanted batch; the batch headers are then walked in memory. Only when the
    * wanted batch starts past those bytes, or the first batch is larger than them, is more read.
+   *
+   * With `buffers`, a file read goes into a buffer from it: the bytes returned are then a view of
+   * that buffer, which the caller releases; every other buffer this read took is already back.
    */
   async read(
     offset: bigint,
     maxBytes: number,
     maxOffset: bigint,
     minOneBatch: boolean,
+    buffers?: ReadBuffers,
   ): Promise<Buffer | null> {
     await this.ensureIndexes()
     const hinted = this.#readHints.get(offset)
@@ -532,35 +537,43 @@ export class LogSegment {
     }
     // Read from `start` and walk to the first batch whose last offset is >= offset; if the read
     // ends before it (a far index entry), read on from the last whole header.
+    // Every buffer read here but not returned goes back to `buffers` (a no-op for the tail's views).
     let buf: Buffer
     let got: number
     let at: number
     for (;;) {
       if (start >= written) return null // every batch is below offset
       const want = Math.min(written - start, lead + Math.max(maxBytes, BATCH_HEADER_BYTES))
-      buf = await this.#readAt(start, want)
+      buf = await this.#readAt(start, want, buffers)
       got = buf.length
       at = 0
       while (at + BATCH_HEADER_BYTES <= got) {
         const last = buf.readBigInt64BE(at) + BigInt(buf.readInt32BE(at + BatchOffsets.lastOffsetDelta))
         if (last >= offset) break
         const size = LOG_OVERHEAD + buf.readInt32BE(at + BatchOffsets.batchLength)
-        if (size < BATCH_HEADER_BYTES) return null // not a batch: recovery would have cut it
+        if (size < BATCH_HEADER_BYTES) {
+          buffers?.release(buf)
+          return null // not a batch: recovery would have cut it
+        }
         at += size
       }
       if (at + BATCH_HEADER_BYTES <= got) break
+      buffers?.release(buf)
       if (at === 0) return null // fewer bytes than a batch header: nothing whole to read
       start += at
     }
     const firstSize = LOG_OVERHEAD + buf.readInt32BE(at + BatchOffsets.batchLength)
     const firstLast = buf.readBigInt64BE(at) + BigInt(buf.readInt32BE(at + BatchOffsets.lastOffsetDelta))
-    if (firstLast >= maxOffset) return EMPTY
-    if (firstSize > maxBytes && !minOneBatch) return EMPTY
+    if (firstLast >= maxOffset || (firstSize > maxBytes && !minOneBatch)) {
+      buffers?.release(buf)
+      return EMPTY
+    }
     if (at + firstSize > got) {
       // The first batch runs past what was read: read it (and what follows, up to maxBytes) whole.
+      buffers?.release(buf)
       const from = start + at
       const size = Math.min(written - from, Math.max(maxBytes, firstSize))
-      buf = await this.#readAt(from, size)
+      buf = await this.#readAt(from, size, buffers)
       got = buf.length
       start = from
       at = 0
@@ -575,17 +588,30 @@ export class LogSegment {
       end += size
       nextOffset = lastOffset + 1n
     }
-    if (end > at) this.#hintRead(nextOffset, start + end)
+    if (end === at) {
+      buffers?.release(buf)
+      return EMPTY
+    }
+    this.#hintRead(nextOffset, start + end)
     return buf.subarray(at, end)
   }
 
-  /** Bytes `[position, position + length)` (fewer at the end of the file): from the tail if held. */
-  async #readAt(position: number, length: number): Promise<Buffer> {
+  /**
+   * Bytes `[position, position + length)` (fewer at the end of the file): from the tail if held,
+   * else read into a buffer from `buffers` (given back if the read fails) or a new one.
+   */
+  async #readAt(position: number, length: number, buffers: ReadBuffers | undefined): Promise<Buffer> {
     const held = this.#settings.tail?.get(this, position, length)
     if (held != null) return held
-    const buf = Buffer.allocUnsafe(length)
-    const got = await this.#file.read(buf, position, length)
-    return got < length ? buf.subarray(0, got) : buf
+    const buf = buffers?.acquire(length) ?? Buffer.allocUnsafe(length)
+    let got: number
+    try {
+      got = await this.#file.read(buf, position, length)
+    } catch (e) {
+      buffers?.release(buf)
+      throw e
+    }
+    return got < length || buf.length > length ? buf.subarray(0, got) : buf
   }
 
   /** Remember where the batch after a read begins, so that reading on from it needs no lookup. */

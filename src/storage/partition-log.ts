@@ -25,6 +25,7 @@ import {
   SegmentFile,
   type SegmentSettings,
 } from './log-segment.ts'
+import type { ReadBuffers } from './read-buffer-pool.ts'
 import { type AppendScan, readInt64AsNumber, scanAppend } from './scan-append.ts'
 import { TAIL_BYTES_MAX_DEFAULT, TailBudget, WriteTail } from './write-tail.ts'
 
@@ -121,6 +122,11 @@ export interface ReadOptions {
   readonly maxOffset?: bigint
   /** Return the first batch whole even when larger than `maxBytes` (default true, as Kafka). */
   readonly minOneBatch?: boolean
+  /**
+   * Where file reads get their buffers (`read-buffer-pool.ts`); the caller then releases the
+   * returned `records` to it once written. Default: a new buffer per read, left to the GC.
+   */
+  readonly buffers?: ReadBuffers
 }
 
 export type ReadResult =
@@ -1290,7 +1296,7 @@ export class PartitionLog {
       if (segment.baseOffset >= maxOffset) break
       let bytes: Buffer | null
       try {
-        bytes = await segment.read(offset, maxBytes, maxOffset, minOneBatch)
+        bytes = await segment.read(offset, maxBytes, maxOffset, minOneBatch, options.buffers)
       } catch (e) {
         // A segment deleted by retention while we read: the offset is now below the log start.
         if (this.#offline === null && !this.#segments.includes(segment)) {

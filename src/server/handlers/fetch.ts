@@ -11,6 +11,7 @@ import type { MetadataImage } from '../../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../../model/index.ts'
 import { apis, ErrorCode, type FetchResponseData } from '../../protocol/index.ts'
 import type { FetchParams, FetchSpec, ReadOutcome } from '../../replication/index.ts'
+import type { ReadBuffers } from '../../storage/index.ts'
 import type { FetchPartitionRequest, FetchSessionCache } from '../fetch-session.ts'
 import { selectResponsePartitions } from '../fetch-session.ts'
 import { defineHandler, type Handler } from '../handler.ts'
@@ -26,6 +27,8 @@ export interface FetchView {
   nowMs(): number
   /** The broker's `fetch.max.bytes`: a response carries at most this much (plus one batch). */
   readonly fetchMaxBytes: number
+  /** Where reads of old data get their buffers: released once the response is written. */
+  readonly readBuffers?: ReadBuffers
   fetchMessages(specs: readonly FetchSpec[], params: FetchParams): Promise<ReadOutcome[]>
 }
 
@@ -61,6 +64,8 @@ export function makeFetchHandler(view: FetchView): Handler {
       })
     }
     const maxBytes = Math.max(0, Math.min(req.maxBytes, view.fetchMaxBytes))
+    // Pooled reads only where the connection reports when the response was written.
+    const readBuffers = ctx.afterResponse === undefined ? undefined : view.readBuffers
     const outcomes = await view.fetchMessages(specs, {
       replicaId,
       replicaEpoch: v >= 15 ? req.replicaState.replicaEpoch : -1n,
@@ -70,7 +75,14 @@ export function makeFetchHandler(view: FetchView): Handler {
       isolationLevel: req.isolationLevel,
       // Client metadata from v11 (KIP-392): the consumer's rack.
       ...(v >= 11 && replicaId < 0 ? { clientRack: req.rackId } : {}),
+      ...(readBuffers === undefined ? {} : { readBuffers }),
     })
+    if (readBuffers !== undefined) {
+      // Every outcome, answered or not (an incremental session leaves some out of the response).
+      ctx.afterResponse!(() => {
+        for (const o of outcomes) readBuffers.release(o.records)
+      })
+    }
     const leaders: BrokerId[] = []
     const answers = context.partitions.map((p, i) => {
       const at = specOf[i]!

@@ -1,0 +1,47 @@
+// Where a process's memory goes, over time: preload it into a `weir start` (or any node process)
+// with NODE_OPTIONS="--import=/abs/path/bench/mem-trace.mjs" and MEM_TRACE=/tmp/trace.jsonl. Every
+// MEM_TRACE_MS (25) it samples process.memoryUsage(); every 250 ms it appends one JSON line with
+// the window's peak RSS and the breakdown at that peak (heap used / total, external, arrayBuffers,
+// V8's new-space size), in MB. Plain JavaScript so that it does not load type stripping into a
+// compiled build. Only processes whose argv has MEM_TRACE_ARG ('start' unless set) are traced.
+import { appendFileSync } from 'node:fs'
+import { getHeapSpaceStatistics } from 'node:v8'
+
+const file = process.env.MEM_TRACE
+const arg = process.env.MEM_TRACE_ARG ?? 'start'
+if (file && process.argv.includes(arg)) {
+  const everyMs = Number(process.env.MEM_TRACE_MS ?? 25)
+  const mb = (n) => Math.round(n / 1e5) / 10
+  let peak = null
+  let lastFlush = Date.now()
+  const sample = () => {
+    const m = process.memoryUsage()
+    if (peak === null || m.rss > peak.rss) {
+      const spaces = getHeapSpaceStatistics()
+      const space = (name) => spaces.find((s) => s.space_name === name)?.space_size ?? 0
+      peak = { ...m, newSpace: space('new_space'), oldSpace: space('old_space'), code: space('code_space') }
+    }
+    const now = Date.now()
+    if (now - lastFlush >= 250) {
+      const p = peak
+      appendFileSync(
+        file,
+        `${JSON.stringify({
+          pid: process.pid,
+          t: now / 1000,
+          rss: mb(p.rss),
+          heapUsed: mb(p.heapUsed),
+          heapTotal: mb(p.heapTotal),
+          external: mb(p.external),
+          arrayBuffers: mb(p.arrayBuffers),
+          newSpace: mb(p.newSpace),
+          oldSpace: mb(p.oldSpace),
+          code: mb(p.code),
+        })}\n`,
+      )
+      peak = null
+      lastFlush = now
+    }
+  }
+  setInterval(sample, everyMs).unref()
+}

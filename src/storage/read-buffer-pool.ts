@@ -1,0 +1,116 @@
+/**
+ * Reusable buffers for fetch reads of log data the write tail does not hold (a consumer reading old
+ * data). Without it every such read allocates up to `max.partition.fetch.bytes` (10 MB for kcat's
+ * defaults in bench:peers), dropped once the response is written; V8 frees that memory only at its
+ * next GC, which the external-memory volume triggers after tens of MB, so a consuming broker's RSS
+ * carried several dead fetch buffers. Pure bookkeeping: no I/O, no timers.
+ */
+import { assert } from '../model/index.ts'
+
+/**
+ * Where a read gets its buffer, and gives it back. The caller that asked for pooled reads owns
+ * what the read returns: it must hand every returned buffer (or any view of it) to `release`
+ * exactly once, after the last use of those bytes (for a fetch: once the socket write completed).
+ */
+export interface ReadBuffers {
+  /** A buffer of at least `length` bytes (its contents undefined). */
+  acquire(length: number): Buffer
+  /**
+   * Give back the buffer behind `bytes` (the buffer `acquire` returned, or a view of it). A no-op
+   * for bytes the pool did not lend (the write tail's views, an empty buffer, a fallback).
+   */
+  release(bytes: Uint8Array): void
+}
+
+/** 32 MiB: three kcat-sized reads of old data (10 MB each) at once, thirty of a Java consumer's 1 MB. */
+export const READ_BUFFER_POOL_BYTES_DEFAULT = 32 * 1024 * 1024
+/** Pooled buffers are allocated in multiples of this, so that reads of nearby sizes share them. */
+export const READ_BUFFER_GRANULE_BYTES = 64 * 1024
+
+/**
+ * A bounded pool of read buffers:
+ *
+ * - `acquire(n)` lends the smallest free buffer of at least `n` bytes; when none fits, it allocates
+ *   one of `n` rounded up to 64 KiB, first dropping free buffers (largest first) if the pool would
+ *   otherwise hold more than `bytesMax`; when the lent buffers alone leave no room, it returns a
+ *   plain allocation that the pool does not track (the read still works, as before the pool).
+ * - A lent buffer is never lent again before it is released, so a read never writes into bytes a
+ *   socket write is still sending.
+ * - The pool never holds more than `bytesMax` bytes (free plus lent), and never shrinks below what
+ *   it holds except to make room: after a burst of reads it keeps its free buffers for the next.
+ *
+ * ```ts
+ * const pool = new ReadBufferPool({ bytesMax: 32 << 20 })
+ * const buf = pool.acquire(1_000_000) // a 1 MiB (1,048,576-byte) buffer
+ * const records = buf.subarray(0, 700_000)
+ * socket.write(records, () => pool.release(records)) // then it can be lent again
+ * ```
+ */
+export class ReadBufferPool implements ReadBuffers {
+  readonly bytesMax: number
+  /** Free buffers, shortest first. */
+  readonly #free: Buffer[] = []
+  /** Lent buffers by their memory, so that a view releases the buffer it came from. */
+  readonly #lent = new Map<ArrayBufferLike, Buffer>()
+  #heldBytes = 0
+  #lentBytes = 0
+  #fallbacks = 0
+
+  constructor(options: { readonly bytesMax?: number } = {}) {
+    const bytesMax = options.bytesMax ?? READ_BUFFER_POOL_BYTES_DEFAULT
+    assert(Number.isSafeInteger(bytesMax) && bytesMax >= 0, `bytesMax must be >= 0, got ${bytesMax}`)
+    this.bytesMax = bytesMax
+  }
+
+  /** Bytes of the buffers the pool holds, free and lent: never above `bytesMax`. */
+  get heldBytes(): number {
+    return this.#heldBytes
+  }
+
+  /** Bytes of the buffers lent and not yet released. */
+  get lentBytes(): number {
+    return this.#lentBytes
+  }
+
+  /** Reads that got a plain allocation because the lent buffers filled the pool. */
+  get fallbacks(): number {
+    return this.#fallbacks
+  }
+
+  acquire(length: number): Buffer {
+    assert(Number.isSafeInteger(length) && length >= 0, `acquire: bad length ${length}`)
+    const free = this.#free
+    let i = 0
+    while (i < free.length && free[i]!.length < length) i++
+    let buf: Buffer
+    if (i < free.length) {
+      buf = free.splice(i, 1)[0]!
+    } else {
+      const size = Math.ceil(Math.max(length, 1) / READ_BUFFER_GRANULE_BYTES) * READ_BUFFER_GRANULE_BYTES
+      while (this.#heldBytes + size > this.bytesMax && free.length > 0) {
+        this.#heldBytes -= free.pop()!.length
+      }
+      if (this.#heldBytes + size > this.bytesMax) {
+        this.#fallbacks++
+        return Buffer.allocUnsafeSlow(length)
+      }
+      // Outside Node's shared 8 KiB pool: its memory is this buffer's alone, the key of `#lent`.
+      buf = Buffer.allocUnsafeSlow(size)
+      this.#heldBytes += size
+    }
+    this.#lent.set(buf.buffer, buf)
+    this.#lentBytes += buf.length
+    return buf
+  }
+
+  release(bytes: Uint8Array): void {
+    const buf = this.#lent.get(bytes.buffer)
+    if (buf === undefined) return
+    this.#lent.delete(bytes.buffer)
+    this.#lentBytes -= buf.length
+    const free = this.#free
+    let i = free.length
+    while (i > 0 && free[i - 1]!.length > buf.length) i--
+    free.splice(i, 0, buf)
+  }
+}
