@@ -61,6 +61,13 @@ const withRaw = process.env.BENCH_RAW !== '0'
 const earlyVariants = process.env.BENCH_EARLY?.split(',')
   .filter((s) => s !== '')
   .map(Number)
+/**
+ * `NodeDisk`'s `syncWriteBytesMax` variants (bytes, 0: every write in libuv's pool), as BENCH_EARLY:
+ * `-s<KiB>k`. Unset: NodeDisk's default (writes up to 64 KiB on the event-loop thread).
+ */
+const syncWriteVariants = process.env.BENCH_SYNC_WRITE?.split(',')
+  .filter((s) => s !== '')
+  .map(Number)
 /** `PartitionLogOptions.tailBytesMax` variants (bytes, 0: no write tail), as BENCH_EARLY: `-t<KiB>k`. */
 const tailVariants = process.env.BENCH_TAIL?.split(',')
   .filter((s) => s !== '')
@@ -98,7 +105,10 @@ function spread(xs: readonly number[], digits = 0, unit = ''): string {
 
 /** Counts the log's writes and fsyncs (one call through, no extra promise). */
 class CountingDisk implements Disk {
-  readonly #inner = new NodeDisk()
+  readonly #inner: NodeDisk
+  constructor(syncWriteBytesMax?: number) {
+    this.#inner = new NodeDisk(syncWriteBytesMax === undefined ? {} : { syncWriteBytesMax })
+  }
   writes = 0
   writtenBytes = 0
   syncs = 0
@@ -149,7 +159,16 @@ class CountingDisk implements Disk {
   stat = (path: string) => this.#inner.stat(path)
 }
 
-const disk = new CountingDisk()
+const disks = new Map<number | undefined, CountingDisk>()
+/** The counting disk for a `syncWriteBytesMax` variant (undefined: NodeDisk's default). */
+function diskFor(syncWriteBytesMax: number | undefined): CountingDisk {
+  let d = disks.get(syncWriteBytesMax)
+  if (d === undefined) {
+    d = new CountingDisk(syncWriteBytesMax)
+    disks.set(syncWriteBytesMax, d)
+  }
+  return d
+}
 
 /**
  * Before each workload: collect the last one's garbage (so that its collection is not timed in
@@ -241,12 +260,15 @@ interface Case {
   earlyRoundBytes?: number
   /** PartitionLogOptions.tailBytesMax (undefined: the default). */
   tailBytesMax?: number
+  /** NodeDisk's syncWriteBytesMax (undefined: the default). */
+  syncWriteBytesMax?: number
 }
 
 function caseName(c: Case): string {
   const early = c.earlyRoundBytes === undefined ? '' : `-e${c.earlyRoundBytes / KIB}k`
   const tail = c.tailBytesMax === undefined ? '' : `-t${c.tailBytesMax / KIB}k`
-  return `${c.batchBytes / KIB}k-x${c.batchesPerAppend}-q${c.inFlight}${c.fsync ? '-gc' : ''}${early}${tail}`
+  const sync = c.syncWriteBytesMax === undefined ? '' : `-s${c.syncWriteBytesMax / KIB}k`
+  return `${c.batchBytes / KIB}k-x${c.batchesPerAppend}-q${c.inFlight}${c.fsync ? '-gc' : ''}${early}${tail}${sync}`
 }
 
 /** The matched raw writer's bytes per write (and per fsync): the case's bytes in flight. */
@@ -271,6 +293,7 @@ let logSeq = 0
 async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> {
   settleDisk()
   const logDir = join(dir, `bench-${logSeq++}`)
+  const disk = diskFor(c.syncWriteBytesMax)
   const log = await PartitionLog.open(logDir, DEFAULT_LOG_CONFIG, {
     disk,
     clock: systemClock,
@@ -294,6 +317,8 @@ async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> 
   }
   await Promise.all(Array.from({ length: c.inFlight }, producer))
   const ms = performance.now() - start
+  // The appends' CPU only (it once also counted the read below, over the appends' wall time).
+  const cpuPercent = cpuShare(cpu0, ms)
   const { writes, writtenBytes, syncs, overlapped } = disk
   await log.flush()
   const readMBps = !c.fsync && c.batchesPerAppend === 1 ? await readCase(log, MIB) : null
@@ -301,7 +326,7 @@ async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> 
   await rm(logDir, { recursive: true, force: true })
   return {
     appendMBps: mbps(count * template.length, ms),
-    cpuPercent: cpuShare(cpu0, ms),
+    cpuPercent,
     appendsPerSec: count / (ms / 1000),
     bytesPerWrite: writtenBytes / Math.max(1, writes),
     overlappedPercent: (100 * overlapped) / Math.max(1, writes),
@@ -372,6 +397,9 @@ async function main(): Promise<void> {
       earlyVariants === undefined ? [c] : earlyVariants.map((e) => ({ ...c, earlyRoundBytes: e })),
     )
     .flatMap((c) => (tailVariants === undefined ? [c] : tailVariants.map((t) => ({ ...c, tailBytesMax: t }))))
+    .flatMap((c) =>
+      syncWriteVariants === undefined ? [c] : syncWriteVariants.map((s) => ({ ...c, syncWriteBytesMax: s })),
+    )
   const original: RawWorkload[] = [
     { writeBytes: MIB, fsync: false },
     { writeBytes: MIB, fsync: true },

@@ -9,7 +9,7 @@ import {
   type BatchScanError,
   CRC_START,
   checkBatch,
-  crc32c,
+  crc32cRange,
   LOG_OVERHEAD,
   MAGIC_V2,
   RECORD_BYTES_MIN,
@@ -87,7 +87,7 @@ function fastCheck(
   if (batchLength < BATCH_LENGTH_MIN) return 0
   const size = LOG_OVERHEAD + batchLength
   if (size > batchBytesMax || size > remaining) return 0
-  if (crc32c(buf.subarray(at + CRC_START, at + size)) !== buf.readUInt32BE(at + BatchOffsets.crc)) return 0
+  if (crc32cRange(buf, at + CRC_START, at + size) !== buf.readUInt32BE(at + BatchOffsets.crc)) return 0
   const attributes = buf.readInt16BE(at + BatchOffsets.attributes)
   const codec = attributes & ATTRIBUTE_CODEC_MASK
   if (codec > CODEC_MAX) return 0

@@ -3,7 +3,7 @@
  * uses on the append path without decoding records. Offsets below are from the batch's first byte.
  */
 import { DecodeError } from '../wire/reader.ts'
-import { crc32c } from './crc32c.ts'
+import { crc32cRange } from './crc32c.ts'
 
 /** baseOffset (int64) + batchLength (int32): the bytes before what `batchLength` counts. */
 export const LOG_OVERHEAD = 12
@@ -182,7 +182,7 @@ function batchEnd(buf: Buffer, at: number): number {
 
 /** CRC-32C of the batch's attributes..end, as it should be stored in its crc field. */
 export function computeBatchCrc(buf: Buffer, at = 0): number {
-  return crc32c(buf.subarray(at + CRC_START, batchEnd(buf, at)))
+  return crc32cRange(buf, at + CRC_START, batchEnd(buf, at))
 }
 
 /** True when the stored CRC matches attributes..end. Throws `DecodeError` if the batch is not all there. */
@@ -237,5 +237,5 @@ export function setMaxTimestampAndLogAppendTime(
   // With the delete-horizon bit, baseTimestamp holds the horizon, which is not ours to move.
   const keepBase = options.baseTimestamp === false || (attributes & AttributeBits.deleteHorizon) !== 0
   if (!keepBase) buf.writeBigInt64BE(timestamp, at + BatchOffsets.baseTimestamp)
-  buf.writeUInt32BE(crc32c(buf.subarray(at + CRC_START, end)), at + BatchOffsets.crc)
+  buf.writeUInt32BE(crc32cRange(buf, at + CRC_START, end), at + BatchOffsets.crc)
 }

@@ -18,7 +18,7 @@ import {
   NO_PRODUCER_ID,
   readBatchHeader,
 } from './batch-header.ts'
-import { crc32c } from './crc32c.ts'
+import { crc32cRange } from './crc32c.ts'
 
 export interface ScannedBatch {
   /** Byte position of the batch's first byte (its baseOffset) in the scanned buffer. */
@@ -163,7 +163,7 @@ export function checkBatch(
   }
   const header = readBatchHeader(buf, position)
   if (options.verifyCrc !== false) {
-    const crc = crc32c(buf.subarray(position + CRC_START, position + size))
+    const crc = crc32cRange(buf, position + CRC_START, position + size)
     if (crc !== header.crc) {
       return fail(
         'crc-mismatch',

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { CRC32C_IMPLEMENTATION, crc32c, crc32cPure, NATIVE_MIN_BYTES } from './crc32c.ts'
+import { CRC32C_IMPLEMENTATION, crc32c, crc32cPure, crc32cRange, NATIVE_MIN_BYTES } from './crc32c.ts'
+
+/** Where tools/build-native.ts puts Weir's addon (npm ci and `npm run check` build it). */
+const ADDON = new URL('../../../build/native/crc32c.node', import.meta.url)
 
 describe('crc32c', () => {
   it('gives the CRC-32C check value for "123456789"', () => {
@@ -22,9 +26,32 @@ describe('crc32c', () => {
     }
   })
 
-  it('uses the native implementation on this machine', () => {
+  it("uses a native implementation on this machine, Weir's own where it was built", () => {
     // Not a requirement (the pure fallback is correct), but a lost native addon should be noticed.
-    assert.equal(CRC32C_IMPLEMENTATION, 'native')
+    assert.notEqual(CRC32C_IMPLEMENTATION, 'pure')
+    if (existsSync(ADDON)) assert.equal(CRC32C_IMPLEMENTATION, 'weir-native')
+  })
+
+  it('crc32cRange agrees with the pure table on any range, across the native interleaved block sizes', () => {
+    // The addon runs three streams of 8 KiB while 24 KiB remain, then of 256 B while 768 B remain.
+    const big = Buffer.alloc(3 * 8192 * 2 + 3000)
+    for (let i = 0; i < big.length; i++) big[i] = (i * 2654435761 + (i >> 9)) >>> 24
+    fc.assert(
+      fc.property(fc.nat(), fc.nat(), fc.nat(), (a, b, c) => {
+        const start = a % 64
+        const end = start + (b % (big.length - start + 1))
+        const crc = c % 2 === 0 ? 0 : c >>> 0
+        assert.equal(crc32cRange(big, start, end, crc), crc32cPure(big.subarray(start, end), crc))
+      }),
+      { numRuns: 300 },
+    )
+    for (const length of [767, 768, 769, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 1, 3 * 8192 + 768, 6 * 8192]) {
+      for (const start of [0, 1, 7, 8]) {
+        const whole = crc32cPure(big.subarray(start, start + length))
+        assert.equal(crc32cRange(big, start, start + length), whole, `${length} from ${start}`)
+        assert.equal(crc32c(big.subarray(start, start + length)), whole, `${length} from ${start}`)
+      }
+    }
   })
 
   it('native and pure TS agree on any input, range and continuation', () => {

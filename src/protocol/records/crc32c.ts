@@ -1,8 +1,9 @@
 /**
- * CRC-32C (Castagnoli), the checksum of record batch v2. Uses `@node-rs/crc32` (SSE4.2/PCLMUL,
- * measured ~6 GB/s on a 1 MiB batch here, see docs/decisions.md) for inputs of at least
- * `NATIVE_MIN_BYTES`, and a pure-TS slicing-by-8 table (~1.2 GB/s) below that, where the native call's
- * fixed cost dominates, or for everything if the native addon cannot load on this platform.
+ * CRC-32C (Castagnoli), the checksum of record batch v2. For inputs of at least `NATIVE_MIN_BYTES`:
+ * Weir's own addon (`native/crc32c.c`: SSE4.2 on three interleaved streams, ~20 GB/s at 64 KiB,
+ * ~0.1 us for a 1 KiB batch, a range call with no view) where it was built, else `@node-rs/crc32`
+ * (~5-6 GB/s, ~0.3 us for 1 KiB); below that, or where neither loads, a pure-TS slicing-by-8 table
+ * (~1.2 GB/s). Measured by bench/crc32c.ts; see docs/decisions.md.
  */
 const POLY_REFLECTED = 0x82f63b78
 const TABLE_COUNT = 8
@@ -54,13 +55,42 @@ export function crc32cPure(buf: Uint8Array, crc = 0): number {
 }
 
 type NativeCrc32c = (input: Uint8Array, initialState?: number) => number
+/** Weir's addon: the CRC of `buffer[start, end)` continuing from `crc`. */
+type RangeCrc32c = (buffer: Uint8Array, crc: number, start: number, end: number) => number
 
 /**
- * The native implementation, or null where its prebuilt addon does not exist for this platform or
+ * Weir's own addon (`native/crc32c.c`, built by `npm run build:native` into build/native/), or null
+ * where it was not built (no C compiler, not x86-64 Linux, not yet built in this checkout), fails to
+ * load, or lacks SSE4.2. Checked against the pure table on the check value and on ranges of every
+ * length up to 3 x 8 KiB + 1 KiB (both of its interleaved block sizes, their ends and the tails).
+ */
+function loadWeirNative(): RangeCrc32c | null {
+  try {
+    const url = new URL('../../../build/native/crc32c.node', import.meta.url)
+    const addon: { exports: { crc32c?: unknown } } = { exports: {} }
+    process.dlopen(addon, decodeURIComponent(url.pathname))
+    if (typeof addon.exports.crc32c !== 'function') return null
+    const candidate = addon.exports.crc32c as RangeCrc32c
+    if (candidate(Buffer.from('123456789', 'latin1'), 0, 0, 9) !== 0xe3069283) return null
+    const probe = new Uint8Array(3 * 8192 + 1024 + 8)
+    for (let i = 0; i < probe.length; i++) probe[i] = (i * 2654435761) >>> 24
+    for (let length = 0; length + 8 <= probe.length; length += length < 1024 ? 1 : 509) {
+      const start = length & 7
+      if (candidate(probe, 7, start, start + length) !== crc32cPure(probe.subarray(start, start + length), 7))
+        return null
+    }
+    return candidate
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The @node-rs/crc32 addon, or null where its prebuilt addon does not exist for this platform or
  * fails to load (napi-rs loaders throw then). A dynamic import, awaited at module load, so that a
  * failure falls back instead of failing every importer.
  */
-async function loadNative(): Promise<NativeCrc32c | null> {
+async function loadNodeRs(): Promise<NativeCrc32c | null> {
   try {
     const mod: { crc32c?: unknown; default?: { crc32c?: unknown } } = await import('@node-rs/crc32')
     const fn = mod.crc32c ?? mod.default?.crc32c
@@ -73,21 +103,42 @@ async function loadNative(): Promise<NativeCrc32c | null> {
   }
 }
 
-const native = await loadNative()
+const weirNative = loadWeirNative()
+const nodeRs = weirNative === null ? await loadNodeRs() : null
+/** The native call as a range one (@node-rs takes a view: one is made per call). */
+const native: RangeCrc32c | null =
+  weirNative ??
+  (nodeRs === null ? null : (buffer, crc, start, end) => nodeRs(buffer.subarray(start, end) as Buffer, crc))
 
-/** Below this many bytes the pure-TS table beats the native call's fixed cost (measured: bench/records.ts). */
-export const NATIVE_MIN_BYTES = 256
+/**
+ * Below this many bytes the pure-TS table beats the native call's fixed cost (measured:
+ * bench/crc32c.ts; Weir's addon costs ~70 ns a call, @node-rs/crc32's ~100 ns and a view).
+ */
+export const NATIVE_MIN_BYTES = weirNative !== null ? 128 : 256
 
-/** Which implementation `crc32c` uses for large inputs: 'native' or 'pure'. */
-export const CRC32C_IMPLEMENTATION: 'native' | 'pure' = native === null ? 'pure' : 'native'
+/**
+ * Which implementation `crc32c` uses for large inputs: Weir's addon ('weir-native'),
+ * @node-rs/crc32 ('node-rs'), or the pure-TS table ('pure').
+ */
+export const CRC32C_IMPLEMENTATION: 'weir-native' | 'node-rs' | 'pure' =
+  weirNative !== null ? 'weir-native' : nodeRs !== null ? 'node-rs' : 'pure'
 
 /**
  * CRC-32C of `buf` (unsigned 32-bit), continuing from `crc` (0 to start); pass a view
- * (`subarray`) for part of a buffer.
+ * (`subarray`) for part of a buffer, or use `crc32cRange`.
  * Example: `crc32c(Buffer.from('123456789')) === 0xe3069283`, and
  * `crc32c(b.subarray(4), crc32c(b.subarray(0, 4))) === crc32c(b)`.
  */
 export function crc32c(buf: Uint8Array, crc = 0): number {
   if (native === null || buf.length < NATIVE_MIN_BYTES) return crc32cPure(buf, crc)
-  return native(buf, crc) >>> 0
+  return native(buf, crc, 0, buf.length) >>> 0
+}
+
+/**
+ * CRC-32C of `buf[start, end)`, continuing from `crc`: `crc32c(buf.subarray(start, end), crc)`
+ * without making the view (~25-35 ns a call here, a tenth of a 1 KiB batch's CRC with Weir's addon).
+ */
+export function crc32cRange(buf: Uint8Array, start: number, end: number, crc = 0): number {
+  if (native === null || end - start < NATIVE_MIN_BYTES) return crc32cPure(buf.subarray(start, end), crc)
+  return native(buf, crc, start, end) >>> 0
 }
