@@ -2,7 +2,28 @@ import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { CRC32C_IMPLEMENTATION, crc32c, crc32cPure, crc32cRange, NATIVE_MIN_BYTES } from './crc32c.ts'
+import {
+  CRC32C_IMPLEMENTATION,
+  crc32c,
+  crc32cBatchRun,
+  crc32cPure,
+  crc32cRange,
+  NATIVE_MIN_BYTES,
+} from './crc32c.ts'
+
+/** crc32cBatchRun's contract, one batch at a time in TypeScript: the reference it must agree with. */
+function batchRunReference(buf: Buffer, start: number, end: number): number {
+  let at = start
+  while (at < end) {
+    if (end - at < 61) break
+    const batchLength = buf.readInt32BE(at + 8)
+    if (batchLength < 49 || 12 + batchLength > end - at) break
+    const size = 12 + batchLength
+    if (crc32cPure(buf.subarray(at + 21, at + size)) !== buf.readUInt32BE(at + 17)) break
+    at += size
+  }
+  return at
+}
 
 /** Where tools/build-native.ts puts Weir's addon (npm ci and `npm run check` build it). */
 const ADDON = new URL('../../../build/native/crc32c.node', import.meta.url)
@@ -70,6 +91,46 @@ describe('crc32c', () => {
           const mid = start + ((end - start) >> 1)
           assert.equal(crc32c(buf.subarray(mid, end), crc32c(buf.subarray(start, mid))), whole)
           assert.equal(crc32cPure(buf.subarray(mid, end), crc32cPure(buf.subarray(start, mid))), whole)
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it('crc32cBatchRun stops where the one-batch-at-a-time reference stops, whatever is broken', (t) => {
+    if (crc32cBatchRun === null) {
+      t.skip(`Weir's addon is not loaded (${CRC32C_IMPLEMENTATION})`)
+      return
+    }
+    const run = crc32cBatchRun
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.integer({ min: 61, max: 3000 }), fc.constant(3 * 8192 + 100)), {
+          minLength: 1,
+          maxLength: 8,
+        }),
+        fc.nat(),
+        fc.constantFrom('none', 'flip', 'length', 'cut', 'offset'),
+        fc.nat(),
+        (sizes, seed, damage, where) => {
+          const total = sizes.reduce((a, b) => a + b, 0)
+          const buf = Buffer.alloc(total + 16)
+          for (let i = 0; i < buf.length; i++) buf[i] = (i * 2654435761 + seed) >>> 24
+          const starts: number[] = []
+          let at = 0
+          for (const size of sizes) {
+            starts.push(at)
+            buf.writeInt32BE(size - 12, at + 8)
+            buf.writeUInt32BE(crc32cPure(buf.subarray(at + 21, at + size)), at + 17)
+            at += size
+          }
+          let start = 0
+          let end = total
+          if (damage === 'flip') buf[where % total] = buf[where % total]! ^ (1 << (where % 8))
+          if (damage === 'length') buf.writeInt32BE((where % 100_000) - 50, starts[where % sizes.length]! + 8)
+          if (damage === 'cut') end = where % (total + 1)
+          if (damage === 'offset') start = where % (sizes[0]! + 1)
+          assert.equal(run(buf, start, end), batchRunReference(buf, start, end))
         },
       ),
       { numRuns: 300 },

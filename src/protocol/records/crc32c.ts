@@ -57,6 +57,13 @@ export function crc32cPure(buf: Uint8Array, crc = 0): number {
 type NativeCrc32c = (input: Uint8Array, initialState?: number) => number
 /** Weir's addon: the CRC of `buffer[start, end)` continuing from `crc`. */
 type RangeCrc32c = (buffer: Uint8Array, crc: number, start: number, end: number) => number
+/** Weir's addon: where the run of whole v2 batches with right CRCs from `start` stops (see `crc32cBatchRun`). */
+type BatchRun = (buffer: Uint8Array, start: number, end: number) => number
+
+interface WeirNative {
+  readonly crc32c: RangeCrc32c
+  readonly crc32cBatches: BatchRun | null
+}
 
 /**
  * Weir's own addon (`native/crc32c.c`, built by `npm run build:native` into build/native/), or null
@@ -64,10 +71,10 @@ type RangeCrc32c = (buffer: Uint8Array, crc: number, start: number, end: number)
  * load, or lacks SSE4.2. Checked against the pure table on the check value and on ranges of every
  * length up to 3 x 8 KiB + 1 KiB (both of its interleaved block sizes, their ends and the tails).
  */
-function loadWeirNative(): RangeCrc32c | null {
+function loadWeirNative(): WeirNative | null {
   try {
     const url = new URL('../../../build/native/crc32c.node', import.meta.url)
-    const addon: { exports: { crc32c?: unknown } } = { exports: {} }
+    const addon: { exports: { crc32c?: unknown; crc32cBatches?: unknown } } = { exports: {} }
     process.dlopen(addon, decodeURIComponent(url.pathname))
     if (typeof addon.exports.crc32c !== 'function') return null
     const candidate = addon.exports.crc32c as RangeCrc32c
@@ -79,7 +86,9 @@ function loadWeirNative(): RangeCrc32c | null {
       if (candidate(probe, 7, start, start + length) !== crc32cPure(probe.subarray(start, start + length), 7))
         return null
     }
-    return candidate
+    const batches =
+      typeof addon.exports.crc32cBatches === 'function' ? (addon.exports.crc32cBatches as BatchRun) : null
+    return { crc32c: candidate, crc32cBatches: batches !== null && batchRunAgrees(batches) ? batches : null }
   } catch {
     return null
   }
@@ -103,11 +112,42 @@ async function loadNodeRs(): Promise<NativeCrc32c | null> {
   }
 }
 
+/** v2 framing, as batch-header.ts has it (not imported: this module stands alone). */
+const BATCH_LENGTH_AT = 8
+const CRC_AT = 17
+const CRC_FROM = 21
+const HEADER_BYTES = 61
+
+/** Three batch-shaped runs (lengths 61, 1000 and 3 x 8 KiB + 5), right, then each broken in turn. */
+function batchRunAgrees(run: BatchRun): boolean {
+  const sizes = [HEADER_BYTES, 1000, 3 * 8192 + 5]
+  const buf = new Uint8Array(sizes.reduce((a, b) => a + b, 0) + 7)
+  const view = new DataView(buf.buffer)
+  for (let i = 0; i < buf.length; i++) buf[i] = (i * 2654435761) >>> 24
+  const starts: number[] = []
+  let at = 0
+  for (const size of sizes) {
+    starts.push(at)
+    view.setInt32(at + BATCH_LENGTH_AT, size - 12)
+    view.setUint32(at + CRC_AT, crc32cPure(buf.subarray(at + CRC_FROM, at + size)))
+    at += size
+  }
+  if (run(buf, 0, at) !== at || run(buf, 0, at + 7) !== at || run(buf, 0, at - 1) !== starts[2]) return false
+  for (let i = 0; i < sizes.length; i++) {
+    const flip = starts[i]! + sizes[i]! - 1
+    buf[flip] = buf[flip]! ^ 1
+    const stopped = run(buf, 0, at)
+    buf[flip] = buf[flip]! ^ 1
+    if (stopped !== starts[i]) return false
+  }
+  return run(buf, starts[1]!, at) === at
+}
+
 const weirNative = loadWeirNative()
 const nodeRs = weirNative === null ? await loadNodeRs() : null
 /** The native call as a range one (@node-rs takes a view: one is made per call). */
 const native: RangeCrc32c | null =
-  weirNative ??
+  weirNative?.crc32c ??
   (nodeRs === null ? null : (buffer, crc, start, end) => nodeRs(buffer.subarray(start, end) as Buffer, crc))
 
 /**
@@ -122,6 +162,16 @@ export const NATIVE_MIN_BYTES = weirNative !== null ? 128 : 256
  */
 export const CRC32C_IMPLEMENTATION: 'weir-native' | 'node-rs' | 'pure' =
   weirNative !== null ? 'weir-native' : nodeRs !== null ? 'node-rs' : 'pure'
+
+/**
+ * Where a run of record batches (v2 framing: the int32 batchLength at +8, the uint32 CRC at +17 over
+ * +21..end), from `start`, stops: `end` when every batch up to it is whole and its CRC matches, else
+ * the position of the first one cut short by `end` (or whose batchLength is below a header's), or
+ * whose CRC does not match. Checks nothing else: the batches below the result need only their CRC
+ * not computed again. One native call for all of them (instead of one per batch: ~70 ns each);
+ * null where Weir's addon is not loaded.
+ */
+export const crc32cBatchRun: BatchRun | null = weirNative?.crc32cBatches ?? null
 
 /**
  * CRC-32C of `buf` (unsigned 32-bit), continuing from `crc` (0 to start); pass a view

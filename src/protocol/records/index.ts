@@ -67,7 +67,7 @@ export {
   encodeEndTxnMarkerBatch,
   encodeEndTxnMarkerValue,
 } from './control-record.ts'
-export { CRC32C_IMPLEMENTATION, crc32c, crc32cRange } from './crc32c.ts'
+export { CRC32C_IMPLEMENTATION, crc32c, crc32cBatchRun, crc32cRange } from './crc32c.ts'
 export {
   BatchDecodeError,
   type BatchDecodeReason,
