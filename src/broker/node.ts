@@ -684,6 +684,29 @@ export class WeirNode {
     if (timer !== null) this.#clock.clearTimer(timer)
   }
 
+  /**
+   * The replicated write path's counters since the last call (`ReplicationStats`), with how often
+   * segment reads found their bytes in the log dirs' write tails; null before the data path exists.
+   */
+  replicationStats(): Record<string, unknown> | null {
+    if (this.#dataPath === null) return null
+    const out = this.#dataPath.replicas.stats.take()
+    let hits = 0
+    let misses = 0
+    let missBytes = 0
+    for (const m of this.#logManagers) {
+      const b = m.tailBudget
+      hits += b.hits
+      misses += b.misses
+      missBytes += b.missBytes
+      b.hits = 0
+      b.misses = 0
+      b.missBytes = 0
+    }
+    out.tailReads = { hits, misses, missBytes }
+    return out
+  }
+
   async stop(graceMs = 5000): Promise<void> {
     if (this.#stopping) return
     this.#stopping = true

@@ -5,10 +5,11 @@
  */
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import { CLUSTER_ID_KEY, type LogLevel, WeirNode } from '../broker/index.ts'
 import { applyOverrides, parseHostPort, parseOverrides, parseProperties } from '../config/index.ts'
-import { controlledDelay, NodeDisk, SlowDisk } from '../io/index.ts'
+import { controlledDelay, NodeDisk, SlowDisk, systemClock, type TimerHandle } from '../io/index.ts'
 
 export const DEFAULT_DATA_DIR = '.weir/data'
 
@@ -140,11 +141,40 @@ export async function runStart(argv: readonly string[]): Promise<number> {
       `  data dir:  ${node.config.logDirs.join(',')}\n` +
       `  cluster:   ${node.clusterId}\n`,
   )
+  // Diagnostics: the replicated write path's counters every N ms (docs/performance.md).
+  const statsMs = Number(process.env.WEIR_REPLICATION_STATS_MS ?? 0)
+  let statsTimer: TimerHandle | null = null
+  if (statsMs > 0) {
+    const loop = monitorEventLoopDelay({ resolution: 1 })
+    loop.enable()
+    const every = () => {
+      statsTimer = systemClock.setTimer(statsMs, () => {
+        const stats = node.replicationStats() ?? {}
+        stats.eventLoopDelayMs = {
+          n: 1,
+          mean: Math.round(loop.mean / 1e4) / 100,
+          max: Math.round(loop.max / 1e4) / 100,
+        }
+        loop.reset()
+        const m = process.memoryUsage()
+        stats.memoryMiB = {
+          heapUsed: Math.round(m.heapUsed / 2 ** 20),
+          heapTotal: Math.round(m.heapTotal / 2 ** 20),
+          arrayBuffers: Math.round(m.arrayBuffers / 2 ** 20),
+          rss: Math.round(m.rss / 2 ** 20),
+        }
+        log('info', `replication stats: ${JSON.stringify(stats)}`)
+        every()
+      })
+    }
+    every()
+  }
   const stopped = await new Promise<boolean>((resolveStop) => {
     let stopping = false
     const stop = (signal: string) => {
       if (stopping) return
       stopping = true
+      if (statsTimer !== null) systemClock.clearTimer(statsTimer)
       log('info', `${signal}: shutting down`)
       node.stop().then(
         () => resolveStop(true),

@@ -24,6 +24,7 @@ import {
 import { Watchers } from './delayed-operations.ts'
 import { UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts'
 import { producerInfo, type ReplicaLogState } from './replica-log-state.ts'
+import type { ReplicationStats } from './replication-stats.ts'
 
 /** What a partition takes from its metadata registration. */
 export interface PartitionAssignment {
@@ -164,9 +165,13 @@ export class Partition {
   readonly state: ReplicaLogState
   /** Woken by appends, high-watermark and log-start moves, role changes and deletion. */
   readonly watchers = new Watchers()
+  /** Monotonic ms of the last append (either role) and of the last high-watermark move (stats). */
+  lastAppendMs = 0
+  lastHighWatermarkMoveMs = 0
   readonly #nodeId: BrokerId
   readonly #clock: Clock
   #settings: PartitionSettings
+  readonly #stats: ReplicationStats | null
   #role: Role = 'follower'
   #leaderId: BrokerId = -1 as BrokerId
   #leaderEpoch = -1
@@ -196,6 +201,7 @@ export class Partition {
     settings: PartitionSettings
     /** From `replication-offset-checkpoint`: where the high watermark starts (clamped to the log). */
     highWatermark?: bigint
+    stats?: ReplicationStats
   }) {
     this.topic = options.topic
     this.index = options.index
@@ -205,6 +211,7 @@ export class Partition {
     this.#nodeId = options.nodeId
     this.#clock = options.clock
     this.#settings = options.settings
+    this.#stats = options.stats ?? null
     // The checkpointed high watermark, within what the log holds; without one, the log start.
     const hw = options.highWatermark ?? options.log.logStartOffset
     this.#highWatermark = max(options.log.logStartOffset, min(hw, options.log.logEndOffset))
@@ -375,6 +382,7 @@ export class Partition {
     }
     if (hw <= this.#highWatermark) return false
     this.#highWatermark = hw
+    this.lastHighWatermarkMoveMs = this.#clock.monotonicMs()
     this.watchers.wake()
     return true
   }
@@ -568,14 +576,19 @@ export class Partition {
   }
 
   #afterAppend(): void {
+    this.lastAppendMs = this.#clock.monotonicMs()
     this.watchers.wake() // followers waiting for new bytes
     if (!this.#settings.logConfig.flushOnAck) {
       this.#maybeIncrementHighWatermark()
       return
     }
     // Durable before visible: one group-commit fsync covers every append made meanwhile.
+    const flushStartMs = this.lastAppendMs
     this.log.flush().then(
-      () => this.#maybeIncrementHighWatermark(),
+      () => {
+        this.#stats?.leaderFlushMs.add(this.#clock.monotonicMs() - flushStartMs)
+        this.#maybeIncrementHighWatermark()
+      },
       () => this.watchers.wake(), // the log is offline: waiters see KAFKA_STORAGE_ERROR
     )
   }

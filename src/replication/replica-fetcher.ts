@@ -10,6 +10,7 @@ import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
 import { ErrorCode, LOG_OVERHEAD } from '../protocol/index.ts'
 import { UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts'
 import type { Partition } from './partition.ts'
+import type { ReplicationStats } from './replication-stats.ts'
 
 /** One partition of a replica fetch. */
 export interface ReplicaFetchPartition {
@@ -108,6 +109,7 @@ export class ReplicaFetcher {
   readonly #settings: ReplicaFetcherSettings
   readonly #link: LeaderLink
   readonly #log: (level: 'info' | 'warn' | 'error', message: string) => void
+  readonly #stats: ReplicationStats | null
   readonly #states = new Map<string, FetchState>()
   #running = false
   #stopped = false
@@ -124,6 +126,7 @@ export class ReplicaFetcher {
     settings: ReplicaFetcherSettings
     link: LeaderLink
     log?: (level: 'info' | 'warn' | 'error', message: string) => void
+    stats?: ReplicationStats
   }) {
     this.leader = options.leader
     this.#nodeId = options.nodeId
@@ -132,6 +135,7 @@ export class ReplicaFetcher {
     this.#settings = options.settings
     this.#link = options.link
     this.#log = options.log ?? (() => {})
+    this.#stats = options.stats ?? null
   }
 
   get size(): number {
@@ -217,6 +221,7 @@ export class ReplicaFetcher {
         maxBytes: this.#settings.fetchMaxBytes,
       }))
       let answers: ReplicaFetchAnswer[]
+      const sentMs = this.#clock.monotonicMs()
       try {
         answers = await this.#link.fetch({
           replicaId: this.#nodeId,
@@ -234,9 +239,17 @@ export class ReplicaFetcher {
         continue
       }
       if (this.#stopped) return
+      const answeredMs = this.#clock.monotonicMs()
       const work = this.#apply(ready, specs, answers)
       this.#processing = work.catch(() => {})
       await work
+      if (this.#stats !== null) {
+        let bytes = 0
+        for (const a of answers) bytes += a.records.length
+        this.#stats.fetcherRoundMs.add(answeredMs - sentMs)
+        this.#stats.fetcherApplyMs.add(this.#clock.monotonicMs() - answeredMs)
+        this.#stats.fetcherBytes.add(bytes)
+      }
     }
   }
 
@@ -392,6 +405,7 @@ export interface ReplicaFetcherManagerOptions {
   /** A link to a leader (it connects lazily and reconnects after failures). */
   readonly connect: (leader: BrokerId) => LeaderLink
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void
+  readonly stats?: ReplicationStats
 }
 
 /** One fetcher per (leader, fetcher id), as Kafka's ReplicaFetcherManager. */
@@ -430,6 +444,7 @@ export class ReplicaFetcherManager {
         settings: this.#o.settings,
         link: this.#o.connect(leader),
         ...(this.#o.log === undefined ? {} : { log: this.#o.log }),
+        ...(this.#o.stats === undefined ? {} : { stats: this.#o.stats }),
       })
       this.#fetchers.set(fk, f)
     }

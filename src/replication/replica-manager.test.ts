@@ -526,6 +526,16 @@ describe('replica manager', () => {
     h.clock.advance(1000)
     await settle()
     assert.equal(late.value![0]!.errorCode, ErrorCode.RequestTimedOut)
+
+    // The counters of the replicated path saw it: two acks=all produces (one answered when the
+    // high watermark passed it, one timed out after 1000 ms), two follower fetches.
+    const stats = h.rm.stats.take() as Record<string, { n: number; max: number }>
+    assert.equal(stats.produceAllBytes!.n, 2)
+    assert.equal(stats.produceAllWaitMs!.n, 2)
+    assert.equal(stats.produceAllWaitMs!.max, 1000)
+    assert.equal(stats.produceAfterHwMs!.n, 1)
+    assert.equal(stats.followerFetchBytes!.n, 2)
+    assert.equal((h.rm.stats.take() as Record<string, { n: number }>).followerFetchBytes!.n, 0, 'take resets')
   })
 
   test('min.insync.replicas: acks=-1 is refused before appending when the ISR is too small', async () => {

@@ -36,6 +36,7 @@ import type { ProducerEntry } from './producer-state.ts'
 import { type ReplicaSelectorKind, selectReadReplica } from './read-replica-selector.ts'
 import { type LeaderLink, ReplicaFetcherManager, type ReplicaFetcherSettings } from './replica-fetcher.ts'
 import { ReplicaLogState } from './replica-log-state.ts'
+import { ReplicationStats } from './replication-stats.ts'
 
 /** Kafka's replica ids of requests that are not from a follower. */
 export const CONSUMER_REPLICA_ID = -1
@@ -246,6 +247,9 @@ export class ReplicaManager {
   /** High watermarks of partitions rebuilt after their log directory came back, until re-opened. */
   readonly #carriedHighWatermarks = new Map<string, bigint>()
 
+  /** Counters of the replicated write path (read and reset by the broker). */
+  readonly stats = new ReplicationStats()
+
   constructor(options: ReplicaManagerOptions) {
     this.#o = options
     this.#limits = { ...DEFAULT_REPLICA_MANAGER_LIMITS, ...options.limits }
@@ -264,6 +268,7 @@ export class ReplicaManager {
             settings: r.fetcher,
             connect: r.connect,
             log,
+            stats: this.stats,
           })
     this.#alterPartition =
       r === undefined
@@ -754,6 +759,7 @@ export class ReplicaManager {
       clock: this.#o.clock,
       settings,
       ...(checkpointed === undefined ? {} : { highWatermark: checkpointed }),
+      stats: this.stats,
     })
     this.#partitions.set(key, p)
     return p
@@ -846,13 +852,24 @@ export class ReplicaManager {
       (a): a is { p: Partition; r: ProduceResult; required: bigint } => 'required' in a && a.p !== undefined,
     )
     if (waiting.length === 0) return appended.map((a) => a.r)
-    const elapsedMs = this.#o.clock.monotonicMs() - startMs
+    const appendedMs = this.#o.clock.monotonicMs()
+    const elapsedMs = appendedMs - startMs
+    let bytes = 0
+    for (const e of entries) bytes += e.records.length
+    this.stats.produceAllBytes.add(bytes)
     const outcome = await this.#delayed.wait(
       waiting.map((w) => w.p.watchers),
       () => waiting.every((w) => w.p.checkEnoughReplicasReachOffset(w.required).done),
       options.timeoutMs - elapsedMs,
       'produce',
     )
+    const answeredMs = this.#o.clock.monotonicMs()
+    this.stats.produceAllWaitMs.add(answeredMs - appendedMs)
+    if (outcome === 'completed') {
+      let hwMs = 0
+      for (const w of waiting) hwMs = Math.max(hwMs, w.p.lastHighWatermarkMoveMs)
+      if (hwMs >= appendedMs) this.stats.produceAfterHwMs.add(answeredMs - hwMs)
+    }
     return appended.map((a) => {
       if (!('required' in a) || a.p === undefined) return a.r
       const c = a.p.checkEnoughReplicasReachOffset(a.required)
@@ -984,7 +1001,9 @@ export class ReplicaManager {
    * passed, and read again.
    */
   async fetchMessages(specs: readonly FetchSpec[], params: FetchParams): Promise<ReadOutcome[]> {
+    const readStartMs = this.#o.clock.monotonicMs()
     const first = await this.#readAll(specs, params)
+    if (params.replicaId >= 0) this.stats.followerReadMs.add(this.#o.clock.monotonicMs() - readStartMs)
     let bytes = 0
     let error = false
     for (const r of first) {
@@ -993,7 +1012,11 @@ export class ReplicaManager {
         error = true
     }
     const maxWaitMs = Math.min(params.maxWaitMs, this.#limits.fetchWaitMsMax)
-    if (maxWaitMs <= 0 || specs.length === 0 || bytes >= params.minBytes || error) return first
+    const follower = params.replicaId >= 0
+    if (maxWaitMs <= 0 || specs.length === 0 || bytes >= params.minBytes || error) {
+      if (follower) this.stats.followerFetchBytes.add(bytes)
+      return first
+    }
     const upTo = this.#upTo(params)
     const watched: Array<{ s: FetchSpec; p: Partition; epoch: number; role: string }> = []
     for (const s of specs) {
@@ -1017,8 +1040,22 @@ export class ReplicaManager {
     const watchers: Watchers[] = watched.map((w) => w.p.watchers)
     // The first reads are not answered (fewer than minBytes): read again after the wait.
     for (const r of first) params.readBuffers?.release(r.records)
-    await this.#delayed.wait(watchers, check, maxWaitMs, 'fetch')
-    return this.#readAll(specs, params)
+    const parkedMs = this.#o.clock.monotonicMs()
+    const outcome = await this.#delayed.wait(watchers, check, maxWaitMs, 'fetch')
+    const again = await this.#readAll(specs, params)
+    if (follower) {
+      const nowMs = this.#o.clock.monotonicMs()
+      this.stats.followerParkedMs.add(nowMs - parkedMs)
+      if (outcome === 'expired') this.stats.followerParkedExpired++
+      let appendMs = 0
+      for (const w of watched) appendMs = Math.max(appendMs, w.p.lastAppendMs)
+      if (outcome === 'completed' && appendMs >= parkedMs)
+        this.stats.followerWakeAfterAppendMs.add(nowMs - appendMs)
+      let b = 0
+      for (const r of again) b += r.records.length
+      this.stats.followerFetchBytes.add(b)
+    }
+    return again
   }
 
   // ---------------------------------------------------------------- offsets

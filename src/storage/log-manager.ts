@@ -330,6 +330,11 @@ export class LogManager {
 
   // ---------------------------------------------------------------- health
 
+  /** What the directory's logs keep of their last writes, and how often reads found it there. */
+  get tailBudget(): TailBudget {
+    return this.#tailBudget
+  }
+
   get state(): LogDirState {
     return this.#state
   }

@@ -601,8 +601,16 @@ export class LogSegment {
    * else read into a buffer from `buffers` (given back if the read fails) or a new one.
    */
   async #readAt(position: number, length: number, buffers: ReadBuffers | undefined): Promise<Buffer> {
-    const held = this.#settings.tail?.get(this, position, length)
-    if (held != null) return held
+    const tail = this.#settings.tail
+    const held = tail?.get(this, position, length)
+    if (held != null) {
+      tail!.budget.hits++
+      return held
+    }
+    if (tail !== undefined) {
+      tail.budget.misses++
+      tail.budget.missBytes += length
+    }
     const buf = buffers?.acquire(length) ?? Buffer.allocUnsafe(length)
     let got: number
     try {

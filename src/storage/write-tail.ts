@@ -10,6 +10,10 @@
 export class TailBudget {
   readonly bytesMax: number
   used = 0
+  /** Segment reads answered from a tail, and reads that went to the file (with their bytes). */
+  hits = 0
+  misses = 0
+  missBytes = 0
 
   constructor(bytesMax: number) {
     this.bytesMax = bytesMax
@@ -51,6 +55,10 @@ export class WriteTail {
   constructor(budget: TailBudget, bytesMax = TAIL_BYTES_MAX_DEFAULT) {
     this.#budget = budget
     this.#bytesMax = bytesMax
+  }
+
+  get budget(): TailBudget {
+    return this.#budget
   }
 
   /** Bytes of memory held now. */

@@ -1,0 +1,155 @@
+/**
+ * The replicated acks=all path under kcat, counted: a 3-node Weir cluster started with
+ * WEIR_REPLICATION_STATS_MS (each node logs `ReplicationStats` every interval), an RF 3 topic per
+ * run, kcat producing as bench:peers does, then each node's counters summed over the run and the
+ * cluster's CPU seconds.
+ *
+ *   node bench/peers/repl-probe.ts [--records 300000] [--acks all] [--runs 2] [--nodes 3] [--config k=v,...]
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { WeirCluster } from '../../test/support/cluster.ts'
+import { REPO } from '../../test/support/weir-process.ts'
+
+const { values: opts } = parseArgs({
+  options: {
+    records: { type: 'string', default: '300000' },
+    acks: { type: 'string', default: 'all' },
+    runs: { type: 'string', default: '2' },
+    nodes: { type: 'string', default: '3' },
+    latency: { type: 'boolean', default: false },
+    config: { type: 'string', default: '' },
+  },
+})
+const N = Number(opts.records)
+const PY = join(REPO, '.cache/compat/pyvenv/bin/python')
+const PY_CLIENT = join(REPO, 'bench/broker-client.py')
+process.env.WEIR_REPLICATION_STATS_MS = '250'
+
+function cpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return 0
+  try {
+    const f = execFileSync('cat', [`/proc/${pid}/stat`])
+      .toString()
+      .split(') ')[1]!
+      .split(' ')
+    return (Number(f[11]) + Number(f[12])) / 100
+  } catch {
+    return 0
+  }
+}
+
+function run(cmd: string, args: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now()
+    const c = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'] })
+    c.on('exit', (code) =>
+      code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${cmd} ${code}`)),
+    )
+  })
+}
+
+/** The median of interval medians, each weighted by its count (an estimate of the run's median). */
+function weightedMedian(xs: Array<[number, number]>): number {
+  const sorted = [...xs].sort((a, b) => a[0] - b[0])
+  const half = sorted.reduce((s, x) => s + x[1], 0) / 2
+  let seen = 0
+  for (const [v, n] of sorted) {
+    seen += n
+    if (seen >= half) return v
+  }
+  return 0
+}
+
+const config: Record<string, string> = {}
+for (const kv of opts.config.split(',').filter((x) => x !== '')) {
+  const [k, v] = kv.split('=')
+  config[k!] = v!
+}
+const NODES = Number(opts.nodes)
+const cluster = await WeirCluster.start({ nodes: NODES, prefix: 'weir-repl-probe-', config })
+const file = join(tmpdir(), `weir-repl-probe-${N}.txt`)
+writeFileSync(file, `${'r'.repeat(100)}\n`.repeat(N))
+try {
+  for (let i = 0; i < Number(opts.runs); i++) {
+    const topic = `probe-${opts.acks}-${i}`
+    await run(PY, [PY_CLIENT, 'create', cluster.bootstrap, topic, '1', String(NODES), ''])
+    await new Promise((r) => setTimeout(r, 1500))
+    const marks = cluster.nodes.map((n) => n.process.output.length)
+    const cpu0 = cluster.nodes.map((n) => cpuSeconds(n.process.pid))
+    const ms = opts.latency
+      ? await run(PY, [PY_CLIENT, 'produce', cluster.bootstrap, topic, String(N), '100', opts.acks, '20000'])
+      : await run('kcat', [
+          '-P',
+          '-b',
+          cluster.bootstrap,
+          '-t',
+          topic,
+          '-X',
+          `acks=${opts.acks}`,
+          '-X',
+          'linger.ms=5',
+          '-X',
+          'batch.size=1000000',
+          '-X',
+          'batch.num.messages=100000',
+          '-X',
+          'queue.buffering.max.messages=2000000',
+          '-X',
+          'queue.buffering.max.kbytes=2097151',
+          '-l',
+          file,
+        ])
+    await new Promise((r) => setTimeout(r, 600))
+    const cpu = cluster.nodes.reduce((s, n, j) => s + cpuSeconds(n.process.pid) - cpu0[j]!, 0)
+    console.log(`run ${i}: ${Math.round(N / (ms / 1000))} rec/s, cluster CPU ${cpu.toFixed(2)} s`)
+    for (const [j, n] of cluster.nodes.entries()) {
+      const lines = n.process.output
+        .slice(marks[j])
+        .split('\n')
+        .filter((l) => l.includes('replication stats: '))
+      const sum: Record<
+        string,
+        { n: number; total: number; max: number; p50s: Array<[number, number]> } | number
+      > = {}
+      for (const l of lines) {
+        const s = JSON.parse(l.slice(l.indexOf('replication stats: ') + 19)) as Record<string, unknown>
+        for (const [k, v] of Object.entries(s)) {
+          if (typeof v === 'number') sum[k] = ((sum[k] as number | undefined) ?? 0) + v
+          else if (v !== null && typeof v === 'object' && 'n' in v) {
+            const t = v as { n: number; mean: number; p50: number; max: number }
+            const a = (sum[k] as
+              | { n: number; total: number; max: number; p50s: Array<[number, number]> }
+              | undefined) ?? {
+              n: 0,
+              total: 0,
+              max: 0,
+              p50s: [],
+            }
+            if (t.n > 0) a.p50s.push([t.p50, t.n])
+            a.n += t.n
+            a.total += t.mean * t.n
+            a.max = Math.max(a.max, t.max)
+            sum[k] = a
+          } else if (v !== null && typeof v === 'object') {
+            for (const [k2, v2] of Object.entries(v))
+              sum[`${k}.${k2}`] = ((sum[`${k}.${k2}`] as number | undefined) ?? 0) + (v2 as number)
+          }
+        }
+      }
+      const parts = Object.entries(sum)
+        .filter(([, v]) => (typeof v === 'number' ? v !== 0 : v.n !== 0))
+        .map(([k, v]) =>
+          typeof v === 'number'
+            ? `${k}=${v}`
+            : `${k}: n=${v.n} mean=${(v.total / v.n).toFixed(2)} p50~${weightedMedian(v.p50s)} max=${v.max}`,
+        )
+      console.log(`  node ${n.id}:\n    ${parts.join('\n    ')}`)
+    }
+  }
+} finally {
+  await cluster.stop()
+}
