@@ -6,7 +6,7 @@
  */
 import type { Clock, Transport } from '../io/index.ts'
 import type { TopicName } from '../model/index.ts'
-import { type Api, apis, ErrorCode } from '../protocol/index.ts'
+import { type Api, apis, ErrorCode, type MetadataResponseData } from '../protocol/index.ts'
 import { ConnectionError, KafkaConnection } from './kafka-connection.ts'
 import { KafkaError } from './kafka-error.ts'
 
@@ -109,6 +109,14 @@ export class ClusterClient {
   /** Topics the cache tracks (every topic when null). */
   readonly #interest = new Set<string>()
   readonly #coordinators = new Map<string, number>()
+  /**
+   * Brokers (host:port) asked last: whose Metadata answer was behind the cache, or whose connection
+   * or request failed. `any()` tries them after the others, so one lagging or unreachable broker
+   * (a node restarted and still replaying its metadata, a hung node) is not asked first every time.
+   * An address leaves the set when it connects (unreachable) or answers up to date (lagging).
+   */
+  readonly #lagging = new Set<string>()
+  readonly #unreachable = new Set<string>()
   #closed = false
 
   constructor(options: ClusterClientOptions) {
@@ -158,17 +166,39 @@ export class ClusterClient {
       connectTimeoutMs: Math.min(this.#o.requestTimeoutMs, 10_000),
     })
     this.#connections.set(address, opening)
-    opening.catch(() => {
-      if (this.#connections.get(address) === opening) this.#connections.delete(address)
-    })
+    opening.then(
+      () => this.#unreachable.delete(address),
+      () => {
+        this.#unreachable.add(address)
+        if (this.#connections.get(address) === opening) this.#connections.delete(address)
+      },
+    )
     return opening
   }
 
-  /** A connection to any broker: a known one first, then the bootstrap list in order. */
+  /**
+   * A connection to any broker: known ones first, then the bootstrap list, in order; brokers that
+   * lately failed or answered behind the others go last.
+   */
   async any(): Promise<KafkaConnection> {
+    return this.#anyExcept(new Set())
+  }
+
+  /** Addresses to try, best first (see `any`). */
+  #candidates(): string[] {
     const known = this.#metadata === null ? [] : [...this.#metadata.brokers.values()].map(address)
+    const all = [...new Set([...known, ...this.#o.bootstrap])]
+    const rank = (a: string) => (this.#unreachable.has(a) ? 2 : this.#lagging.has(a) ? 1 : 0)
+    return all
+      .map((a, i) => ({ a, i }))
+      .sort((x, y) => rank(x.a) - rank(y.a) || x.i - y.i)
+      .map((x) => x.a)
+  }
+
+  async #anyExcept(asked: ReadonlySet<string>): Promise<KafkaConnection> {
     let last: unknown = null
-    for (const a of [...new Set([...known, ...this.#o.bootstrap])]) {
+    for (const a of this.#candidates()) {
+      if (asked.has(a)) continue
       try {
         return await this.connectTo(a)
       } catch (e) {
@@ -238,24 +268,90 @@ export class ClusterClient {
     }
   }
 
+  /**
+   * Metadata from one broker; from another when its answer is behind the cache (a partition's
+   * leader epoch older than the one cached, or a cached topic missing: KIP-320's rule that a
+   * client never goes back to an older leader epoch) or its request fails. When every broker
+   * answers behind (a topic deleted, say), the last answer is taken, older partitions excepted.
+   */
   async #fetchMetadata(topics: string[] | null): Promise<ClusterMetadata> {
-    const { response } = await this.request(apis.Metadata, {
-      topics: topics === null ? null : topics.map((name) => ({ name: name as TopicName })),
-      allowAutoTopicCreation: false,
-    })
+    const asked = new Set<string>()
+    let failure: unknown = null
+    let last: MetadataResponse | null = null
+    for (;;) {
+      let connection: KafkaConnection
+      try {
+        connection = await this.#anyExcept(asked)
+      } catch (e) {
+        if (last !== null) break
+        throw failure ?? e
+      }
+      const from = address(connection.address)
+      asked.add(from)
+      let response: MetadataResponse
+      try {
+        ;({ response } = await this.request(
+          apis.Metadata,
+          {
+            topics: topics === null ? null : topics.map((name) => ({ name: name as TopicName })),
+            allowAutoTopicCreation: false,
+          },
+          { to: connection },
+        ))
+      } catch (e) {
+        if (!(e instanceof ConnectionError)) throw e
+        this.#unreachable.add(from)
+        failure = e
+        continue
+      }
+      last = response
+      const merged = this.#merge(response, topics, false)
+      if (!merged.behind) {
+        this.#lagging.delete(from)
+        this.#metadata = merged.metadata
+        return merged.metadata
+      }
+      this.#lagging.add(from)
+    }
+    // Every broker reachable answered behind the cache: a topic is gone; partitions keep their epochs.
+    this.#metadata = this.#merge(last, topics, true).metadata
+    return this.#metadata
+  }
+
+  /** The cache updated with a Metadata response; `behind` when it is older than the cache. */
+  #merge(
+    response: MetadataResponse,
+    topics: string[] | null,
+    missingTopicsGone: boolean,
+  ): { metadata: ClusterMetadata; behind: boolean } {
+    const cached = this.#metadata?.topics ?? new Map<string, TopicInfo>()
+    let behind = false
     const brokers = new Map<number, BrokerInfo>(
       response.brokers.map((b) => [b.nodeId, { nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack }]),
     )
-    const byName = new Map<string, TopicInfo>(topics === null ? [] : (this.#metadata?.topics ?? []))
+    const byName = new Map<string, TopicInfo>(topics === null ? [] : cached)
+    const answered = new Set<string>()
     for (const t of response.topics) {
       if (t.name === null) continue
-      byName.set(t.name, {
-        name: t.name,
-        topicId: t.topicId,
-        internal: t.isInternal,
-        errorCode: t.errorCode,
-        partitions: t.partitions
-          .map((p) => ({
+      answered.add(t.name)
+      const known = cached.get(t.name)
+      const knownOk = known !== undefined && known.errorCode === 0
+      if (knownOk && t.errorCode === ErrorCode.UnknownTopicOrPartition && !missingTopicsGone) {
+        // This broker does not know a topic another one told us about: it is behind (or the topic
+        // was deleted, which the other brokers will confirm).
+        behind = true
+        byName.set(t.name, known)
+        continue
+      }
+      const sameTopic = knownOk && t.errorCode === 0 && known.topicId === t.topicId
+      const partitions = t.partitions
+        .map((p): PartitionInfo => {
+          const was = sameTopic ? known.partitions.find((k) => k.partition === p.partitionIndex) : undefined
+          if (was !== undefined && p.leaderEpoch < was.leaderEpoch) {
+            behind = true
+            return was
+          }
+          return {
             partition: p.partitionIndex,
             leader: p.leaderId,
             leaderEpoch: p.leaderEpoch,
@@ -263,17 +359,32 @@ export class ClusterClient {
             isr: p.isrNodes,
             offline: p.offlineReplicas,
             errorCode: p.errorCode,
-          }))
-          .sort((a, b) => a.partition - b.partition),
+          }
+        })
+        .sort((a, b) => a.partition - b.partition)
+      byName.set(t.name, {
+        name: t.name,
+        topicId: t.topicId,
+        internal: t.isInternal,
+        errorCode: t.errorCode,
+        partitions,
       })
     }
-    this.#metadata = {
-      clusterId: response.clusterId,
-      controllerId: response.controllerId,
-      brokers,
-      topics: byName,
+    if (topics === null && !missingTopicsGone)
+      for (const [name, t] of cached)
+        if (t.errorCode === 0 && !answered.has(name) && this.#interest.has(name)) {
+          behind = true
+          byName.set(name, t)
+        }
+    return {
+      metadata: {
+        clusterId: response.clusterId,
+        controllerId: response.controllerId,
+        brokers,
+        topics: byName,
+      },
+      behind,
     }
-    return this.#metadata
   }
 
   /** A topic's partitions; throws KafkaError(UNKNOWN_TOPIC_OR_PARTITION) when it does not exist. */
@@ -352,7 +463,9 @@ export class ClusterClient {
   }
 }
 
-function address(b: BrokerInfo): string {
+type MetadataResponse = MetadataResponseData.MetadataResponse
+
+function address(b: { readonly host: string; readonly port: number }): string {
   return b.host.includes(':') ? `[${b.host}]:${b.port}` : `${b.host}:${b.port}`
 }
 

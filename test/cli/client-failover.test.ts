@@ -12,6 +12,7 @@ import {
   decodeRecords,
   EARLIEST,
   Fetcher,
+  KafkaError,
   LATEST,
   listOffsets,
   Producer,
@@ -65,6 +66,45 @@ test('a producer and a fetcher carry on across a leader kill', async () => {
         for (const r of decodeRecords(f.records, f.fetchOffset)) read.add(r.value!.toString())
     for (const v of acked) assert.ok(read.has(v), `acknowledged ${v} was not read back`)
     await cluster.restart(leader - 1)
+  } finally {
+    client.close()
+  }
+})
+
+test('a long-lived client sees a deleted topic go once no broker has it', async () => {
+  const b = ['-b', cluster.bootstrapServers]
+  await weirOk(['topic', 'create', 'short-lived', '-p', '2', '-r', '3', ...b])
+  const client = new ClusterClient({
+    bootstrap: cluster.bootstrap,
+    clock: systemClock,
+    transport: nodeTransport,
+  })
+  try {
+    const known = await client.topic('short-lived')
+    assert.equal(known.partitions.length, 2)
+    await weirOk(['topic', 'delete', 'short-lived', ...b])
+    // The client keeps a topic one broker does not know (that broker may be behind) and takes it as
+    // gone only when every broker answers so: asked by name, and in an all-topics refresh.
+    const deadline = Date.now() + 30_000
+    for (;;) {
+      const e = await client.topic('short-lived', { refresh: true }).then(
+        () => null,
+        (x: unknown) => x,
+      )
+      if (e instanceof KafkaError && e.errorName === 'UNKNOWN_TOPIC_OR_PARTITION') break
+      assert.equal(e, null)
+      assert.ok(Date.now() < deadline, 'the deleted topic never went')
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    await weirOk(['topic', 'create', 'short-lived-2', '-p', '1', '-r', '3', ...b])
+    assert.ok((await client.refresh({ all: true })).topics.has('short-lived-2'))
+    client.track(['short-lived-2'])
+    await weirOk(['topic', 'delete', 'short-lived-2', ...b])
+    for (;;) {
+      if (!(await client.refresh({ all: true })).topics.has('short-lived-2')) break
+      assert.ok(Date.now() < deadline, 'the deleted topic never left an all-topics refresh')
+      await new Promise((r) => setTimeout(r, 50))
+    }
   } finally {
     client.close()
   }
