@@ -57,6 +57,8 @@ import {
   makeMetadataHandler,
   makePartitionReassignmentHandlers,
   makeRaftHandlers,
+  minorGc,
+  ReadGcPacer,
 } from '../server/index.ts'
 import {
   formatMetaProperties,
@@ -169,6 +171,9 @@ export class WeirNode {
       connectionsMaxIdleMs: effective.long('connections.max.idle.ms'),
       connectionsMax: Math.min(effective.int('max.connections'), 100_000),
     }
+    // One pacer for the node's listeners: a minor GC per 8 MiB of requests read (read-gc-pacer.ts).
+    const collect = minorGc()
+    const readGc = collect === null ? undefined : new ReadGcPacer(collect)
     const bound: BoundListener[] = []
     for (const spec of config.listeners) {
       const isController = config.controllerListenerNames.includes(spec.name)
@@ -183,6 +188,7 @@ export class WeirNode {
         limits,
         log,
         held: true,
+        ...(readGc === undefined ? {} : { readGc }),
       })
       bound.push({ spec, listener, registry, isController })
     }

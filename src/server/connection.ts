@@ -84,6 +84,8 @@ export class Connection {
       clock: Clock
       events: ConnectionEvents
       listenerName: string
+      /** Told the size of every socket read (the node's `ReadGcPacer`). */
+      onRead?: (bytes: number) => void
     },
   ) {
     this.id = id
@@ -97,7 +99,16 @@ export class Connection {
     this.#frames = new FrameReader({ frameBytesMax: options.limits.requestBytesMax })
     this.#lastActivityMs = this.#clock.monotonicMs()
     socket.setNoDelay(true)
-    socket.on('data', (chunk: Buffer) => this.#onData(chunk))
+    const onRead = options.onRead
+    socket.on(
+      'data',
+      onRead === undefined
+        ? (chunk: Buffer) => this.#onData(chunk)
+        : (chunk: Buffer) => {
+            this.#onData(chunk)
+            onRead(chunk.length)
+          },
+    )
     socket.on('error', () => this.close())
     socket.on('close', () => {
       if (this.#destroyTimer !== null) this.#clock.clearTimer(this.#destroyTimer)

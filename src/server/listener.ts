@@ -10,6 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import type { Clock, TimerHandle } from '../io/index.ts'
 import { Connection, type ConnectionLimits } from './connection.ts'
 import type { Dispatcher } from './dispatcher.ts'
+import type { ReadGcPacer } from './read-gc-pacer.ts'
 
 export interface ListenerOptions {
   readonly listenerName: string
@@ -26,6 +27,8 @@ export interface ListenerOptions {
   readonly log: (level: 'warn' | 'error', message: string) => void
   /** Hold accepted connections unread until `serve()`; otherwise serve from `start()`. */
   readonly held?: boolean
+  /** Told every socket read of every connection (shared by a node's listeners). */
+  readonly readGc?: ReadGcPacer
 }
 
 export class Listener {
@@ -102,12 +105,13 @@ export class Listener {
   }
 
   #handOver(socket: Socket): void {
-    const { limits, log } = this.#options
+    const { limits, log, readGc } = this.#options
     const connection = new Connection(socket, this.#nextConnectionId++, {
       dispatcher: this.#options.dispatcher,
       limits,
       clock: this.#options.clock,
       listenerName: this.#options.listenerName,
+      ...(readGc === undefined ? {} : { onRead: (bytes: number) => readGc.read(bytes) }),
       events: {
         onProtocolError: (id, reason) =>
           log('warn', `connection ${id} from ${connection.clientAddress} closed: ${reason}`),
