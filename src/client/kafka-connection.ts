@@ -110,7 +110,12 @@ export class KafkaConnection {
       throw new ConnectionError(`cannot connect to ${address.host}:${address.port}: ${(e as Error).message}`)
     }
     const c = new KafkaConnection(address, conn, options)
-    await c.#negotiate()
+    try {
+      await c.#negotiate()
+    } catch (e) {
+      c.close() // a negotiation that failed without failing the connection must not leave it open
+      throw e
+    }
     return c
   }
 

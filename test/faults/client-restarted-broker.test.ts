@@ -8,11 +8,15 @@
  * must ask another broker instead. Before that fix, the client went back to the restarted node after
  * every failure and produced to the stale leader it named. The rounds move the leadership back to
  * node 1 (a preferred election) before each kill.
+ *
+ * And a hung broker (SIGSTOP: the kernel still accepts connections, nothing answers), also the first
+ * the client knows: a metadata refresh does not fail on it while the others answer, and the client
+ * stops going to it first (before, each refresh paid a request timeout there).
  */
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
 import { ClusterClient, KafkaError } from '../../src/client/index.ts'
-import { nodeTransport, systemClock } from '../../src/io/index.ts'
+import { nodeTransport, systemClock, type Transport } from '../../src/io/index.ts'
 import type { BrokerId, TopicName } from '../../src/model/index.ts'
 import { apis, ErrorCode, encodeBatch } from '../../src/protocol/index.ts'
 import { WeirCluster } from '../support/cluster.ts'
@@ -21,9 +25,9 @@ import { waitFor } from '../support/weir-process.ts'
 const ROUNDS = Number(process.env.CLIENT_RESTART_ROUNDS ?? 2)
 const TOPIC = 'moving'
 
-let cluster: WeirCluster | null = null
+const clusters: WeirCluster[] = []
 after(async () => {
-  await cluster?.kill()
+  for (const c of clusters) await c.kill()
 })
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -58,7 +62,7 @@ async function produceOnce(client: ClusterClient, value: string): Promise<void> 
 test(`a long-lived client across ${ROUNDS} kill -9 and restarts of the leader it asks first`, {
   timeout: 60_000 + ROUNDS * 90_000,
 }, async () => {
-  cluster = await WeirCluster.start({
+  const c = await WeirCluster.start({
     nodes: 3,
     prefix: 'weir-client-restart-',
     config: {
@@ -68,7 +72,7 @@ test(`a long-lived client across ${ROUNDS} kill -9 and restarts of the leader it
       'broker.heartbeat.interval.ms': 500,
     },
   })
-  const c = cluster
+  clusters.push(c)
   const client = new ClusterClient({
     bootstrap: c.nodes.map((n) => n.address),
     clientId: 'client-restart-test',
@@ -165,6 +169,41 @@ test(`a long-lived client across ${ROUNDS} kill -9 and restarts of the leader it
     for (const n of c.nodes) console.error(`--- node ${n.id}\n${n.process.output.slice(-4000)}`)
     throw e
   } finally {
+    client.close()
+  }
+})
+
+test('a hung broker, the first the client knows: refreshes go on through the others, without going back to it', {
+  timeout: 120_000,
+}, async () => {
+  const c = await WeirCluster.start({ nodes: 3, prefix: 'weir-client-hung-' })
+  clusters.push(c)
+  const connects = new Map<number, number>()
+  const counting: Transport = {
+    connect(address, options) {
+      connects.set(address.port, (connects.get(address.port) ?? 0) + 1)
+      return nodeTransport.connect(address, options)
+    },
+  }
+  const client = new ClusterClient({
+    bootstrap: c.nodes.map((n) => n.address),
+    clientId: 'client-hung-test',
+    clock: systemClock,
+    transport: counting,
+    requestTimeoutMs: 1000,
+  })
+  const hung = c.node(1)
+  try {
+    await client.refresh({ all: true })
+    assert.ok(hung.process.signal('SIGSTOP'))
+    const failures: string[] = []
+    for (let i = 0; i < 8; i++)
+      await client.refresh({ all: true }).catch((e: unknown) => failures.push(String(e)))
+    assert.deepEqual(failures, [], 'a refresh failed while two brokers were up')
+    // The pooled connection found node 1 hung once; no new connection went to it after that.
+    assert.equal(connects.get(hung.port), 1, JSON.stringify([...connects]))
+  } finally {
+    hung.process.signal('SIGCONT')
     client.close()
   }
 })
