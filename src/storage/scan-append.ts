@@ -55,20 +55,20 @@ export function scanAppend(buf: Buffer, options: ScanOptions, out: AppendScan): 
   // native call; a batch below `crcCheckedEnd` needs none computed again. One batch: the usual call.
   let crcCheckedEnd = 0
   if (crc32cBatchRun !== null && end > BATCH_HEADER_BYTES) {
-    const first = LOG_OVERHEAD + buf.readInt32BE(BatchOffsets.batchLength)
+    const first = LOG_OVERHEAD + int32(buf, BatchOffsets.batchLength)
     if (first >= BATCH_HEADER_BYTES && first < end) crcCheckedEnd = crc32cBatchRun(buf, 0, end)
   }
   while (position < end) {
     let size = fastCheck(buf, position, end - position, client, batchBytesMax, crcCheckedEnd)
     if (size > 0) {
-      records += buf.readInt32BE(position + BatchOffsets.recordCount)
+      records += int32(buf, position + BatchOffsets.recordCount)
     } else {
       const checked = checkBatch(buf, position, options)
       if ('reason' in checked) return checked
       records += checked.header.recordCount
       size = checked.size
     }
-    offsets += buf.readInt32BE(position + BatchOffsets.lastOffsetDelta) + 1
+    offsets += int32(buf, position + BatchOffsets.lastOffsetDelta) + 1
     const batchMaxMs = readInt64AsNumber(buf, position + BatchOffsets.maxTimestamp)
     if (batchMaxMs > maxTimestampMs) maxTimestampMs = batchMaxMs
     position += size
@@ -95,27 +95,26 @@ function fastCheck(
 ): number {
   if (remaining < BATCH_HEADER_BYTES) return 0
   if (buf[at + BatchOffsets.magic] !== MAGIC_V2) return 0
-  const batchLength = buf.readInt32BE(at + BatchOffsets.batchLength)
+  const batchLength = int32(buf, at + BatchOffsets.batchLength)
   if (batchLength < BATCH_LENGTH_MIN) return 0
   const size = LOG_OVERHEAD + batchLength
   if (size > batchBytesMax || size > remaining) return 0
   if (
     at + size > crcCheckedEnd &&
-    crc32cRange(buf, at + CRC_START, at + size) !== buf.readUInt32BE(at + BatchOffsets.crc)
+    crc32cRange(buf, at + CRC_START, at + size) !== uint32(buf, at + BatchOffsets.crc)
   )
     return 0
-  const attributes = buf.readInt16BE(at + BatchOffsets.attributes)
+  const attributes = int32(buf, at + BatchOffsets.attributes) >> 16
   const codec = attributes & ATTRIBUTE_CODEC_MASK
   if (codec > CODEC_MAX) return 0
-  const lastOffsetDelta = buf.readInt32BE(at + BatchOffsets.lastOffsetDelta)
-  const recordCount = buf.readInt32BE(at + BatchOffsets.recordCount)
+  const lastOffsetDelta = int32(buf, at + BatchOffsets.lastOffsetDelta)
+  const recordCount = int32(buf, at + BatchOffsets.recordCount)
   if (client) {
     if (recordCount <= 0 || lastOffsetDelta < 0 || lastOffsetDelta + 1 !== recordCount) return 0
     if ((attributes & ATTRIBUTE_CONTROL) !== 0) return 0
     const noProducerId =
-      buf.readInt32BE(at + BatchOffsets.producerId) === -1 &&
-      buf.readInt32BE(at + BatchOffsets.producerId + 4) === -1
-    if (!noProducerId && buf.readInt32BE(at + BatchOffsets.baseSequence) < 0) return 0
+      int32(buf, at + BatchOffsets.producerId) === -1 && int32(buf, at + BatchOffsets.producerId + 4) === -1
+    if (!noProducerId && int32(buf, at + BatchOffsets.baseSequence) < 0) return 0
   } else if (recordCount < 0 || lastOffsetDelta < 0 || recordCount > lastOffsetDelta + 1) {
     return 0
   }
@@ -125,5 +124,18 @@ function fastCheck(
 
 /** An int64 field (a timestamp) as a number, rounded as `Number(readBigInt64BE)` rounds it. */
 export function readInt64AsNumber(buf: Buffer, at: number): number {
-  return buf.readInt32BE(at) * 0x100000000 + buf.readUInt32BE(at + 4)
+  return int32(buf, at) * 0x100000000 + uint32(buf, at + 4)
+}
+
+/**
+ * The big-endian int32 at `buf[at]`, which the caller has bounds-checked (Buffer's readInt32BE
+ * checks again and, in the append path's profile, was not inlined: 6-7% of a 64-batch append).
+ */
+function int32(buf: Buffer, at: number): number {
+  return (buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!
+}
+
+/** The big-endian uint32 at `buf[at]`, bounds-checked by the caller. */
+function uint32(buf: Buffer, at: number): number {
+  return int32(buf, at) >>> 0
 }
