@@ -6,6 +6,7 @@
  *   node bench/storage-cpu.ts                      # 1 KiB batches, 1 per append, 64 in flight
  *   CASE=16384,1,64 FLUSH=1 node bench/storage-cpu.ts
  *   TAIL=0 node bench/storage-cpu.ts                # without the log's in-memory write tail
+ *   HOOK=1 node bench/storage-cpu.ts                # with an onBatch hook, as the broker's logs have
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/storage-cpu.ts && node bench/cpu-profile-top.ts /tmp/prof
  */
 import { systemClock } from '../src/io/clock.ts'
@@ -13,7 +14,7 @@ import type { Disk, DiskFile } from '../src/io/disk.ts'
 import { SimDisk } from '../src/io/sim-disk.ts'
 import { encodeBatch } from '../src/protocol/records/index.ts'
 import { DEFAULT_LOG_CONFIG } from '../src/storage/log-config.ts'
-import { PartitionLog } from '../src/storage/partition-log.ts'
+import { type LogHooks, PartitionLog } from '../src/storage/partition-log.ts'
 
 /** SimDisk for names; log-file writes only counted (no bytes kept), resolved at once. */
 class NullDisk extends SimDisk {
@@ -43,12 +44,28 @@ const [batchBytes, perAppend, inFlight] = (process.env.CASE ?? '1024,1,64').spli
   number,
   number,
 ]
+/**
+ * HOOK=1: an `onBatch` hook reading what the broker's (replication's leader-epoch and producer
+ * state) reads of every appended batch: its base offset, last offset, epoch and producer id.
+ */
+let hookSink = 0n
+const hooks: LogHooks = {
+  onBatch(h) {
+    if (h.partitionLeaderEpoch >= 0 || h.producerId >= 0n)
+      hookSink ^= h.baseOffset + BigInt(h.lastOffsetDelta)
+  },
+}
 const disk = new NullDisk()
 await disk.mkdir('/d')
 const log = await PartitionLog.open(
   '/d/t-0',
   { ...DEFAULT_LOG_CONFIG, segmentBytes: 1 << 30 },
-  { disk, clock: systemClock, ...(process.env.TAIL === '0' ? { tailBytesMax: 0 } : {}) },
+  {
+    disk,
+    clock: systemClock,
+    ...(process.env.TAIL === '0' ? { tailBytesMax: 0 } : {}),
+    ...(process.env.HOOK === '1' ? { hooks } : {}),
+  },
 )
 /** A record batch of exactly `batchBytes` (as bench/storage.ts makes them). */
 function makeBatch(bytes: number): Buffer {
@@ -79,6 +96,7 @@ await Promise.all(
   }),
 )
 const ms = performance.now() - start
+if (hookSink === -1n) console.log('') // keep the hook's reads
 const cpu = process.cpuUsage(cpu0)
 console.log(
   `${count} appends of ${template.length} B: ${((ms * 1000) / count).toFixed(2)} us/append, ${((count * template.length) / 1048576 / (ms / 1000)).toFixed(0)} MB/s, cpu ${((cpu.user + cpu.system) / count).toFixed(2)} us/append`,

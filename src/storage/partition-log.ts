@@ -12,10 +12,10 @@ import {
   ERRORS,
   ErrorCode,
   LOG_OVERHEAD,
-  readBatchHeader,
   type ScanOptions,
   setMaxTimestampAndLogAppendTime,
 } from '../protocol/index.ts'
+import { appendedHeader } from './appended-header.ts'
 import { FileBatchReader, isProblem } from './file-batch-reader.ts'
 import { type LogConfig, NEVER_MS } from './log-config.ts'
 import {
@@ -1027,7 +1027,7 @@ export class PartitionLog {
         if (p.leaderEpoch !== undefined) buf.writeInt32BE(p.leaderEpoch, BatchOffsets.partitionLeaderEpoch)
         next += p.offsetCount
         segment.registerAppend(buf.length, next - 1, p.maxTimestampMs)
-        if (onBatch !== undefined) onBatch(readBatchHeader(buf, 0), 'append')
+        if (onBatch !== undefined) onBatch(appendedHeader(buf, 0, nextOffset), 'append')
       } else {
         for (let i = 0, at = 0; i < p.batchCount; i++) {
           const size = batchSize(buf, at)
@@ -1039,7 +1039,7 @@ export class PartitionLog {
           next += lastOffsetDelta
           segment.registerAppend(size, next, batchMaxMs)
           next++
-          if (onBatch !== undefined) onBatch(readBatchHeader(buf, at), 'append')
+          if (onBatch !== undefined) onBatch(appendedHeader(buf, at), 'append')
           at += size
         }
       }
@@ -1141,7 +1141,7 @@ export class PartitionLog {
         if (batchMaxMs > maxTimestampMs) maxTimestampMs = batchMaxMs
         if (i === 0) baseOffset = firstOffset ?? segment.baseOffset + BigInt(first)
         next = last + 1
-        if (onBatch !== undefined) onBatch(readBatchHeader(buf, at), 'append')
+        if (onBatch !== undefined) onBatch(appendedHeader(buf, at), 'append')
         at += size
       }
       const tail = sliceStart === 0 ? buf : buf.subarray(sliceStart)
