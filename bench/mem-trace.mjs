@@ -2,9 +2,10 @@
 // with NODE_OPTIONS="--import=/abs/path/bench/mem-trace.mjs" and MEM_TRACE=/tmp/trace.jsonl. Every
 // MEM_TRACE_MS (25) it samples process.memoryUsage(); every 250 ms it appends one JSON line with
 // the window's peak RSS and the breakdown at that peak (heap used / total, external, arrayBuffers,
-// V8's new-space size), in MB. Plain JavaScript so that it does not load type stripping into a
+// V8's new-space size), in MB, and the GC pauses so far by kind (count/total ms). Plain JavaScript so that it does not load type stripping into a
 // compiled build. Only processes whose argv has MEM_TRACE_ARG ('start' unless set) are traced.
 import { appendFileSync } from 'node:fs'
+import { PerformanceObserver } from 'node:perf_hooks'
 import { getHeapSpaceStatistics } from 'node:v8'
 
 const file = process.env.MEM_TRACE
@@ -12,6 +13,16 @@ const arg = process.env.MEM_TRACE_ARG ?? 'start'
 if (file && process.argv.includes(arg)) {
   const everyMs = Number(process.env.MEM_TRACE_MS ?? 25)
   const mb = (n) => Math.round(n / 1e5) / 10
+  // GC pauses by kind (perf_hooks 'gc' entries): count and total ms, since the start.
+  const gc = { minor: [0, 0], major: [0, 0], incremental: [0, 0], weak: [0, 0] }
+  const kinds = { 1: 'minor', 4: 'major', 8: 'incremental', 16: 'weak' }
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const k = gc[kinds[e.detail?.kind] ?? 'weak']
+      k[0]++
+      k[1] += e.duration
+    }
+  }).observe({ entryTypes: ['gc'] })
   let peak = null
   let lastFlush = Date.now()
   const sample = () => {
@@ -37,6 +48,7 @@ if (file && process.argv.includes(arg)) {
           newSpace: mb(p.newSpace),
           oldSpace: mb(p.oldSpace),
           code: mb(p.code),
+          gc: Object.fromEntries(Object.entries(gc).map(([k, [n, ms]]) => [k, `${n}/${Math.round(ms)}ms`])),
         })}\n`,
       )
       peak = null
