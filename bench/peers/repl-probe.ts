@@ -4,7 +4,8 @@
  * run, kcat producing as bench:peers does, then each node's counters summed over the run and the
  * cluster's CPU seconds.
  *
- *   node bench/peers/repl-probe.ts [--records 300000] [--acks all] [--runs 2] [--nodes 3] [--config k=v,...]
+ *   node bench/peers/repl-probe.ts [--records 300000] [--acks all] [--runs 2] [--nodes 3] [--latency]
+ *     [--settle-ms 600] [--config k=v,...]
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -21,6 +22,7 @@ const { values: opts } = parseArgs({
     runs: { type: 'string', default: '2' },
     nodes: { type: 'string', default: '3' },
     latency: { type: 'boolean', default: false },
+    'settle-ms': { type: 'string', default: '600' },
     config: { type: 'string', default: '' },
   },
 })
@@ -103,9 +105,13 @@ try {
           '-l',
           file,
         ])
-    await new Promise((r) => setTimeout(r, 600))
-    const cpu = cluster.nodes.reduce((s, n, j) => s + cpuSeconds(n.process.pid) - cpu0[j]!, 0)
-    console.log(`run ${i}: ${Math.round(N / (ms / 1000))} rec/s, cluster CPU ${cpu.toFixed(2)} s`)
+    // Followers may still be replicating when an acks=1 producer is done: their CPU counts too.
+    await new Promise((r) => setTimeout(r, Number(opts['settle-ms'])))
+    const cpus = cluster.nodes.map((n, j) => cpuSeconds(n.process.pid) - cpu0[j]!)
+    const cpu = cpus.reduce((a, b) => a + b, 0)
+    console.log(
+      `run ${i}: ${Math.round(N / (ms / 1000))} rec/s, cluster CPU ${cpu.toFixed(2)} s (${cpus.map((c) => c.toFixed(2)).join(' + ')})`,
+    )
     for (const [j, n] of cluster.nodes.entries()) {
       const lines = n.process.output
         .slice(marks[j])
@@ -135,8 +141,11 @@ try {
             a.max = Math.max(a.max, t.max)
             sum[k] = a
           } else if (v !== null && typeof v === 'object') {
+            // Memory is a level (the largest seen), the rest are counts (summed).
             for (const [k2, v2] of Object.entries(v))
-              sum[`${k}.${k2}`] = ((sum[`${k}.${k2}`] as number | undefined) ?? 0) + (v2 as number)
+              if (k === 'memoryMiB')
+                sum[`${k}.${k2}`] = Math.max((sum[`${k}.${k2}`] as number | undefined) ?? 0, v2 as number)
+              else sum[`${k}.${k2}`] = ((sum[`${k}.${k2}`] as number | undefined) ?? 0) + (v2 as number)
           }
         }
       }
@@ -151,5 +160,9 @@ try {
     }
   }
 } finally {
+  // PROBE_DUMP=dir: each node's whole output (e.g. with NODE_OPTIONS=--trace-gc) to dir/node-N.log.
+  const dump = process.env.PROBE_DUMP
+  if (dump !== undefined)
+    for (const n of cluster.nodes) writeFileSync(join(dump, `node-${n.id}.log`), n.process.output)
   await cluster.stop()
 }

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import { CLUSTER_ID_KEY, type LogLevel, WeirNode } from '../broker/index.ts'
 import { applyOverrides, parseHostPort, parseOverrides, parseProperties } from '../config/index.ts'
@@ -147,6 +147,25 @@ export async function runStart(argv: readonly string[]): Promise<number> {
   if (statsMs > 0) {
     const loop = monitorEventLoopDelay({ resolution: 1 })
     loop.enable()
+    // Garbage collection by kind (perf_hooks constants NODE_PERFORMANCE_GC_*): count, ms, max ms.
+    const gcKinds = new Map([
+      [1, 'gcMinorMs'],
+      [4, 'gcMajorMs'],
+      [8, 'gcIncrementalMs'],
+      [16, 'gcWeakCallbacksMs'],
+    ])
+    const gc = new Map<string, { n: number; ms: number; maxMs: number }>()
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        const code = (e as { detail?: { kind?: number } }).detail?.kind ?? 0
+        const kind = gcKinds.get(code) ?? `gc${code}Ms`
+        const g = gc.get(kind) ?? { n: 0, ms: 0, maxMs: 0 }
+        g.n++
+        g.ms += e.duration
+        g.maxMs = Math.max(g.maxMs, e.duration)
+        gc.set(kind, g)
+      }
+    }).observe({ entryTypes: ['gc'] })
     const every = () => {
       statsTimer = systemClock.setTimer(statsMs, () => {
         const stats = node.replicationStats() ?? {}
@@ -156,6 +175,8 @@ export async function runStart(argv: readonly string[]): Promise<number> {
           max: Math.round(loop.max / 1e4) / 100,
         }
         loop.reset()
+        for (const [kind, g] of gc) stats[kind] = { n: g.n, mean: g.ms / g.n, p50: 0, max: g.maxMs }
+        gc.clear()
         const m = process.memoryUsage()
         stats.memoryMiB = {
           heapUsed: Math.round(m.heapUsed / 2 ** 20),

@@ -89,6 +89,33 @@ describe('WriteTail', () => {
     t2.clear()
     assert.equal(budget.used, 0)
   })
+
+  it('past the shared budget, the tails written least recently give up their bytes first', () => {
+    const budget = new TailBudget(100)
+    const idle = new WriteTail(budget, 60)
+    const other = new WriteTail(budget, 60)
+    const writing = new WriteTail(budget, 60)
+    const [o1, o2, o3] = [{}, {}, {}]
+    idle.add(o1, [Buffer.alloc(40, 'i')], 0)
+    other.add(o2, [Buffer.alloc(40, 'o')], 0)
+    // 80 held; 20 more fits, then the idle tail (written first) pays for the next 20.
+    writing.add(o3, [Buffer.alloc(20, 'a')], 0)
+    writing.add(o3, [Buffer.alloc(20, 'b')], 20)
+    assert.equal(idle.cost, 0, 'the least recently written tail gave up its bytes')
+    assert.equal(other.get(o2, 0, 40)!.toString(), 'o'.repeat(40))
+    assert.equal(writing.get(o3, 0, 40)!.toString(), `${'a'.repeat(20)}${'b'.repeat(20)}`)
+    // Written again, the other tail is the newest: a new writer takes from the one written longest ago.
+    other.add(o2, [Buffer.alloc(20, 'p')], 40)
+    const late = new WriteTail(budget, 60)
+    const o4 = {}
+    late.add(o4, [Buffer.alloc(20, 'l')], 0)
+    assert.equal(writing.get(o3, 0, 20), null, 'its oldest piece went')
+    assert.equal(writing.get(o3, 20, 20)!.toString(), 'b'.repeat(20))
+    assert.equal(other.get(o2, 0, 60)!.toString(), `${'o'.repeat(40)}${'p'.repeat(20)}`)
+    assert.equal(late.get(o4, 0, 20)!.toString(), 'l'.repeat(20))
+    assert.equal(budget.used, idle.cost + other.cost + writing.cost + late.cost)
+    assert.ok(budget.used <= 100)
+  })
 })
 
 describe('PartitionLog reads from its write tail', () => {
