@@ -4,8 +4,8 @@
  * quorum leader and all three become ready (a node stuck as a candidate or prospective never
  * registers its broker, so its ready line never comes), and every record acknowledged with
  * acks=all before any stop must be read back, with new produces going through. Odd rounds stop the
- * nodes one after another (the quorum leader resigns, a survivor takes over, and the last node
- * stops alone), even rounds all at once.
+ * nodes one after another, the quorum leader first each time (it resigns, a survivor takes over and
+ * resigns in turn, and the last node stops alone), even rounds all at once.
  *
  *   FULL_RESTART_ROUNDS=25 node --test test/faults/full-restart.test.ts
  *   FULL_RESTART_SESSION_MS=9000 ...   # Kafka's default broker session (2000 here)
@@ -26,7 +26,7 @@ import {
 import { nodeTransport, systemClock } from '../../src/io/index.ts'
 import type { TopicName } from '../../src/model/index.ts'
 import { apis } from '../../src/protocol/index.ts'
-import { WeirCluster } from '../support/cluster.ts'
+import { type ClusterNode, WeirCluster } from '../support/cluster.ts'
 import { waitFor } from '../support/weir-process.ts'
 
 const ROUNDS = Number(process.env.FULL_RESTART_ROUNDS ?? 2)
@@ -53,32 +53,58 @@ function newClient(c: WeirCluster): ClusterClient {
 
 /** Each node's view of the quorum: leader id and epoch (DescribeQuorum to its client port). */
 async function quorumViews(c: WeirCluster): Promise<Array<{ leaderId: number; epoch: number }>> {
-  return Promise.all(
-    c.nodes.map(async (n) => {
-      const conn = await KafkaConnection.open(
-        { host: '127.0.0.1', port: n.port },
-        {
-          clientId: 'full-restart-test',
-          clock: systemClock,
-          transport: nodeTransport,
-          requestTimeoutMs: 5000,
-          inFlightRequestsMax: 1,
-          responseBytesMax: 1 << 20,
-          connectTimeoutMs: 2000,
-        },
-      )
-      try {
-        const res = await conn.request(apis.DescribeQuorum, 1, {
-          topics: [{ topicName: '__cluster_metadata' as TopicName, partitions: [{ partitionIndex: 0 }] }],
-        })
-        const p = res.topics[0]?.partitions[0]
-        if (p === undefined || p.errorCode !== 0) throw new KafkaError(p?.errorCode ?? res.errorCode)
-        return { leaderId: p.leaderId, epoch: p.leaderEpoch }
-      } finally {
-        conn.close()
-      }
-    }),
+  return Promise.all(c.nodes.map((n) => quorumView(n)))
+}
+
+async function quorumView(n: ClusterNode): Promise<{ leaderId: number; epoch: number }> {
+  const conn = await KafkaConnection.open(
+    { host: '127.0.0.1', port: n.port },
+    {
+      clientId: 'full-restart-test',
+      clock: systemClock,
+      transport: nodeTransport,
+      requestTimeoutMs: 5000,
+      inFlightRequestsMax: 1,
+      responseBytesMax: 1 << 20,
+      connectTimeoutMs: 2000,
+    },
   )
+  try {
+    const res = await conn.request(apis.DescribeQuorum, 1, {
+      topics: [{ topicName: '__cluster_metadata' as TopicName, partitions: [{ partitionIndex: 0 }] }],
+    })
+    const p = res.topics[0]?.partitions[0]
+    if (p === undefined || p.errorCode !== 0) throw new KafkaError(p?.errorCode ?? res.errorCode)
+    return { leaderId: p.leaderId, epoch: p.leaderEpoch }
+  } finally {
+    conn.close()
+  }
+}
+
+/**
+ * SIGTERM one node at a time, each time the quorum leader as the running nodes name it (so the
+ * leader resigns, a survivor takes over and resigns in turn), the last one alone.
+ */
+async function stopLeadersFirst(c: WeirCluster): Promise<Array<number | null>> {
+  const running = [...c.nodes]
+  const codes: Array<number | null> = []
+  while (running.length > 0) {
+    let next = running[0]!
+    if (running.length > 1) {
+      const leaderId = await waitFor(
+        'a quorum leader among the running nodes',
+        async () => {
+          const v = await quorumView(running[0]!)
+          return running.some((n) => n.id === v.leaderId) ? v.leaderId : undefined
+        },
+        15_000,
+      ).catch(() => null)
+      next = running.find((n) => n.id === leaderId) ?? next
+    }
+    running.splice(running.indexOf(next), 1)
+    codes.push(await next.process.stop())
+  }
+  return codes
 }
 
 /** Produces PER_ROUND records with acks=all; returns the values acknowledged. */
@@ -145,7 +171,7 @@ test(`full-cluster SIGTERM then start, ${ROUNDS} rounds: a leader, every node re
     for (let round = 1; round <= ROUNDS; round++) {
       client.close()
       const sequential = round % 2 === 1
-      if (sequential) for (const n of c.nodes) assert.equal(await n.process.stop(), 0, dump(c))
+      if (sequential) assert.deepEqual(await stopLeadersFirst(c), [0, 0, 0], dump(c))
       else assert.deepEqual(await Promise.all(c.nodes.map((n) => n.process.stop())), [0, 0, 0], dump(c))
       try {
         await Promise.all(c.nodes.map((n) => n.process.start(60_000)))
