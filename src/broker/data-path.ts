@@ -7,7 +7,7 @@
 import { statfs } from 'node:fs/promises'
 import { type EffectiveConfig, resolveTopicConfig } from '../config/index.ts'
 import { type NodeConfigSource, topicConfigLayers } from '../controller/index.ts'
-import type { Clock, Disk, Random, Transport } from '../io/index.ts'
+import type { Clock, Disk, Random, TimerHandle, Transport } from '../io/index.ts'
 import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import type {
@@ -61,6 +61,9 @@ export interface DataPathOptions {
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
 }
 
+/** A pooled read buffer unused for 5-10 s is dropped: a consumer reading old data reuses its own. */
+const READ_BUFFER_TRIM_MS = 5000
+
 export class DataPath {
   readonly replicas: ReplicaManager
   readonly producerIds: ProducerIdManager
@@ -68,9 +71,11 @@ export class DataPath {
   /** The node's buffers for fetch reads of old data (the write tail answers recent data). */
   readonly readBuffers = new ReadBufferPool()
   readonly #o: DataPathOptions
+  #trimTimer: TimerHandle | null = null
 
   constructor(options: DataPathOptions) {
     this.#o = options
+    this.#armTrim()
     const e = options.effective
     this.replicas = new ReplicaManager({
       nodeId: options.nodeId,
@@ -181,8 +186,18 @@ export class DataPath {
     this.replicas.completeDelayed()
   }
 
+  /** Every READ_BUFFER_TRIM_MS, the read buffers no fetch used since the last time go back. */
+  #armTrim(): void {
+    this.#trimTimer = this.#o.clock.setTimer(READ_BUFFER_TRIM_MS, () => {
+      this.readBuffers.trimIdle()
+      this.#armTrim()
+    })
+  }
+
   /** Before the log directories close: producer snapshots at every log end. */
   close(): Promise<void> {
+    if (this.#trimTimer !== null) this.#o.clock.clearTimer(this.#trimTimer)
+    this.#trimTimer = null
     return this.replicas.close()
   }
 }

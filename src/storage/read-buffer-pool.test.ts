@@ -48,6 +48,27 @@ describe('ReadBufferPool', () => {
     assert.notEqual(d.buffer, b.buffer)
   })
 
+  it('trimIdle drops the free buffers not lent since its previous call, never a lent one', () => {
+    const pool = new ReadBufferPool({ bytesMax: 1024 * KIB })
+    const a = pool.acquire(64 * KIB)
+    const b = pool.acquire(128 * KIB)
+    const c = pool.acquire(256 * KIB)
+    pool.release(a)
+    pool.release(b)
+    assert.equal(pool.trimIdle(), 0, 'all three were lent since the pool began')
+    const again = pool.acquire(100 * KIB) // b's buffer, used again
+    assert.equal(again.buffer, b.buffer)
+    pool.release(again)
+    assert.equal(pool.trimIdle(), 64 * KIB, 'a went unused: dropped; b stays; c is lent')
+    assert.equal(pool.heldBytes, 384 * KIB)
+    assert.equal(pool.trimIdle(), 128 * KIB, 'b unused since: dropped')
+    assert.equal(pool.lentBytes, 256 * KIB)
+    pool.release(c) // lent across two trims: it counts as used, kept once more
+    assert.equal(pool.trimIdle(), 0)
+    assert.equal(pool.trimIdle(), 256 * KIB)
+    assert.equal(pool.heldBytes, 0)
+  })
+
   it('never lends memory that is lent, never holds more than its budget (random acquire/release)', () => {
     fc.assert(
       fc.property(

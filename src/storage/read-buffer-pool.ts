@@ -36,8 +36,8 @@ export const READ_BUFFER_GRANULE_BYTES = 64 * 1024
  *   plain allocation that the pool does not track (the read still works, as before the pool).
  * - A lent buffer is never lent again before it is released, so a read never writes into bytes a
  *   socket write is still sending.
- * - The pool never holds more than `bytesMax` bytes (free plus lent), and never shrinks below what
- *   it holds except to make room: after a burst of reads it keeps its free buffers for the next.
+ * - The pool never holds more than `bytesMax` bytes (free plus lent). Free buffers stay for the
+ *   next reads until `trimIdle` finds them unused since its previous call, or room is needed.
  *
  * ```ts
  * const pool = new ReadBufferPool({ bytesMax: 32 << 20 })
@@ -52,6 +52,8 @@ export class ReadBufferPool implements ReadBuffers {
   readonly #free: Buffer[] = []
   /** Lent buffers by their memory, so that a view releases the buffer it came from. */
   readonly #lent = new Map<ArrayBufferLike, Buffer>()
+  /** Buffers lent since the last `trimIdle`. */
+  readonly #usedSinceTrim = new Set<Buffer>()
   #heldBytes = 0
   #lentBytes = 0
   #fallbacks = 0
@@ -100,7 +102,29 @@ export class ReadBufferPool implements ReadBuffers {
     }
     this.#lent.set(buf.buffer, buf)
     this.#lentBytes += buf.length
+    this.#usedSinceTrim.add(buf)
     return buf
+  }
+
+  /**
+   * Drops the free buffers not lent since the previous call, so that memory a burst of reads of
+   * old data needed goes back once they stop (the node calls it every few seconds). Returns the
+   * bytes dropped.
+   */
+  trimIdle(): number {
+    const used = this.#usedSinceTrim
+    let dropped = 0
+    const free = this.#free
+    for (let i = free.length - 1; i >= 0; i--) {
+      const buf = free[i]!
+      if (used.has(buf)) continue
+      free.splice(i, 1)
+      dropped += buf.length
+    }
+    this.#heldBytes -= dropped
+    used.clear()
+    for (const buf of this.#lent.values()) used.add(buf)
+    return dropped
   }
 
   release(bytes: Uint8Array): void {
