@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { describe, test } from 'node:test'
+import { runInNewContext } from 'node:vm'
 import { systemClock } from '../io/index.ts'
 import { Dispatcher } from './dispatcher.ts'
 import { Listener } from './listener.ts'
@@ -18,17 +19,32 @@ describe('ReadGcPacer', () => {
     const collect = minorGc()
     assert.ok(collect !== null, 'V8 gives a minor GC')
     assert.equal((globalThis as { gc?: unknown }).gc, undefined, 'the main context is untouched')
-    collect()
-    const before = process.memoryUsage().arrayBuffers
-    // 64 MiB of reads that die at once, as socket chunks copied into an assembled frame.
-    for (let i = 0; i < 1024; i++) Buffer.allocUnsafeSlow(64 * 1024).fill(i)
-    assert.ok(process.memoryUsage().arrayBuffers - before >= 32 * MIB, 'not collected by themselves')
-    collect()
-    // Array buffers may be swept concurrently: give the sweep a moment.
-    for (let i = 0; i < 100 && process.memoryUsage().arrayBuffers - before > 8 * MIB; i++) {
-      await new Promise((r) => setTimeout(r, 10))
+    // What V8 does on its own is not ours to assert: a round where V8 collected the buffers itself
+    // during the allocation proves nothing and is tried again (seen ~1 run in 10 under load).
+    const major = runInNewContext('gc') as (o: { type: 'major' }) => void
+    let before = 0
+    let piled = 0
+    for (let round = 0; round < 10 && piled < 6 * MIB; round++) {
+      major({ type: 'major' }) // a settled heap: no incremental marking under way from start-up
+      collect()
+      before = process.memoryUsage().arrayBuffers
+      // 8 MiB of reads that die at once (what the pacer lets pile up), as socket chunks copied into an
+      // assembled frame. Much more would start V8's incremental marking on its own, which holds new
+      // buffers until that major collection ends (seconds later): what the pacer is there to avoid.
+      for (let i = 0; i < 128; i++) Buffer.allocUnsafeSlow(64 * 1024).fill(i)
+      piled = process.memoryUsage().arrayBuffers - before
     }
-    assert.ok(process.memoryUsage().arrayBuffers - before <= 8 * MIB)
+    assert.ok(piled >= 6 * MIB, 'dead buffers pile up until a GC')
+    // Array buffers are freed by a background sweep; a minor GC that finds one still under way leaves
+    // the rest to the next one (seen ~1 run in 8), so up to three, a second apart.
+    for (let gc = 0; gc < 3 && process.memoryUsage().arrayBuffers - before > MIB; gc++) {
+      collect()
+      for (let i = 0; i < 100 && process.memoryUsage().arrayBuffers - before > MIB; i++) {
+        await new Promise((r) => setTimeout(r, 10))
+      }
+    }
+    const left = process.memoryUsage().arrayBuffers - before
+    assert.ok(left <= MIB, `${left / MIB} MiB of the dead buffers left after the minor GC`)
   })
 
   test('collects once per everyBytes read, counting across reads', () => {
