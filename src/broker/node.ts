@@ -100,6 +100,9 @@ const CONTROLLED_SHUTDOWN_MS_MAX = 5000
 export const METADATA_VERSION = 25
 export const METADATA_VERSION_MIN = 7
 const METADATA_DIR = '__cluster_metadata-0'
+/** When a broker's client listeners still hold their connections, the first log line says why. */
+const HELD_LOG_FIRST_MS = 5_000
+const HELD_LOG_INTERVAL_MS = 30_000
 /** Weir's own static key: the cluster id a node formats its directories with when they are new. */
 export const CLUSTER_ID_KEY = 'cluster.id'
 
@@ -134,6 +137,12 @@ export class WeirNode {
   #brokerEpoch = -1n
   /** The replica manager started (after the metadata caught up past this broker's registration). */
   #replicasStarted = false
+  /** The controller acknowledged the catch-up (a heartbeat answered `isCaughtUp`). */
+  #caughtUpAcknowledged = false
+  /** The client listeners serve (they hold their connections until the initial catch-up). */
+  #serving = false
+  /** Logs, while the client listeners hold their connections, what they wait for. */
+  #heldLogTimer: ReturnType<Clock['setTimer']> | null = null
   #fenced = true
   #stopping = false
   #readyWaiters: Array<() => void> = []
@@ -529,8 +538,57 @@ export class WeirNode {
         }),
       )
     }
-    // Every handler is in place: serve the connections held since the listeners were bound.
-    for (const b of this.#listeners) b.listener.serve()
+    // Every handler is in place: the controller listener serves the connections held since it was
+    // bound at once (Raft and the other controllers need it); the client listeners hold theirs
+    // until this broker has caught up with the metadata log (#maybeServe).
+    for (const b of this.#listeners) if (b.isController) b.listener.serve()
+    if (this.config.broker) this.#logHeld(HELD_LOG_FIRST_MS)
+    else this.#serving = true
+  }
+
+  /**
+   * The client listeners serve once the controller acknowledged that this broker caught up (a
+   * heartbeat answered `isCaughtUp`: the metadata it applied reached its own registration record)
+   * and the replica manager started from that image, as Kafka's BrokerServer waits for the
+   * lifecycle manager's initial catch-up and the first metadata publish before
+   * `enableRequestProcessing`. Before, the image may lack topics or name this broker the leader in
+   * an epoch its registration took away: clients would be told "unknown topic" or sent to a stale
+   * leader. Connections accepted meanwhile are held unread, not refused.
+   */
+  #maybeServe(): void {
+    if (this.#serving || this.#stopping || !this.#caughtUpAcknowledged || !this.#replicasStarted) return
+    this.#serving = true
+    if (this.#heldLogTimer !== null) this.#clock.clearTimer(this.#heldLogTimer)
+    this.#heldLogTimer = null
+    this.#log(
+      'info',
+      `metadata caught up to offset ${this.#loader.image.provenance.offset} (registration at ${this.#brokerEpoch}): serving clients`,
+    )
+    for (const b of this.#listeners) if (!b.isController) b.listener.serve()
+    this.#checkReady()
+  }
+
+  /** While the client listeners hold their connections, says in the log what they wait for. */
+  #logHeld(delayMs: number): void {
+    this.#heldLogTimer = this.#clock.setTimer(delayMs, () => {
+      this.#heldLogTimer = null
+      if (this.#serving || this.#stopping) return
+      const held = this.#listeners
+        .filter((b) => !b.isController)
+        .reduce((n, b) => n + b.listener.connectionCount, 0)
+      const leader = this.#quorum?.status().leaderId ?? null
+      const waiting =
+        this.#brokerEpoch < 0n
+          ? `registration with the controller${leader === null ? ' (no controller quorum leader known: is the quorum reachable?)' : ''}`
+          : this.#loader.image.provenance.offset < this.#brokerEpoch
+            ? `the metadata to reach offset ${this.#brokerEpoch} (at ${this.#loader.image.provenance.offset})`
+            : 'the controller to acknowledge the catch-up'
+      this.#log(
+        'warn',
+        `client listeners hold ${held} connection(s) until this broker catches up: waiting for ${waiting}`,
+      )
+      this.#logHeld(HELD_LOG_INTERVAL_MS)
+    })
   }
 
   /** Registers this broker with the controller, then heartbeats; unfenced once caught up. */
@@ -599,6 +657,7 @@ export class WeirNode {
     if (this.#loader.image.provenance.offset < this.#brokerEpoch) return
     this.#replicasStarted = true
     this.#dataPath.startReplicas(this.#logManagers)
+    this.#maybeServe()
   }
 
   /** The next heartbeat now, unless one is in flight or the broker is not registered (it carries the news then). */
@@ -633,6 +692,10 @@ export class WeirNode {
         return
       }
       if (res.errorCode === ErrorCode.None) {
+        if (res.isCaughtUp === true && !this.#caughtUpAcknowledged) {
+          this.#caughtUpAcknowledged = true
+          this.#maybeServe()
+        }
         const fenced = res.isFenced ?? true
         if (fenced !== this.#fenced) this.#log('info', fenced ? 'broker fenced' : 'broker unfenced: serving')
         this.#fenced = fenced
@@ -648,7 +711,9 @@ export class WeirNode {
 
   #isReady(): boolean {
     if (this.config.broker)
-      return !this.#fenced && this.#loader.image.brokers.get(this.config.nodeId)?.fenced === false
+      return (
+        this.#serving && !this.#fenced && this.#loader.image.brokers.get(this.config.nodeId)?.fenced === false
+      )
     return this.#quorum?.status().leaderId !== null
   }
 
@@ -657,7 +722,10 @@ export class WeirNode {
     for (const w of this.#readyWaiters.splice(0)) w()
   }
 
-  /** Resolves once the node serves: the broker is unfenced (or, controller-only, a leader is known). */
+  /**
+   * Resolves once the node serves: the broker's client listeners serve and it is unfenced (or,
+   * controller-only, a leader is known).
+   */
   async ready(): Promise<void> {
     if (!this.#isReady()) await new Promise<void>((resolve) => this.#readyWaiters.push(resolve))
     // Unfencing hands the broker its leaderships back: serve once the replicas have taken them.
@@ -725,6 +793,7 @@ export class WeirNode {
     if (this.#stopping) return
     this.#stopping = true
     if (this.#heartbeatTimer !== null) this.#clock.clearTimer(this.#heartbeatTimer)
+    if (this.#heldLogTimer !== null) this.#clock.clearTimer(this.#heldLogTimer)
     this.#dataPath?.completeDelayed()
     for (const b of this.#listeners.filter((x) => !x.isController))
       await b.listener.stop(graceMs).catch(() => {})

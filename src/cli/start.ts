@@ -128,7 +128,26 @@ export async function runStart(argv: readonly string[]): Promise<number> {
     if (disk !== undefined)
       log('warn', `test-only slow disk: delays from ${slowDiskFile} (WEIR_TEST_SLOW_DISK_FILE)`)
     node = await WeirNode.start({ staticConfig: config, log, ...(disk === undefined ? {} : { disk }) })
-    await node.ready()
+    // A signal before the node is ready (e.g. a broker holding its clients' connections while its
+    // controller quorum is unreachable) stops it at once instead of waiting for ready.
+    const early = await Promise.race([
+      node.ready().then(() => null),
+      new Promise<string>((resolve) => {
+        if (requested !== null) resolve(requested)
+        else onSignal = resolve
+      }),
+    ])
+    onSignal = null
+    if (early !== null) {
+      log('info', `${early}: shutting down before ready`)
+      try {
+        await node.stop()
+      } catch (e) {
+        log('error', `shutdown: ${(e as Error).message}`)
+        process.exit(1)
+      }
+      return 0
+    }
   } catch (e) {
     process.stderr.write(`weir start: ${(e as Error).message}\n`)
     return 1
