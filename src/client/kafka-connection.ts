@@ -90,7 +90,8 @@ export class KafkaConnection {
     this.address = address
     this.#conn = conn
     this.#options = options
-    this.#frames = new FrameReader({ frameBytesMax: options.responseBytesMax })
+    // Transport chunks are lent (io/transport.ts): frames are copied out of them.
+    this.#frames = new FrameReader({ frameBytesMax: options.responseBytesMax, lentChunks: true })
     conn.onData((chunk) => this.#onData(chunk))
     conn.onDrain(() => this.#flushQueue())
     conn.onClose((e) =>

@@ -4,7 +4,11 @@
  */
 import { connect as netConnect, type Socket } from 'node:net'
 
-/** A byte stream to a peer. Callbacks run on the event loop; `onClose` runs exactly once. */
+/**
+ * A byte stream to a peer. Callbacks run on the event loop; `onClose` runs exactly once. A chunk
+ * given to `onData` is lent: valid only until that callback returns (`NodeTransport` reads every
+ * socket read into one buffer per connection), so a reader copies what it keeps.
+ */
 export interface TransportConnection {
   /** Queues bytes; returns false when the peer is not keeping up (wait for `onDrain`). */
   write(pieces: readonly Buffer[]): boolean
@@ -22,14 +26,20 @@ export interface Transport {
   ): Promise<TransportConnection>
 }
 
+/** Bytes a connection's socket reads at most at once, into the one buffer it reuses. */
+export const SOCKET_READ_BYTES = 64 * 1024
+
 class SocketConnection implements TransportConnection {
   readonly #socket: Socket
+  /** The listeners of the socket's reads (into its reused buffer: `onread`). */
+  readonly #dataFns: Array<(chunk: Buffer) => void>
   #closeFns: Array<(error: Error | null) => void> = []
   #closed = false
   #error: Error | null = null
 
-  constructor(socket: Socket) {
+  constructor(socket: Socket, dataFns: Array<(chunk: Buffer) => void>) {
     this.#socket = socket
+    this.#dataFns = dataFns
     socket.setNoDelay(true)
     socket.on('error', (e) => {
       this.#error = e
@@ -56,7 +66,7 @@ class SocketConnection implements TransportConnection {
   }
 
   onData(fn: (chunk: Buffer) => void): void {
-    this.#socket.on('data', fn)
+    this.#dataFns.push(fn)
   }
 
   onDrain(fn: () => void): void {
@@ -73,7 +83,22 @@ class SocketConnection implements TransportConnection {
 export const nodeTransport: Transport = {
   connect(address, options) {
     return new Promise((resolve, reject) => {
-      const socket = netConnect({ host: address.host, port: address.port })
+      // Every read lands in one buffer per connection instead of a new 64 KiB Buffer per read:
+      // a follower receives each replicated byte on these (docs/performance.md).
+      const dataFns: Array<(chunk: Buffer) => void> = []
+      const readBuffer = Buffer.allocUnsafeSlow(SOCKET_READ_BYTES)
+      const socket = netConnect({
+        host: address.host,
+        port: address.port,
+        onread: {
+          buffer: readBuffer,
+          callback: (bytes: number) => {
+            const chunk = readBuffer.subarray(0, bytes)
+            for (const fn of dataFns) fn(chunk)
+            return true
+          },
+        },
+      })
       const timer = setTimeout(() => {
         socket.destroy()
         reject(
@@ -83,7 +108,7 @@ export const nodeTransport: Transport = {
       socket.once('connect', () => {
         clearTimeout(timer)
         socket.removeAllListeners('error')
-        resolve(new SocketConnection(socket))
+        resolve(new SocketConnection(socket, dataFns))
       })
       socket.once('error', (e) => {
         clearTimeout(timer)

@@ -248,6 +248,29 @@ describe('FrameReader', () => {
     )
   })
 
+  it('lentChunks: every frame is its own memory, so the next read into the same buffer leaves it intact', () => {
+    const reader = new FrameReader({ lentChunks: true })
+    const lent = Buffer.alloc(64)
+    const stream = Buffer.concat([
+      encodeFrame(Buffer.from('one')),
+      encodeFrame(Buffer.from('two')),
+      header(10),
+    ])
+    stream.copy(lent)
+    reader.push(lent.subarray(0, stream.length + 2)) // "two" whole, then half of a frame of 10
+    lent.fill(0x61, stream.length, stream.length + 2)
+    const got: Buffer[] = []
+    for (let f = reader.next(); f !== null; f = reader.next()) got.push(f)
+    lent.fill(0x62) // the socket's next read overwrites the buffer
+    reader.push(lent.subarray(0, 8))
+    for (let f = reader.next(); f !== null; f = reader.next()) got.push(f)
+    assert.deepEqual(
+      got.map((f) => f.toString()),
+      ['one', 'two', 'aabbbbbbbb'],
+    )
+    for (const f of got) assert.ok(!overlaps(f, lent))
+  })
+
   it('rejects an oversize frame before its body arrives, wherever the stream is cut', () => {
     fc.assert(
       fc.property(

@@ -52,9 +52,12 @@ export class FrameError extends Error {
  * - A zero-length frame is returned as an empty buffer. Kafka rejects it as a request (it has no
  *   header); that decision belongs to the caller, not to the framing.
  * - Memory between chunks is bounded: at most 4 header bytes and one partly received frame.
+ * - With `lentChunks`, a pushed chunk is only valid until `next` has returned null (a socket's
+ *   reused read buffer): a frame inside one chunk is returned as a copy of its own instead.
  */
 export class FrameReader {
   readonly frameBytesMax: number
+  readonly #lentChunks: boolean
   #chunk: Buffer | null = null
   #chunkOffset = 0
   /** The size prefix when it arrives split across chunks. */
@@ -67,7 +70,8 @@ export class FrameReader {
   #partialFill = 0
   #error: FrameError | null = null
 
-  constructor(options: { frameBytesMax?: number } = {}) {
+  constructor(options: { frameBytesMax?: number; lentChunks?: boolean } = {}) {
+    this.#lentChunks = options.lentChunks ?? false
     const frameBytesMax = options.frameBytesMax ?? FRAME_BYTES_MAX_DEFAULT
     assert(
       Number.isInteger(frameBytesMax) && frameBytesMax >= 0 && frameBytesMax <= FRAME_BYTES_LIMIT,
@@ -98,9 +102,14 @@ export class FrameReader {
 
     if (this.#partial === null) {
       if (available >= size) {
-        // The whole body is in this chunk: a view, no copy.
+        // The whole body is in this chunk: a view, no copy (a copy when the chunk is lent).
         const start = this.#chunkOffset
-        const frame = chunk === null ? Buffer.alloc(0) : chunk.subarray(start, start + size)
+        const frame =
+          chunk === null
+            ? Buffer.alloc(0)
+            : this.#lentChunks
+              ? Buffer.from(chunk.subarray(start, start + size))
+              : chunk.subarray(start, start + size)
         this.#consume(size)
         this.#frameSize = -1
         return frame
