@@ -23,6 +23,7 @@ const { values: opts } = parseArgs({
     nodes: { type: 'string', default: '3' },
     latency: { type: 'boolean', default: false },
     'settle-ms': { type: 'string', default: '600' },
+    'warm-records': { type: 'string', default: '0' },
     config: { type: 'string', default: '' },
   },
 })
@@ -76,6 +77,30 @@ const cluster = await WeirCluster.start({ nodes: NODES, prefix: 'weir-repl-probe
 const file = join(tmpdir(), `weir-repl-probe-${N}.txt`)
 writeFileSync(file, `${'r'.repeat(100)}\n`.repeat(N))
 try {
+  // --warm-records N: first N records at acks=1 with kcat to a topic of their own (the page cache
+  // then holds what a throughput run wrote, as in bench:peers before its latency runs).
+  const warm = Number(opts['warm-records'])
+  if (warm > 0) {
+    await run(PY, [PY_CLIENT, 'create', cluster.bootstrap, 'probe-warm', '1', String(NODES), ''])
+    await new Promise((r) => setTimeout(r, 1500))
+    const warmFile = join(tmpdir(), `weir-repl-probe-${warm}.txt`)
+    writeFileSync(warmFile, `${'r'.repeat(100)}\n`.repeat(warm))
+    await run('kcat', [
+      '-P',
+      '-b',
+      cluster.bootstrap,
+      '-t',
+      'probe-warm',
+      '-X',
+      'acks=1',
+      '-X',
+      'linger.ms=5',
+      '-X',
+      'batch.size=1000000',
+      '-l',
+      warmFile,
+    ])
+  }
   for (let i = 0; i < Number(opts.runs); i++) {
     const topic = `probe-${opts.acks}-${i}`
     await run(PY, [PY_CLIENT, 'create', cluster.bootstrap, topic, '1', String(NODES), ''])
