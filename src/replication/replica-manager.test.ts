@@ -266,6 +266,27 @@ describe('replica manager', () => {
     assert.equal((await h.disk.readFile(`${dir}/leader-epoch-checkpoint`)).toString(), '0\n1\n0 0\n')
   })
 
+  test('a produce that arrives while a partition led here is still being opened waits for it (no NOT_LEADER_OR_FOLLOWER)', async () => {
+    const h = await Harness.create()
+    // The image names this node the leader at once; the log is opened by the reconciliation after.
+    const created = h.createTopic()
+    assert.equal(h.rm.getPartition(TOPIC, 0), undefined, 'not hosted yet')
+    const [acks1] = await h.produce(batch(3), 1)
+    assert.equal(acks1!.errorCode, ErrorCode.None)
+    assert.equal(acks1!.baseOffset, 0n)
+    await created
+    // A partition led elsewhere is still answered at once.
+    await h.commit(
+      encodeMetadataRecord(T.PartitionChange, 0, {
+        topicId: TOPIC_ID,
+        partitionId: 0,
+        leader: 2 as BrokerId,
+      }),
+    )
+    const [elsewhere] = await h.produce(batch(1), 1)
+    assert.equal(elsewhere!.errorCode, ErrorCode.NotLeaderOrFollower)
+  })
+
   test('acks=-1 answers once the batch is fsynced (flush.on.ack) and the high watermark passed it', async () => {
     const h = await Harness.create()
     await h.createTopic()

@@ -807,6 +807,33 @@ export class ReplicaManager {
     return this.#partitions.values()
   }
 
+  /**
+   * Whether the metadata this broker serves already names it the partition's leader while the
+   * partition is still being opened (a topic just created: Metadata answers from the image at once,
+   * the reconciliation opens logs with fsyncs). Kafka applies a metadata delta to its replica
+   * manager in the same step as its metadata cache, so a client never meets that window there; a
+   * produce waits for it here instead of answering NOT_LEADER_OR_FOLLOWER, which clients that resend
+   * a whole request on any partition's error (@platformatic/kafka without idempotence) turned into
+   * duplicates of the other partitions' records.
+   */
+  #ledOnceReconciled(topic: string, index: number): boolean {
+    if (!this.#started || this.#closed) return false
+    const reg = this.#image?.topicsByName.get(topic as TopicName)?.partitions.get(index)
+    return reg !== undefined && reg.leader === this.#o.nodeId
+  }
+
+  /** `settled()`, or `timeoutMs` passing first. */
+  async #settledWithin(timeoutMs: number): Promise<void> {
+    let timer: TimerHandle | null = null
+    await Promise.race([
+      this.settled(),
+      new Promise<void>((resolve) => {
+        timer = this.#o.clock.setTimer(Math.max(0, timeoutMs), resolve)
+      }),
+    ])
+    if (timer !== null) this.#o.clock.clearTimer(timer)
+  }
+
   /** The error for a partition not hosted here: unknown to metadata, or led elsewhere. */
   #unhosted(topic: string, index: number): number {
     const t = this.#image?.topicsByName.get(topic as TopicName)
@@ -828,7 +855,11 @@ export class ReplicaManager {
     const startMs = this.#o.clock.monotonicMs()
     const appended = await Promise.all(
       entries.map(async (e) => {
-        const p = this.getPartition(e.topic, e.partition)
+        let p = this.getPartition(e.topic, e.partition)
+        if (p === undefined && this.#ledOnceReconciled(e.topic, e.partition)) {
+          await this.#settledWithin(options.timeoutMs)
+          p = this.getPartition(e.topic, e.partition)
+        }
         if (p === undefined) return { p, r: produceError(this.#unhosted(e.topic, e.partition)) }
         // An offline partition (its log dir failed) is Kafka's HostedPartition.Offline, whatever its role.
         if (p.log.offlineCause !== null) return { p, r: produceError(ErrorCode.KafkaStorageError) }
