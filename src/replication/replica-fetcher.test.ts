@@ -593,6 +593,22 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     await c.close()
   })
 
+  test('a new topic whose leader has not applied it yet: the follower asks again within a short retry, not after the backoff', async () => {
+    const c = new Cluster()
+    c.fetcherBackoffMs = 5000
+    // The leader's metadata lags: the follower's first fetches find no such partition there.
+    c.lagging.add(1)
+    await c.start([1, 2], { replicas: [1, 2], isr: [1, 2], leader: 1 })
+    await c.run(150)
+    assert.equal(c.partition(2).isLeader, false, 'broker 2 follows')
+    await c.catchUp(1)
+    await c.produce(1, batch(3, 'a'))
+    await c.run(400)
+    assert.equal(c.partition(2).logEndOffset, 3n, 'fetched once the leader had the partition')
+    assert.deepEqual(await c.logBytes(2), await c.logBytes(1))
+    await c.close()
+  })
+
   // Seed 1 once spun: a replica that led an epoch without writing kept that epoch at its log end.
   for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
     test(`random cuts and clean leader changes: no acknowledged record is lost, replicas converge (seed ${seed})`, async () => {

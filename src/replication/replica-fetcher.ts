@@ -76,9 +76,14 @@ interface FetchState {
   delayedUntilMs: number
   /** FENCED_LEADER_EPOCH: this broker's metadata is behind; nothing until it is re-assigned. */
   fenced: boolean
+  /** NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION answers in a row (the retry doubles). */
+  notLeaderRetries: number
 }
 
-/** How soon a partition is fetched again after UNKNOWN_LEADER_EPOCH (the leader's metadata lags). */
+/**
+ * How soon a partition is fetched again after UNKNOWN_LEADER_EPOCH (the leader's metadata lags), and
+ * first after NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION (doubling from there).
+ */
 export const METADATA_LAG_RETRY_MS = 50
 
 function minOffset(a: bigint, b: bigint): bigint {
@@ -147,7 +152,7 @@ export class ReplicaFetcher {
     const k = keyOf(p)
     const s = this.#states.get(k)
     if (s !== undefined && s.p === p && s.leaderEpoch === leaderEpoch) return
-    this.#states.set(k, { p, leaderEpoch, delayedUntilMs: 0, fenced: false })
+    this.#states.set(k, { p, leaderEpoch, delayedUntilMs: 0, fenced: false, notLeaderRetries: 0 })
     this.#start()
     this.#poke()
   }
@@ -275,6 +280,8 @@ export class ReplicaFetcher {
 
   async #applyOne(s: FetchState, spec: ReplicaFetchPartition, a: ReplicaFetchAnswer): Promise<void> {
     const p = s.p
+    if (a.errorCode !== ErrorCode.NotLeaderOrFollower && a.errorCode !== ErrorCode.UnknownTopicOrPartition)
+      s.notLeaderRetries = 0
     switch (a.errorCode) {
       case ErrorCode.None: {
         if (a.divergingEpoch !== null) {
@@ -313,9 +320,21 @@ export class ReplicaFetcher {
         s.delayedUntilMs =
           this.#clock.monotonicMs() + Math.min(this.#settings.backoffMs, METADATA_LAG_RETRY_MS)
         return
+      case ErrorCode.NotLeaderOrFollower:
+      case ErrorCode.UnknownTopicOrPartition:
+        // This broker's metadata names that leader in this epoch, so either the leader has not
+        // applied it or opened the partition yet (a topic just created: milliseconds), or it moved
+        // on and this broker's metadata will re-assign the partition. Ask again at 50 ms, doubling
+        // to the backoff: a full second's wait held every acks=all write to a new topic for that
+        // second whenever a follower's first fetch beat the leader's reconciliation (about half
+        // of the 3-node bench:peers rounds).
+        s.delayedUntilMs =
+          this.#clock.monotonicMs() +
+          Math.min(this.#settings.backoffMs, METADATA_LAG_RETRY_MS * 2 ** s.notLeaderRetries)
+        s.notLeaderRetries = Math.min(s.notLeaderRetries + 1, 16)
+        return
       default:
-        // NOT_LEADER_OR_FOLLOWER (it moved on: this broker's metadata re-assigns the partition),
-        // UNKNOWN_TOPIC_*, KAFKA_STORAGE_ERROR: back off until metadata catches up.
+        // KAFKA_STORAGE_ERROR and the rest: back off until metadata catches up.
         s.delayedUntilMs = this.#clock.monotonicMs() + this.#settings.backoffMs
     }
   }
