@@ -32,6 +32,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePorts, NODE, REPO, WEIR } from '../test/support/weir-process.ts'
+import { kcatProduceArgs } from './kcat-producer.ts'
 
 const records = Number(process.env.BENCH_RECORDS ?? 1_000_000)
 const recordBytes = Number(process.env.BENCH_RECORD_BYTES ?? 100)
@@ -157,30 +158,6 @@ function writeRecordsFile(): void {
   writeFileSync(RECORDS_FILE, line.repeat(records))
 }
 
-function kcatProduceArgs(b: Broker, topic: string, acks: string): string[] {
-  return [
-    '-P',
-    '-b',
-    b.bootstrap,
-    '-t',
-    topic,
-    '-X',
-    `acks=${acks}`,
-    '-X',
-    'linger.ms=5',
-    '-X',
-    'batch.size=1000000',
-    '-X',
-    'batch.num.messages=100000',
-    '-X',
-    'queue.buffering.max.messages=2000000',
-    '-X',
-    'queue.buffering.max.kbytes=2097151',
-    '-l',
-    RECORDS_FILE,
-  ]
-}
-
 async function kcatConsume(b: Broker, topic: string): Promise<{ ms: number; n: number }> {
   countedBytes = 0
   const { ms } = await run('kcat', [
@@ -221,7 +198,7 @@ async function runCase(c: Case, f: Figures): Promise<void> {
   const b = await Broker.start()
   try {
     for (const t of ['kcat', 'py', 'rate']) await py('create', b.bootstrap, t, c.partitions)
-    const kp = await run('kcat', kcatProduceArgs(b, 'kcat', c.acks))
+    const kp = await run('kcat', kcatProduceArgs(b.bootstrap, 'kcat', c.acks, RECORDS_FILE))
     f.kcatP.push(records / (kp.ms / 1000))
     const pp = await py('produce', b.bootstrap, 'py', records, recordBytes, c.acks, 0)
     if (pp.errors! > 0) throw new Error(`${pp.errors} delivery errors`)
@@ -286,7 +263,7 @@ async function profile(dir: string): Promise<void> {
   const fetchDir = join(dir, 'fetch')
   const b = await Broker.start({ profile: produceDir })
   for (const t of ['kcat', 'py']) await py('create', b.bootstrap, t, 1)
-  await run('kcat', kcatProduceArgs(b, 'kcat', '1'))
+  await run('kcat', kcatProduceArgs(b.bootstrap, 'kcat', '1', RECORDS_FILE))
   await py('produce', b.bootstrap, 'py', records, recordBytes, '1', 0)
   await b.stop(false)
   // The same log, reopened by a profiled process that only serves fetches.

@@ -238,7 +238,7 @@ async function runCase(name: string): Promise<{ failover: number[]; rejoin: numb
       )
     }
   } catch (e) {
-    for (const n of cluster.nodes) console.error(`--- node ${n.id}\n${n.process.output.slice(-6000)}`)
+    console.error(cluster.outputTail(6000))
     throw e
   } finally {
     mon.client.close()

@@ -39,6 +39,7 @@ import { WeirCluster } from '../../test/support/cluster.ts'
 import { openConnection } from '../../test/support/connection.ts'
 import { freePorts, NODE, REPO, WEIR } from '../../test/support/weir-process.ts'
 import { kafkaVersion, startKafka } from '../../tools/kafka/kafka.ts'
+import { kcatProduceArgs } from '../kcat-producer.ts'
 
 const { values: opts } = parseArgs({
   options: {
@@ -409,27 +410,7 @@ async function kcatProduce(
   size: number,
   acks: string,
 ): Promise<number> {
-  const { ms } = await run('kcat', [
-    '-P',
-    '-b',
-    k.bootstrap,
-    '-t',
-    topic,
-    '-X',
-    `acks=${acks}`,
-    '-X',
-    'linger.ms=5',
-    '-X',
-    'batch.size=1000000',
-    '-X',
-    'batch.num.messages=100000',
-    '-X',
-    'queue.buffering.max.messages=2000000',
-    '-X',
-    'queue.buffering.max.kbytes=2097151',
-    '-l',
-    recordsFile(size, n),
-  ])
+  const { ms } = await run('kcat', kcatProduceArgs(k.bootstrap, topic, acks, recordsFile(size, n)))
   return n / (ms / 1000)
 }
 

@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { WeirCluster } from '../../test/support/cluster.ts'
 import { REPO } from '../../test/support/weir-process.ts'
+import { kcatProduceArgs } from '../kcat-producer.ts'
 
 const { values: opts } = parseArgs({
   options: {
@@ -85,21 +86,7 @@ try {
     await new Promise((r) => setTimeout(r, 1500))
     const warmFile = join(tmpdir(), `weir-repl-probe-${warm}.txt`)
     writeFileSync(warmFile, `${'r'.repeat(100)}\n`.repeat(warm))
-    await run('kcat', [
-      '-P',
-      '-b',
-      cluster.bootstrap,
-      '-t',
-      'probe-warm',
-      '-X',
-      'acks=1',
-      '-X',
-      'linger.ms=5',
-      '-X',
-      'batch.size=1000000',
-      '-l',
-      warmFile,
-    ])
+    await run('kcat', kcatProduceArgs(cluster.bootstrap, 'probe-warm', '1', warmFile))
   }
   for (let i = 0; i < Number(opts.runs); i++) {
     const topic = `probe-${opts.acks}-${i}`
@@ -109,27 +96,7 @@ try {
     const cpu0 = cluster.nodes.map((n) => cpuSeconds(n.process.pid))
     const ms = opts.latency
       ? await run(PY, [PY_CLIENT, 'produce', cluster.bootstrap, topic, String(N), '100', opts.acks, '20000'])
-      : await run('kcat', [
-          '-P',
-          '-b',
-          cluster.bootstrap,
-          '-t',
-          topic,
-          '-X',
-          `acks=${opts.acks}`,
-          '-X',
-          'linger.ms=5',
-          '-X',
-          'batch.size=1000000',
-          '-X',
-          'batch.num.messages=100000',
-          '-X',
-          'queue.buffering.max.messages=2000000',
-          '-X',
-          'queue.buffering.max.kbytes=2097151',
-          '-l',
-          file,
-        ])
+      : await run('kcat', kcatProduceArgs(cluster.bootstrap, topic, opts.acks, file))
     // Followers may still be replicating when an acks=1 producer is done: their CPU counts too.
     await new Promise((r) => setTimeout(r, Number(opts['settle-ms'])))
     const cpus = cluster.nodes.map((n, j) => cpuSeconds(n.process.pid) - cpu0[j]!)

@@ -140,7 +140,7 @@ test('a restarted broker answers Metadata only once caught up: no missing topic,
     assert.equal(backwards, -1, `the leader epoch went back: ${JSON.stringify(seen)}`)
     assert.ok(seen.length >= 20)
   } catch (e) {
-    for (const n of c.nodes) console.error(`--- node ${n.id}\n${n.process.output.slice(-4000)}`)
+    console.error(c.outputTail())
     throw e
   } finally {
     other.close()
@@ -207,7 +207,7 @@ test('a broker whose controller quorum is down holds its client connections, say
       conn.close()
     }
   } catch (e) {
-    for (const n of c.nodes) console.error(`--- node ${n.id}\n${n.process.output.slice(-4000)}`)
+    console.error(c.outputTail())
     throw e
   }
 })

@@ -166,7 +166,7 @@ test(`a long-lived client across ${ROUNDS} kill -9 and restarts of the leader it
       assert.ok(attempts >= 1)
     }
   } catch (e) {
-    for (const n of c.nodes) console.error(`--- node ${n.id}\n${n.process.output.slice(-4000)}`)
+    console.error(c.outputTail())
     throw e
   } finally {
     client.close()

@@ -129,6 +129,11 @@ export class WeirCluster {
     return n
   }
 
+  /** The last `chars` each node printed, headed by its id: what a failing test shows. */
+  outputTail(chars = 4000): string {
+    return this.nodes.map((n) => `--- node ${n.id}\n${n.process.output.slice(-chars)}`).join('\n')
+  }
+
   /** SIGTERM every node (clean shutdown), then removes the directory; returns the exit codes. */
   async stop(): Promise<Array<number | null>> {
     const codes: Array<number | null> = []
