@@ -6,6 +6,8 @@
  *
  *   node bench/peers/repl-probe.ts [--records 300000] [--acks all] [--runs 2] [--nodes 3] [--latency]
  *     [--settle-ms 600] [--config k=v,...]
+ *
+ * `--acks 1,all`: runs take the listed acks in turn (as bench:peers alternates them on one cluster).
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -44,6 +46,15 @@ function cpuSeconds(pid: number | undefined): number {
   } catch {
     return 0
   }
+}
+
+/** CPU seconds of this process's waited-for children (cutime + cstime): the client's, after it exits. */
+function childrenCpuSeconds(): number {
+  const f = execFileSync('cat', [`/proc/${process.pid}/stat`])
+    .toString()
+    .split(') ')[1]!
+    .split(' ')
+  return (Number(f[13]) + Number(f[14])) / 100
 }
 
 function run(cmd: string, args: string[]): Promise<number> {
@@ -88,21 +99,25 @@ try {
     writeFileSync(warmFile, `${'r'.repeat(100)}\n`.repeat(warm))
     await run('kcat', kcatProduceArgs(cluster.bootstrap, 'probe-warm', '1', warmFile))
   }
+  const acksList = opts.acks.split(',')
   for (let i = 0; i < Number(opts.runs); i++) {
-    const topic = `probe-${opts.acks}-${i}`
+    const acks = acksList[i % acksList.length]!
+    const topic = `probe-${acks}-${i}`
     await run(PY, [PY_CLIENT, 'create', cluster.bootstrap, topic, '1', String(NODES), ''])
     await new Promise((r) => setTimeout(r, 1500))
     const marks = cluster.nodes.map((n) => n.process.output.length)
     const cpu0 = cluster.nodes.map((n) => cpuSeconds(n.process.pid))
+    const clientCpu0 = childrenCpuSeconds()
     const ms = opts.latency
-      ? await run(PY, [PY_CLIENT, 'produce', cluster.bootstrap, topic, String(N), '100', opts.acks, '20000'])
-      : await run('kcat', kcatProduceArgs(cluster.bootstrap, topic, opts.acks, file))
+      ? await run(PY, [PY_CLIENT, 'produce', cluster.bootstrap, topic, String(N), '100', acks, '20000'])
+      : await run('kcat', kcatProduceArgs(cluster.bootstrap, topic, acks, file))
     // Followers may still be replicating when an acks=1 producer is done: their CPU counts too.
     await new Promise((r) => setTimeout(r, Number(opts['settle-ms'])))
+    const clientCpu = childrenCpuSeconds() - clientCpu0
     const cpus = cluster.nodes.map((n, j) => cpuSeconds(n.process.pid) - cpu0[j]!)
     const cpu = cpus.reduce((a, b) => a + b, 0)
     console.log(
-      `run ${i}: ${Math.round(N / (ms / 1000))} rec/s, cluster CPU ${cpu.toFixed(2)} s (${cpus.map((c) => c.toFixed(2)).join(' + ')})`,
+      `run ${i} (acks=${acks}): ${Math.round(N / (ms / 1000))} rec/s, cluster CPU ${cpu.toFixed(2)} s (${cpus.map((c) => c.toFixed(2)).join(' + ')}), client CPU ${clientCpu.toFixed(2)} s, ${(ms / 1000).toFixed(2)} s`,
     )
     for (const [j, n] of cluster.nodes.entries()) {
       const lines = n.process.output

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { config, LOG_DIR_ROOT, logDirSetup, readAll, valuesBatch } from '../../test/storage/fixtures.ts'
+import {
+  config,
+  decodeAll,
+  LOG_DIR_ROOT,
+  logDirSetup,
+  readAll,
+  valuesBatch,
+} from '../../test/storage/fixtures.ts'
 import { LogDirFile, LogManager, parsePartitionDir } from './log-manager.ts'
 import { MetaPropertiesError, parseMetaProperties } from './meta-properties.ts'
 import { formatOffsetCheckpoint, parseOffsetCheckpoint } from './offset-checkpoint-file.ts'
@@ -37,6 +44,25 @@ describe('checkpoint files and meta.properties', () => {
 })
 
 describe('LogManager', () => {
+  it("answers reads of its logs' last 8 MiB from the write tail (BROKER_TAIL_BYTES_MAX)", async () => {
+    const { options } = await setup()
+    const m = await LogManager.open(ROOT, options)
+    const log = await m.getOrCreateLog('t', 0)
+    const value = 'v'.repeat(64 * 1024)
+    for (let i = 0; i < 128; i++) await log.append(valuesBatch(1, value)) // 8 MiB, 128 batches
+    const { hits, misses } = m.tailBudget
+    // A follower 8 MiB behind: every read of the last 128 batches comes from memory.
+    for (let offset = 0n; offset < log.logEndOffset; ) {
+      const r = await log.read(offset, 1024 * 1024)
+      assert.equal(r.errorCode, 0)
+      assert.ok('records' in r && r.records.length > 0)
+      offset += BigInt(decodeAll(r.records).length)
+    }
+    assert.equal(m.tailBudget.misses, misses)
+    assert.ok(m.tailBudget.hits >= hits + 8)
+    await m.close()
+  })
+
   it('lays out a log dir as Kafka does and shuts down cleanly', async () => {
     const { disk, options } = await setup({ directoryId: 'J8aAPcfLQt2UqdE-tp1XnA' })
     const m = await LogManager.open(ROOT, options)

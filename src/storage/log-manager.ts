@@ -27,7 +27,7 @@ import {
   writeOffsetCheckpoint,
 } from './offset-checkpoint-file.ts'
 import { type LogHooks, LogOfflineError, PartitionLog } from './partition-log.ts'
-import { TAIL_BUDGET_BYTES_DEFAULT, TailBudget } from './write-tail.ts'
+import { BROKER_TAIL_BYTES_MAX, TAIL_BUDGET_BYTES_DEFAULT, TailBudget } from './write-tail.ts'
 
 /** The KRaft metadata log's topic (`__cluster_metadata-0`), which only the quorum touches. */
 export const KRAFT_METADATA_TOPIC = '__cluster_metadata'
@@ -325,6 +325,7 @@ export class LogManager {
       onWarning: (m: string) => this.#warn(m),
       onOffline: (cause: Error) => this.markOffline(cause),
       tailBudget: this.#tailBudget,
+      tailBytesMax: BROKER_TAIL_BYTES_MAX,
     }
   }
 

@@ -59,6 +59,17 @@ export const TAIL_BUDGET_BYTES_DEFAULT = 32 * 1024 * 1024
  */
 export const TAIL_BYTES_MAX_DEFAULT = 1024 * 1024
 
+/**
+ * Per partition of a broker's log directory (`LogManager`): 12 MiB, within the directory's budget.
+ * An acks=all producer that pipelines (kcat; up to 8 MiB read ahead per connection) keeps the
+ * leader's log several MB ahead of its followers: with 1 or 4 MiB most follower fetches of a 3-node
+ * kcat run missed the tail (129-208 of ~230 at 4 MiB) and read the page cache instead (1.6 ms mean
+ * per fetch against 0.17 ms from the tail); at 12 MiB none did (bench/peers/repl-probe.ts --acks
+ * 1,all; docs/performance.md). What it holds is mostly produce frames that an acks=all request
+ * keeps alive until it is answered anyway.
+ */
+export const BROKER_TAIL_BYTES_MAX = 12 * 1024 * 1024
+
 interface Piece {
   /** File position of `bytes[0]`. */
   readonly position: number
