@@ -68,6 +68,14 @@ const earlyVariants = process.env.BENCH_EARLY?.split(',')
 const syncWriteVariants = process.env.BENCH_SYNC_WRITE?.split(',')
   .filter((s) => s !== '')
   .map(Number)
+/** `PartitionLogOptions.writeRoundsInFlight` variants, as BENCH_EARLY: `-w<n>`. */
+const roundsVariants = process.env.BENCH_WRITE_ROUNDS?.split(',')
+  .filter((s) => s !== '')
+  .map(Number)
+/** `PartitionLogOptions.flushRoundBytesFirst` variants (bytes), as BENCH_EARLY: `-f<KiB>k`. */
+const flushFirstVariants = process.env.BENCH_FLUSH_FIRST?.split(',')
+  .filter((s) => s !== '')
+  .map(Number)
 /** `PartitionLogOptions.tailBytesMax` variants (bytes, 0: no write tail), as BENCH_EARLY: `-t<KiB>k`. */
 const tailVariants = process.env.BENCH_TAIL?.split(',')
   .filter((s) => s !== '')
@@ -262,13 +270,19 @@ interface Case {
   tailBytesMax?: number
   /** NodeDisk's syncWriteBytesMax (undefined: the default). */
   syncWriteBytesMax?: number
+  /** PartitionLogOptions.writeRoundsInFlight (undefined: the default). */
+  writeRoundsInFlight?: number
+  /** PartitionLogOptions.flushRoundBytesFirst (undefined: the default). */
+  flushRoundBytesFirst?: number
 }
 
 function caseName(c: Case): string {
   const early = c.earlyRoundBytes === undefined ? '' : `-e${c.earlyRoundBytes / KIB}k`
   const tail = c.tailBytesMax === undefined ? '' : `-t${c.tailBytesMax / KIB}k`
   const sync = c.syncWriteBytesMax === undefined ? '' : `-s${c.syncWriteBytesMax / KIB}k`
-  return `${c.batchBytes / KIB}k-x${c.batchesPerAppend}-q${c.inFlight}${c.fsync ? '-gc' : ''}${early}${tail}${sync}`
+  const rounds = c.writeRoundsInFlight === undefined ? '' : `-w${c.writeRoundsInFlight}`
+  const flushFirst = c.flushRoundBytesFirst === undefined ? '' : `-f${c.flushRoundBytesFirst / KIB}k`
+  return `${c.batchBytes / KIB}k-x${c.batchesPerAppend}-q${c.inFlight}${c.fsync ? '-gc' : ''}${early}${tail}${sync}${rounds}${flushFirst}`
 }
 
 /** The matched raw writer's bytes per write (and per fsync): the case's bytes in flight. */
@@ -299,6 +313,8 @@ async function appendCase(dir: string, c: Case, bytes: number): Promise<LogRun> 
     clock: systemClock,
     ...(c.earlyRoundBytes === undefined ? {} : { earlyRoundBytes: c.earlyRoundBytes }),
     ...(c.tailBytesMax === undefined ? {} : { tailBytesMax: c.tailBytesMax }),
+    ...(c.writeRoundsInFlight === undefined ? {} : { writeRoundsInFlight: c.writeRoundsInFlight }),
+    ...(c.flushRoundBytesFirst === undefined ? {} : { flushRoundBytesFirst: c.flushRoundBytesFirst }),
   })
   const one = makeBatch(c.batchBytes)
   const template = Buffer.concat(Array.from({ length: c.batchesPerAppend }, () => one))
@@ -399,6 +415,14 @@ async function main(): Promise<void> {
     .flatMap((c) => (tailVariants === undefined ? [c] : tailVariants.map((t) => ({ ...c, tailBytesMax: t }))))
     .flatMap((c) =>
       syncWriteVariants === undefined ? [c] : syncWriteVariants.map((s) => ({ ...c, syncWriteBytesMax: s })),
+    )
+    .flatMap((c) =>
+      roundsVariants === undefined ? [c] : roundsVariants.map((w) => ({ ...c, writeRoundsInFlight: w })),
+    )
+    .flatMap((c) =>
+      flushFirstVariants === undefined || !c.fsync
+        ? [c]
+        : flushFirstVariants.map((f) => ({ ...c, flushRoundBytesFirst: f })),
     )
   const original: RawWorkload[] = [
     { writeBytes: MIB, fsync: false },

@@ -308,7 +308,101 @@ function holdWrite(n: number): {
   }
 }
 
-describe('PartitionLog with two write rounds in flight', () => {
+describe('PartitionLog with write rounds in flight', () => {
+  it('writes up to three rounds at once, a fourth waits; they show and resolve in order whatever order the disk finishes them in', async () => {
+    const { log, disk } = await openSimLog()
+    // The first two writes are held at the disk; the second is let go first.
+    const gates: ((code?: string) => void)[] = []
+    let writes = 0
+    disk.setHook((op) => {
+      if (op !== 'write' || ++writes > 2) return undefined
+      return new Promise<undefined | string>((resolve) => gates.push(resolve))
+    })
+    const resolved: string[] = []
+    const all: Promise<AppendResult>[] = []
+    for (const cohort of ['a', 'b', 'c', 'd']) {
+      for (let i = 0; i < 3; i++)
+        all.push(
+          log.append(valuesBatch(1, `${cohort}${i}`)).then((r) => {
+            resolved.push(`${cohort}${i}`)
+            return r
+          }),
+        )
+      for (let i = 0; i < 10; i++) await null // the writer issues this cohort as its own round
+    }
+    assert.equal(disk.maxWritesInFlight, 3, 'a, b and c at the disk at once; d waits for a slot')
+    assert.equal(disk.writes, 1, 'c completed beside the two held')
+    assert.equal(log.logEndOffset, 0n, 'nothing readable before the oldest round completes')
+    gates[1]!() // b completes before a: still nothing readable, nothing resolved
+    for (let i = 0; i < 10; i++) await null
+    assert.equal(log.logEndOffset, 0n)
+    assert.deepEqual(resolved, [])
+    gates[0]!()
+    const results = await Promise.all(all)
+    assert.deepEqual(
+      results.map((r) => (r.errorCode === 0 ? Number(r.baseOffset) : -1)),
+      Array.from({ length: 12 }, (_, i) => i),
+    )
+    assert.deepEqual(
+      resolved,
+      ['a', 'b', 'c', 'd'].flatMap((c) => [0, 1, 2].map((i) => `${c}${i}`)),
+    )
+    assert.equal(disk.maxWritesInFlight, 3)
+    disk.setHook(null)
+    assert.deepEqual(
+      (await readAll(log)).map((r) => r.value),
+      ['a', 'b', 'c', 'd'].flatMap((c) => [0, 1, 2].map((i) => `${c}${i}0`)),
+    )
+  })
+
+  it('with writeRoundsInFlight 1 a round waits for the previous write', async () => {
+    const { log, disk } = await openSimLog({}, { options: { writeRoundsInFlight: 1 } })
+    const held = holdWrite(1)
+    disk.setHook(held.hook)
+    const first = log.append(valuesBatch(1, 'a'))
+    for (let i = 0; i < 10; i++) await null
+    const second = log.append(valuesBatch(1, 'b'))
+    for (let i = 0; i < 10; i++) await null
+    assert.equal(disk.maxWritesInFlight, 1)
+    held.release()
+    assert.deepEqual(
+      (await Promise.all([first, second])).map((r) => (r.errorCode === 0 ? Number(r.baseOffset) : -1)),
+      [0, 1],
+    )
+  })
+
+  it('a failed oldest round fails every round in flight after it', async () => {
+    const { log, disk } = await openSimLog()
+    await log.append(valuesBatch(1, 'before'), { flush: true })
+    const gates: ((code?: string) => void)[] = []
+    let writes = 0
+    disk.setHook((op) => {
+      if (op !== 'write' || ++writes > 2) return undefined
+      return new Promise<undefined | string>((resolve) => gates.push(resolve))
+    })
+    const rounds: Promise<AppendResult>[][] = []
+    for (const cohort of ['a', 'b', 'c']) {
+      rounds.push(Array.from({ length: 2 }, (_, i) => log.append(valuesBatch(1, `${cohort}${i}`))))
+      for (let i = 0; i < 10; i++) await null
+    }
+    assert.equal(disk.maxWritesInFlight, 3)
+    gates[1]!() // b is written; a fails
+    gates[0]!('EIO')
+    for (const o of await Promise.allSettled(rounds.flat())) {
+      assert.equal(o.status, 'rejected')
+      assert.ok(o.reason instanceof LogOfflineError, String(o.reason))
+    }
+    assert.equal(log.logEndOffset, 1n, 'nothing past the failed write became readable')
+    disk.setHook(null)
+    disk.crash({ random: new SeededRandom(3) })
+    const { log: reopened } = await openSimLog({}, { disk })
+    const values = (await readAll(reopened)).map((r) => r.value)
+    assert.equal(values[0], 'before0')
+    // What a restart keeps past the acknowledged record is a prefix of what was written, no hole.
+    const written = ['a00', 'a10', 'b00', 'b10', 'c00', 'c10']
+    assert.deepEqual(values.slice(1), written.slice(0, values.length - 1))
+  })
+
   it('writes the next round while one is at the disk, and shows and resolves them in order', async () => {
     const { log, disk } = await openSimLog()
     const held = holdWrite(1)

@@ -40,6 +40,73 @@ describe('WriteTail', () => {
     assert.equal(tail.get({}, 50, 3), null, 'another file')
   })
 
+  it('holds exactly the newest pieces within its bound, through ring growth and wrap-around (random rounds against a model)', () => {
+    let seed = 12345
+    const rand = (n: number) => {
+      seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0
+      return seed % n
+    }
+    const bound = 64 * 1024
+    const tail = new WriteTail(new TailBudget(1 << 30), bound)
+    const owner = {}
+    // The model: every piece ever added at its position; the held ones are the newest whose
+    // memories (each counted once per run of adjacent pieces sharing it) fit the bound.
+    const pieces: { position: number; bytes: Buffer }[] = []
+    let end = 0
+    let held = 0
+    const costOf = (from: number) => {
+      let cost = 0
+      for (let i = from; i < pieces.length; i++)
+        if (i === from || pieces[i]!.bytes.buffer !== pieces[i - 1]!.bytes.buffer)
+          cost += pieces[i]!.bytes.buffer.byteLength
+      return cost
+    }
+    for (let round = 0; round < 400; round++) {
+      if (rand(50) === 0) {
+        tail.cut(owner)
+        pieces.length = 0
+        held = 0
+        end += 7
+      }
+      const buffers: Buffer[] = []
+      // Some rounds: slices of one shared memory (a frame's batches); others: pieces of their own.
+      const shared = rand(3) === 0 ? Buffer.alloc(8192 + rand(8192)) : null
+      let at = 0
+      for (let n = 1 + rand(40); n > 0; n--) {
+        const size = 1 + rand(600)
+        let b: Buffer
+        if (shared !== null && at + size <= shared.length) {
+          b = shared.subarray(at, at + size)
+          at += size
+        } else b = Buffer.allocUnsafeSlow(size)
+        for (let i = 0; i < b.length; i++) b[i] = rand(256)
+        buffers.push(b)
+      }
+      tail.add(owner, buffers, end)
+      for (const b of buffers) {
+        pieces.push({ position: end, bytes: b })
+        end += b.length
+      }
+      while (held < pieces.length && costOf(held) > bound) held++
+      assert.equal(tail.cost, costOf(held), `round ${round}: cost`)
+      const from = held < pieces.length ? pieces[held]!.position : end
+      for (let k = 0; k < 5; k++) {
+        const position = from - 50 + rand(end - from + 100)
+        const length = 1 + rand(3000)
+        const got = tail.get(owner, position, length)
+        if (position < from || position + length > end) {
+          assert.equal(got, null, `round ${round}: [${position}, +${length}) is not held`)
+          continue
+        }
+        const want = Buffer.concat(pieces.slice(held).map((p) => p.bytes)).subarray(
+          position - from,
+          position - from + length,
+        )
+        assert.ok(got !== null && got.equals(want), `round ${round}: [${position}, +${length})`)
+      }
+    }
+  })
+
   it('a small piece of a large memory is dropped once that memory is over the bound', () => {
     const tail = new WriteTail(new TailBudget(1 << 20), 10_000)
     const owner = {}

@@ -70,25 +70,27 @@ export const TAIL_BYTES_MAX_DEFAULT = 1024 * 1024
  */
 export const BROKER_TAIL_BYTES_MAX = 12 * 1024 * 1024
 
-interface Piece {
-  /** File position of `bytes[0]`. */
-  readonly position: number
-  readonly bytes: Buffer
-  /**
-   * What keeping it costs: the memory (`bytes.buffer`) it keeps alive, counted once for a run of
-   * pieces in the same memory (a frame's batches, a socket read's), on the first of them.
-   */
-  cost: number
-}
+/** The ring's first size (slots, a power of two); it doubles as needed. */
+const RING_SLOTS_MIN = 64
 
 export class WriteTail {
   readonly #budget: TailBudget
   readonly #bytesMax: number
   /** The file (segment) whose bytes are held; a write to another one starts over. */
   #owner: object | null = null
-  /** The pieces held are `#pieces[#head..]`; slots before `#head` are evicted (emptied). */
-  #pieces: (Piece | undefined)[] = []
+  /**
+   * The pieces held, a ring of parallel arrays (no object per piece: one is added per appended
+   * buffer): piece `i` (from `#head` up to `#next`, counted since the last clear) lives in slot
+   * `i & #mask`: its bytes (views, never copies), its file position, and what keeping it costs (the
+   * memory, `bytes.buffer`, it keeps alive, counted once for a run of pieces in the same memory,
+   * a frame's batches or a socket read's, on the oldest of them held).
+   */
+  #bytes: (Buffer | undefined)[] = new Array<Buffer | undefined>(RING_SLOTS_MIN)
+  #positions = new Float64Array(RING_SLOTS_MIN)
+  #costs = new Float64Array(RING_SLOTS_MIN)
+  #mask = RING_SLOTS_MIN - 1
   #head = 0
+  #next = 0
   /** File position after the last byte held. */
   #end = 0
   #cost = 0
@@ -119,20 +121,60 @@ export class WriteTail {
       this.#owner = owner
       this.#end = position
     }
-    const pieces = this.#pieces
-    for (const b of buffers) {
+    let end = this.#end
+    let added = 0
+    let lastMemory = this.#next > this.#head ? this.#bytes[(this.#next - 1) & this.#mask]!.buffer : null
+    for (let i = 0; i < buffers.length; i++) {
+      const b = buffers[i]!
       if (b.length === 0) continue
-      const last = pieces.length > this.#head ? pieces[pieces.length - 1]! : null
-      const cost = last !== null && last.bytes.buffer === b.buffer ? 0 : b.buffer.byteLength
-      pieces.push({ position: this.#end, bytes: b, cost })
-      this.#end += b.length
-      this.#cost += cost
-      this.#budget.used += cost
+      if (this.#next - this.#head > this.#mask) this.#grow()
+      const memory = b.buffer
+      const cost = memory === lastMemory ? 0 : memory.byteLength
+      lastMemory = memory
+      const slot = this.#next & this.#mask
+      this.#bytes[slot] = b
+      this.#positions[slot] = end
+      this.#costs[slot] = cost
+      this.#next++
+      end += b.length
+      added += cost
     }
+    this.#end = end
+    this.#cost += added
+    this.#budget.used += added
     this.#budget.touched(this)
     while (this.#cost > this.#bytesMax && this.#evictOldest()) {}
     this.#budget.makeRoom(this)
     this.evictWhileOverBudget()
+  }
+
+  /** Twice the ring's slots, the pieces held kept in order. */
+  #grow(): void {
+    const slots = (this.#mask + 1) * 2
+    const bytes = new Array<Buffer | undefined>(slots)
+    const positions = new Float64Array(slots)
+    const costs = new Float64Array(slots)
+    const mask = slots - 1
+    for (let i = this.#head; i < this.#next; i++) {
+      const from = i & this.#mask
+      const to = i & mask
+      bytes[to] = this.#bytes[from]
+      positions[to] = this.#positions[from]!
+      costs[to] = this.#costs[from]!
+    }
+    this.#bytes = bytes
+    this.#positions = positions
+    this.#costs = costs
+    this.#mask = mask
+  }
+
+  /** Back to the ring's first size once nothing is held (an idle log keeps no large ring). */
+  #shrink(): void {
+    if (this.#mask < RING_SLOTS_MIN) return
+    this.#bytes = new Array<Buffer | undefined>(RING_SLOTS_MIN)
+    this.#positions = new Float64Array(RING_SLOTS_MIN)
+    this.#costs = new Float64Array(RING_SLOTS_MIN)
+    this.#mask = RING_SLOTS_MIN - 1
   }
 
   /** Gives up the oldest pieces while the shared budget is over its bound. */
@@ -142,25 +184,23 @@ export class WriteTail {
 
   /** Drops the oldest piece held; false when nothing is held. */
   #evictOldest(): boolean {
-    const pieces = this.#pieces
-    let head = this.#head
-    if (head >= pieces.length) return false
-    const p = pieces[head]!
-    pieces[head] = undefined
-    head++
-    const next = head < pieces.length ? pieces[head]! : null
-    if (next !== null && next.bytes.buffer === p.bytes.buffer) {
-      next.cost += p.cost // the memory stays alive through the next piece
+    const head = this.#head
+    if (head >= this.#next) return false
+    const slot = head & this.#mask
+    const memory = this.#bytes[slot]!.buffer
+    const cost = this.#costs[slot]!
+    this.#bytes[slot] = undefined
+    this.#head = head + 1
+    if (head + 1 < this.#next && this.#bytes[(head + 1) & this.#mask]!.buffer === memory) {
+      this.#costs[(head + 1) & this.#mask]! += cost // the memory stays alive through the next piece
     } else {
-      this.#cost -= p.cost
-      this.#budget.used -= p.cost
+      this.#cost -= cost
+      this.#budget.used -= cost
     }
-    if (head > 256 && head * 2 > pieces.length) {
-      this.#pieces = pieces.slice(head)
-      head = 0
+    if (head + 1 >= this.#next) {
+      this.#budget.emptied(this)
+      this.#shrink()
     }
-    this.#head = head
-    if (head >= this.#pieces.length) this.#budget.emptied(this)
     return true
   }
 
@@ -169,28 +209,30 @@ export class WriteTail {
    * a view when they lie in one piece, else a copy.
    */
   get(owner: object, position: number, length: number): Buffer | null {
-    const pieces = this.#pieces
     const head = this.#head
-    if (owner !== this.#owner || length <= 0 || pieces.length === head) return null
-    if (position < pieces[head]!.position || position + length > this.#end) return null
+    const next = this.#next
+    if (owner !== this.#owner || length <= 0 || next === head) return null
+    const mask = this.#mask
+    const positions = this.#positions
+    if (position < positions[head & mask]! || position + length > this.#end) return null
     // The last piece starting at or before `position`.
     let lo = head
-    let hi = pieces.length - 1
+    let hi = next - 1
     while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1
-      if (pieces[mid]!.position <= position) lo = mid
+      const mid = lo + ((hi - lo + 1) >> 1)
+      if (positions[mid & mask]! <= position) lo = mid
       else hi = mid - 1
     }
-    const p = pieces[lo]!
-    const at = position - p.position
-    if (at + length <= p.bytes.length) return p.bytes.subarray(at, at + length)
+    const first = this.#bytes[lo & mask]!
+    const at = position - positions[lo & mask]!
+    if (at + length <= first.length) return first.subarray(at, at + length)
     const out = Buffer.allocUnsafe(length)
     let filled = 0
     for (let i = lo; filled < length; i++) {
-      const q = pieces[i]!
+      const q = this.#bytes[i & mask]!
       const from = i === lo ? at : 0
-      const n = Math.min(q.bytes.length - from, length - filled)
-      q.bytes.copy(out, filled, from, from + n)
+      const n = Math.min(q.length - from, length - filled)
+      q.copy(out, filled, from, from + n)
       filled += n
     }
     return out
@@ -206,8 +248,10 @@ export class WriteTail {
     this.#budget.emptied(this)
     this.#budget.used -= this.#cost
     this.#cost = 0
-    this.#pieces = []
+    if (this.#next > this.#head) this.#bytes.fill(undefined)
+    this.#shrink()
     this.#head = 0
+    this.#next = 0
     this.#owner = null
     this.#end = 0
   }

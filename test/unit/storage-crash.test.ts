@@ -1,6 +1,6 @@
 /**
  * Simulated-crash properties of the partition log on SimDisk: after a power loss at any disk
- * operation (unsynced names lost, each unsynced write, two of them possibly in flight, lost, kept
+ * operation (unsynced names lost, each unsynced write, up to three of them possibly in flight, lost, kept
  * or torn independently of the others), the recovered log is a prefix of what was written and holds
  * everything a completed flush covered.
  */
@@ -66,7 +66,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
 /** Drop to the next macrotask so every pending promise of the dead process settles. */
 const settle = () => new Promise((r) => setImmediate(r))
 
-/** Most positional writes in flight at once over every scenario run (the property must see 2). */
+/** Most positional writes in flight at once over every scenario run (the property must see 3). */
 let maxWritesInFlight = 0
 
 async function runScenario(s: Scenario): Promise<void> {
@@ -247,7 +247,7 @@ describe('partition log under simulated crashes', () => {
         ],
       ],
     })
-    assert.equal(maxWritesInFlight, 2, 'some runs had two write rounds in flight')
+    assert.equal(maxWritesInFlight, 3, 'some runs had three write rounds in flight (the most)')
   })
 
   // Found by the property (1 run in ~50): four records in two 2-record batches, flushed;
