@@ -38,6 +38,9 @@ import {
   Dispatcher,
   defineHandler,
   EndpointType,
+  externalMemoryInGlobalLimit,
+  GC_EVERY_READ_BYTES_DEFAULT,
+  GC_MAJOR_EVERY_COLLECTIONS,
   type Handler,
   HandlerRegistry,
   Listener,
@@ -57,8 +60,8 @@ import {
   makeMetadataHandler,
   makePartitionReassignmentHandlers,
   makeRaftHandlers,
-  minorGc,
   ReadGcPacer,
+  v8Gc,
 } from '../server/index.ts'
 import {
   formatMetaProperties,
@@ -188,9 +191,17 @@ export class WeirNode {
       connectionsMaxIdleMs: effective.long('connections.max.idle.ms'),
       connectionsMax: Math.min(effective.int('max.connections'), 100_000),
     }
-    // One pacer for the node's listeners: a minor GC per 8 MiB of requests read (read-gc-pacer.ts).
-    const collect = minorGc()
-    const readGc = collect === null ? undefined : new ReadGcPacer(collect)
+    // One pacer for the node's listeners: a minor GC per 8 MiB of requests read, and where V8 counts
+    // ArrayBuffers in its global limit (`weir start`) a full one per 64 MiB (read-gc-pacer.ts).
+    const collect = v8Gc()
+    const readGc =
+      collect === null
+        ? undefined
+        : new ReadGcPacer(
+            collect,
+            GC_EVERY_READ_BYTES_DEFAULT,
+            externalMemoryInGlobalLimit() ? GC_MAJOR_EVERY_COLLECTIONS : 0,
+          )
     const bound: BoundListener[] = []
     for (const spec of config.listeners) {
       const isController = config.controllerListenerNames.includes(spec.name)

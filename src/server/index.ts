@@ -47,6 +47,12 @@ export * from './handlers/produce.ts'
 export * from './handlers/raft-rpc.ts'
 export * from './handlers/sync-group.ts'
 export { Listener, type ListenerOptions } from './listener.ts'
-export { GC_EVERY_READ_BYTES_DEFAULT, minorGc, ReadGcPacer } from './read-gc-pacer.ts'
+export {
+  GC_EVERY_READ_BYTES_DEFAULT,
+  GC_MAJOR_EVERY_COLLECTIONS,
+  type GcKind,
+  ReadGcPacer,
+  v8Gc,
+} from './read-gc-pacer.ts'
 export { HandlerRegistry } from './registry.ts'
-export { tuneV8ForBroker } from './v8-tuning.ts'
+export { externalMemoryInGlobalLimit, tuneV8ForBroker } from './v8-tuning.ts'

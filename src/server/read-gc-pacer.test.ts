@@ -9,14 +9,15 @@ import { runInNewContext } from 'node:vm'
 import { systemClock } from '../io/index.ts'
 import { Dispatcher } from './dispatcher.ts'
 import { Listener } from './listener.ts'
-import { minorGc, ReadGcPacer } from './read-gc-pacer.ts'
+import { ReadGcPacer, v8Gc } from './read-gc-pacer.ts'
 import { HandlerRegistry } from './registry.ts'
 
 const MIB = 1024 * 1024
 
 describe('ReadGcPacer', () => {
-  test('minorGc frees dead 64 KiB Buffers that V8 had not collected yet', async () => {
-    const collect = minorGc()
+  test('a minor v8Gc frees dead 64 KiB Buffers that V8 had not collected yet', async () => {
+    const gc = v8Gc()
+    const collect = gc === null ? null : () => gc('minor')
     assert.ok(collect !== null, 'V8 gives a minor GC')
     assert.equal((globalThis as { gc?: unknown }).gc, undefined, 'the main context is untouched')
     // What V8 does on its own is not ours to assert: a round where V8 collected the buffers itself
@@ -57,6 +58,14 @@ describe('ReadGcPacer', () => {
     pacer.read(999)
     assert.equal(collections, 3)
     assert.equal(pacer.collections, 3)
+  })
+
+  test('with majorEvery, every majorEvery-th collection is a major one', () => {
+    const kinds: string[] = []
+    const pacer = new ReadGcPacer((kind) => kinds.push(kind), 1000, 3)
+    for (let i = 0; i < 70; i++) pacer.read(100)
+    assert.deepEqual(kinds, ['minor', 'minor', 'major', 'minor', 'minor', 'major', 'minor'])
+    assert.equal(pacer.majorCollections, 2)
   })
 
   test('a listener tells the pacer every socket read of its connections', async () => {

@@ -13,12 +13,23 @@
  */
 import { setFlagsFromString } from 'node:v8'
 
+let externalInGlobalLimit = false
+
 /** Applies the broker's V8 settings; returns the flags set (for the start-up log). */
 export function tuneV8ForBroker(env: NodeJS.ProcessEnv = process.env): string[] {
   const set: string[] = []
   if (env.WEIR_V8_EXTERNAL_IN_GLOBAL_LIMIT !== '0') {
     setFlagsFromString('--external-memory-accounted-in-global-limit')
+    externalInGlobalLimit = true
     set.push('--external-memory-accounted-in-global-limit')
   }
   return set
+}
+
+/**
+ * Whether this process counts external memory in V8's global limit (then the node paces full GCs
+ * itself: `GC_MAJOR_EVERY_COLLECTIONS`).
+ */
+export function externalMemoryInGlobalLimit(): boolean {
+  return externalInGlobalLimit
 }
