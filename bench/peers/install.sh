@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what `npm run bench:peers` needs besides Weir and Apache Kafka (tools/kafka/install.sh):
 # Debian's redis-server, nats-server and rabbitmq-server (their packaged services are never used:
-# bench/peers/peers.ts starts each as its own child process on loopback), kcat, and the Go client
-# driver for Redis, NATS JetStream and RabbitMQ Streams (bench/peers/client), built into
-# .cache/peers/peers-client. Idempotent; not part of CI (benchmarks never are).
+# bench/peers/peers.ts starts each as its own child process on loopback), kcat, librdkafka-dev (the
+# headers of the librdkafka kcat links) for bench/peers/rdkafka-perf.c, built with cc -O2 into
+# .cache/peers/rdkafka-perf, and the Go client driver for Redis, NATS JetStream and RabbitMQ Streams
+# (bench/peers/client), built into .cache/peers/peers-client. Idempotent; not part of CI
+# (benchmarks never are).
 #
 #   bench/peers/install.sh
 set -euo pipefail
@@ -14,7 +16,7 @@ cache="$root/.cache/peers"
 mkdir -p "$cache"
 
 missing=""
-for p in redis-server nats-server rabbitmq-server kcat; do
+for p in redis-server nats-server rabbitmq-server kcat librdkafka-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
@@ -28,6 +30,15 @@ fi
 
 "$root/tools/kafka/install.sh" >/dev/null
 
+# The librdkafka (C) client: rebuilt when its source changes.
+cstamp="$cache/rdkafka-perf.stamp"
+csum=$(sha256sum "$here/rdkafka-perf.c" | cut -c1-16)
+if [ ! -x "$cache/rdkafka-perf" ] || [ "$(cat "$cstamp" 2>/dev/null)" != "$csum" ]; then
+  cc -O2 -Wall -o "$cache/rdkafka-perf.tmp" "$here/rdkafka-perf.c" -lrdkafka >&2
+  mv "$cache/rdkafka-perf.tmp" "$cache/rdkafka-perf"
+  echo "$csum" >"$cstamp"
+fi
+
 command -v go >/dev/null || { echo "install.sh: Go is required to build bench/peers/client" >&2; exit 1; }
 stamp="$cache/peers-client.stamp"
 sum=$(cat "$here/client/"*.go "$here/client/go.mod" "$here/client/go.sum" | sha256sum | cut -c1-16)
@@ -35,4 +46,4 @@ if [ ! -x "$cache/peers-client" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]
   (cd "$here/client" && go build -trimpath -o "$cache/peers-client" .) >&2
   echo "$sum" >"$stamp"
 fi
-echo "install.sh: redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), nats-server $(nats-server --version 2>&1 | sed 's/.*v//'), rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server), peers-client built" >&2
+echo "install.sh: redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), nats-server $(nats-server --version 2>&1 | sed 's/.*v//'), rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server), librdkafka $(dpkg-query -W -f='${Version}' librdkafka1) (kcat, rdkafka-perf), peers-client built" >&2

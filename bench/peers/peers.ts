@@ -13,12 +13,19 @@
  * - p1k / c1k: `--big-records` (100,000) records of 1 KiB;
  * - lat: `--latency-records` (100,000) records of 100 B at a fixed `--rate` (20,000/s), each timed
  *   from its send to its ack: p50/p99.
- * Clients: for Kafka and Weir both Kafka's own perf tools (`ProducerPerformance` /
- * `ConsumerPerformance` of the Kafka 4.4.0 jars, i.e. kafka-producer-perf-test and
- * kafka-consumer-perf-test) and librdkafka (kcat for throughput, confluent-kafka for the fixed-rate
- * latency), with acks=1 and acks=all; for the others bench/peers/client (Go): a raw pipelined RESP
- * client for Redis (XADD / XREAD COUNT), nats.go for JetStream (PublishAsync, pull consumer), the
- * stream-protocol client for RabbitMQ. RSS is the peak resident set (VmHWM) of the server
+ * Clients (`--clients`), for Kafka and Weir alike, with acks=1 and acks=all: `java`, Kafka's own perf
+ * tools (`ProducerPerformance` / `ConsumerPerformance` of the Kafka 4.4.0 jars, i.e.
+ * kafka-producer-perf-test and kafka-consumer-perf-test); `rdkafka`, librdkafka through kcat for
+ * throughput (timed from outside, process start included; kcat formats and writes every record it
+ * consumes, which caps it at ~1.1-1.3 M records/s here) and confluent-kafka for the fixed-rate
+ * latency; `rdkafka-c`, librdkafka through bench/peers/rdkafka-perf.c (built by install.sh; the
+ * same Debian librdkafka 2.0.2 as kcat, the same settings), which only counts what it consumes and
+ * produces from one buffer in memory: the fastest librdkafka client. Its consume figure is timed
+ * from the first record received (the table adds, in brackets, the rate from its process start,
+ * as kcat's); its produce figure from the first send to the last delivery report; it runs no
+ * latency workload (the `rdkafka` row's confluent-kafka does). For the others bench/peers/client
+ * (Go): a raw pipelined RESP client for Redis (XADD / XREAD COUNT), nats.go for JetStream
+ * (PublishAsync, pull consumer), the stream-protocol client for RabbitMQ. RSS is the peak resident set (VmHWM) of the server
  * process(es) over the system's whole run (all its workloads; summed over the 3 Weir nodes); CPU s
  * is the CPU time (user + system, /proc) the server process(es) spent during the 100 B produce and
  * consume: a figure that a busy shared machine disturbs much less than records/s.
@@ -45,7 +52,7 @@ const { values: opts } = parseArgs({
   options: {
     systems: { type: 'string', default: 'kafka,weir,weir3,redis,nats,rabbit' },
     workloads: { type: 'string', default: 'p100,c100,p1k,c1k,lat' },
-    clients: { type: 'string', default: 'java,rdkafka' },
+    clients: { type: 'string', default: 'java,rdkafka,rdkafka-c' },
     acks: { type: 'string', default: '1,all' },
     records: { type: 'string', default: '1000000' },
     'big-records': { type: 'string', default: '100000' },
@@ -61,7 +68,17 @@ const { values: opts } = parseArgs({
 const list = (s: string) => s.split(',').filter((x) => x !== '')
 const SYSTEMS = list(opts.systems)
 const WORKLOADS = new Set(list(opts.workloads))
-const CLIENTS = list(opts.clients) as Array<'java' | 'rdkafka'>
+type Client = 'java' | 'rdkafka' | 'rdkafka-c'
+const CLIENT_LABEL: Record<Client, string> = {
+  java: 'kafka perf tools (Java)',
+  rdkafka: 'librdkafka (kcat)',
+  'rdkafka-c': 'librdkafka (C, rdkafka-perf)',
+}
+const CLIENTS = list(opts.clients) as Client[]
+for (const c of CLIENTS) {
+  if (CLIENT_LABEL[c] === undefined)
+    throw new Error(`unknown client ${c} (known: ${Object.keys(CLIENT_LABEL).join(', ')})`)
+}
 const ACKS = list(opts.acks) as Array<'1' | 'all'>
 const RECORDS = Number(opts.records)
 const BIG_RECORDS = Number(opts['big-records'])
@@ -76,6 +93,7 @@ const MB = 1_000_000
 
 const KAFKA_LIBS = join(REPO, '.cache/kafka', kafkaVersion(), 'libs')
 const PEERS_CLIENT = join(REPO, '.cache/peers/peers-client')
+const RDKAFKA_PERF = join(REPO, '.cache/peers/rdkafka-perf')
 const PY = join(REPO, '.cache/compat/pyvenv/bin/python')
 const PY_CLIENT = join(REPO, 'bench/broker-client.py')
 
@@ -90,6 +108,11 @@ interface Row {
   fsync: string
   /** records/s by workload (p100, c100, p1k, c1k). */
   rps: Partial<Record<'p100' | 'c100' | 'p1k' | 'c1k', number>>
+  /**
+   * rdkafka-perf's consume records/s timed from its process start (setup, connection and metadata
+   * included, as kcat's); `rps` then holds its rate from the first record received.
+   */
+  fromStart: Partial<Record<'c100' | 'c1k', number>>
   /** CPU seconds (user + system) the server process(es) spent during each throughput workload. */
   cpu: Partial<Record<'p100' | 'c100' | 'p1k' | 'c1k', number>>
   p50?: number
@@ -102,7 +125,7 @@ interface Row {
 const rows: Row[] = []
 
 function row(system: string, client: string, acks: string, fsync: string): Row {
-  const r: Row = { system, client, acks, fsync, rps: {}, cpu: {}, samples: {}, notes: [] }
+  const r: Row = { system, client, acks, fsync, rps: {}, cpu: {}, fromStart: {}, samples: {}, notes: [] }
   rows.push(r)
   return r
 }
@@ -442,6 +465,36 @@ async function kcatConsume(k: KafkaLike, topic: string, n: number): Promise<numb
   return n / (ms / 1000)
 }
 
+interface PerfResult {
+  n: number
+  bytes: number
+  /** Seconds from the first record received (consume) or sent (produce) to the last. */
+  first_s: number
+  /** Seconds from the process start to the last record (consume) or delivery report (produce). */
+  start_s: number
+  librdkafka: string
+}
+
+/** bench/peers/rdkafka-perf.c: librdkafka with nothing per record but a count. */
+async function rdkafkaPerf(args: string[], n: number): Promise<PerfResult> {
+  const { out } = await run(RDKAFKA_PERF, args)
+  const r = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as PerfResult
+  if (r.n !== n) throw new Error(`rdkafka-perf ${args[0]} counted ${r.n} of ${n}`)
+  return r
+}
+
+/** Produce records/s, from the first produce call to the last delivery report. */
+async function cProduce(k: KafkaLike, topic: string, n: number, size: number, acks: string): Promise<number> {
+  const r = await rdkafkaPerf(['produce', k.bootstrap, topic, String(n), String(size), acks], n)
+  return n / r.first_s
+}
+
+/** Consume records/s from the first record received, and from the process start. */
+async function cConsume(k: KafkaLike, topic: string, n: number): Promise<{ first: number; start: number }> {
+  const r = await rdkafkaPerf(['consume', k.bootstrap, topic, String(n)], n)
+  return { first: n / r.first_s, start: n / r.start_s }
+}
+
 async function pyLatency(k: KafkaLike, topic: string, acks: string): Promise<{ p50: number; p99: number }> {
   const { out } = await run(PY, [
     PY_CLIENT,
@@ -507,6 +560,7 @@ function makeCase(
           r.cpu[workload as 'p100'] = spent
           sample(workload, r.rps[workload as 'p100'])
           sample(`cpu:${workload}`, spent)
+          sample(`start:${workload}`, r.fromStart[workload as 'c100'])
         }
         progress(`${label} ${workload}: ${said}, server CPU ${spent.toFixed(2)} s`)
       } catch (e) {
@@ -522,13 +576,15 @@ function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
   const cases: Case[] = []
   for (const acks of ACKS) {
     for (const client of CLIENTS) {
-      const r = row(system, client === 'java' ? 'kafka perf tools (Java)' : 'librdkafka', acks, k.fsync(acks))
+      const r = row(system, CLIENT_LABEL[client], acks, k.fsync(acks))
       const t = (w: string) => `${client}-a${acks}-${w}-r${round}`
       const rps = (x: number) => `${Math.round(x)} rec/s`
       cases.push(
         makeCase(r, `${system} ${client} acks=${acks}`, k.cpu, async (workload) => {
           const [kind, w] = [workload[0], workload.slice(1)]
           if (workload === 'lat') {
+            // confluent-kafka (librdkafka) is the librdkafka row's latency client: not run twice.
+            if (client === 'rdkafka-c') return 'skipped (the librdkafka (kcat) row runs confluent-kafka)'
             await createTopic(k, t('lat'), acks)
             const l =
               client === 'java'
@@ -544,11 +600,19 @@ function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
             const x =
               client === 'java'
                 ? (await javaProduce(k, t(w), n(), size, acks, 0)).rps
-                : await kcatProduce(k, t(w), n(), size, acks)
+                : client === 'rdkafka'
+                  ? await kcatProduce(k, t(w), n(), size, acks)
+                  : await cProduce(k, t(w), n(), size, acks)
             r.rps[workload as 'p100'] = x
             return rps(x)
           }
           if (r.rps[`p${w}` as 'p100'] === undefined) return 'skipped (nothing produced)'
+          if (client === 'rdkafka-c') {
+            const c = await cConsume(k, t(w), n())
+            r.rps[workload as 'c100'] = c.first
+            r.fromStart[workload as 'c100'] = c.start
+            return `${rps(c.first)} from the first record, ${rps(c.start)} from process start`
+          }
           const x = client === 'java' ? await javaConsume(k, t(w), n()) : await kcatConsume(k, t(w), n())
           r.rps[workload as 'c100'] = x
           return rps(x)
@@ -932,6 +996,7 @@ function medians(r: Row): void {
     if (key === 'p50') r.p50 = m
     else if (key === 'p99') r.p99 = m
     else if (key.startsWith('cpu:')) r.cpu[key.slice(4) as 'p100'] = m
+    else if (key.startsWith('start:')) r.fromStart[key.slice(6) as 'c100'] = m
     else r.rps[key as 'p100'] = m
   }
 }
@@ -945,6 +1010,10 @@ function markdown(table: string[][]): string {
     ...table.slice(1).map(line),
   ].join('\n')
 }
+
+/** A consume rate; rdkafka-perf's from its first record, then (in brackets) from its process start. */
+const consumed = (r: Row, w: 'c100' | 'c1k') =>
+  r.fromStart[w] === undefined ? kilo(r.rps[w]) : `${kilo(r.rps[w])} (${kilo(r.fromStart[w])})`
 
 function resultsTable(): string {
   const head = [
@@ -972,12 +1041,12 @@ function resultsTable(): string {
     kilo(r.rps.p100),
     mbps(r.rps.p100, SMALL),
     secs(r.cpu.p100),
-    kilo(r.rps.c100),
+    consumed(r, 'c100'),
     mbps(r.rps.c100, SMALL),
     secs(r.cpu.c100),
     kilo(r.rps.p1k),
     mbps(r.rps.p1k, BIG),
-    kilo(r.rps.c1k),
+    consumed(r, 'c1k'),
     mbps(r.rps.c1k, BIG),
     `${ms(r.p50)} / ${ms(r.p99)}`,
     r.rssBytes === undefined ? '-' : (r.rssBytes / 1024 / 1024).toFixed(0),
@@ -1138,6 +1207,10 @@ async function main(): Promise<void> {
   for (const r of rows) medians(r)
   const minutes = ((performance.now() - t0) / 60000).toFixed(1)
   console.log(`\n${resultsTable()}\n`)
+  if (CLIENTS.includes('rdkafka-c'))
+    console.log(
+      'librdkafka (C, rdkafka-perf): consume rec/s from its first record received (in brackets: from its process start, as kcat is timed); produce from its first send to its last delivery report\n',
+    )
   const ratios = ratiosTable()
   if (ratios !== '') console.log(`${ratios}\n`)
   console.log(`load average at start ${loadBefore}, at end ${uptime()}; ${minutes} min`)
