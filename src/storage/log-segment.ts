@@ -253,8 +253,16 @@ export class LogSegment {
       high++
       if (high > INT32_MAX) assert(false, `offset overflows int64 in segment ${this.baseOffset}`)
     }
-    buf.writeUInt32BE(high, at)
-    buf.writeUInt32BE(low, at + 4)
+    // Byte stores: Buffer's writeUInt32BE checks its bounds and value again (the batch was
+    // validated whole, so its header is in the buffer), and was not inlined in the append profile.
+    buf[at] = high >>> 24
+    buf[at + 1] = high >>> 16
+    buf[at + 2] = high >>> 8
+    buf[at + 3] = high
+    buf[at + 4] = low >>> 24
+    buf[at + 5] = low >>> 16
+    buf[at + 6] = low >>> 8
+    buf[at + 7] = low
   }
 
   /** Whether `offset` fits this segment's relative-offset range. */

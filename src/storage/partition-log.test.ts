@@ -31,6 +31,26 @@ describe('PartitionLog append and read', () => {
     )
   })
 
+  it('writes base offsets across the int64 low word (a segment based just below 2^32, and above 2^40)', async () => {
+    for (const start of [2n ** 32n - 3n, 2n ** 40n + 2n ** 32n - 2n]) {
+      const { log } = await openSimLog()
+      await log.truncateFullyAndStartAt(start)
+      const results = await Promise.all(
+        Array.from({ length: 3 }, (_, i) => log.append(valuesBatch(2, `v${i}`))),
+      )
+      assert.deepEqual(
+        results.map((r) => (r.errorCode === 0 ? r.baseOffset - start : -1n)),
+        [0n, 2n, 4n],
+      )
+      const records = await readAll(log)
+      assert.deepEqual(
+        records.map((r) => r.offset - start),
+        [0n, 1n, 2n, 3n, 4n, 5n],
+        'each batch header carries its base offset, high word and all',
+      )
+    }
+  })
+
   it('writes the appends of one turn with one write, and those made during it with the next', async () => {
     const { log, disk } = await openSimLog()
     let before = disk.writes
@@ -219,6 +239,16 @@ describe('PartitionLog append and read', () => {
     const read = await log.read(0n, 1000)
     assert.ok(read.errorCode === 0 && 'records' in read)
     assert.equal(readBatchHeader(read.records).partitionLeaderEpoch, 7)
+    // Every byte of the field: a one-batch append and a two-batch one.
+    const big = 0x12345678
+    await log.append(valuesBatch(1, 'x'), { leaderEpoch: big })
+    await log.append(Buffer.concat([valuesBatch(1, 'y'), valuesBatch(1, 'z')]), { leaderEpoch: big + 1 })
+    const all = await log.read(3n, 1 << 20)
+    assert.ok(all.errorCode === 0 && 'records' in all)
+    const epochs: number[] = []
+    for (let at = 0; at < all.records.length; at += 12 + all.records.readInt32BE(at + 8))
+      epochs.push(readBatchHeader(all.records.subarray(at)).partitionLeaderEpoch)
+    assert.deepEqual(epochs, [big, big + 1, big + 1])
   })
 
   it('coalesces concurrent appends into few writes, in call order', async () => {

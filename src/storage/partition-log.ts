@@ -279,6 +279,17 @@ interface ScanOptionsFor {
   readonly log: ScanOptions
 }
 
+/**
+ * The big-endian int32 at `buf[at]`, a validated batch's header field (so in bounds): byte stores,
+ * where Buffer's writeInt32BE checks bounds and value again.
+ */
+function setInt32(buf: Buffer, at: number, value: number): void {
+  buf[at] = value >>> 24
+  buf[at + 1] = value >>> 16
+  buf[at + 2] = value >>> 8
+  buf[at + 3] = value
+}
+
 /** Resolve (or reject, for a refused append) every append of a written round. */
 function settle(round: readonly PendingAppend[]): void {
   for (const p of round) {
@@ -1044,7 +1055,7 @@ export class PartitionLog {
       if (p.batchCount === 1) {
         // One batch, filling the buffer (the common produce): what the scan read stands.
         segment.writeOffset(buf, 0, next)
-        if (p.leaderEpoch !== undefined) buf.writeInt32BE(p.leaderEpoch, BatchOffsets.partitionLeaderEpoch)
+        if (p.leaderEpoch !== undefined) setInt32(buf, BatchOffsets.partitionLeaderEpoch, p.leaderEpoch)
         next += p.offsetCount
         segment.registerAppend(buf.length, next - 1, p.maxTimestampMs)
         if (onBatch !== undefined) onBatch(appendedHeader(buf, 0, nextOffset), 'append')
