@@ -1,4 +1,8 @@
-/** `weir cluster status`: the quorum (DescribeQuorum), the brokers (DescribeCluster), partition health (Metadata). */
+/**
+ * `weir cluster status`: the cluster id (DescribeCluster), the quorum (DescribeQuorum), the brokers and
+ * partition health (one Metadata response, so that a broker fenced meanwhile is not listed beside the
+ * partitions its fencing left offline).
+ */
 import { type ClusterClient, KafkaError } from '../client/index.ts'
 import type { TopicName } from '../model/index.ts'
 import { apis } from '../protocol/index.ts'
@@ -68,8 +72,8 @@ async function status(client: ClusterClient, json: boolean): Promise<number> {
       voters,
       observers,
     },
-    brokers: cluster.brokers
-      .map((b) => ({ nodeId: b.brokerId, host: b.host, port: b.port, rack: b.rack }))
+    brokers: [...md.brokers.values()]
+      .map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack }))
       .sort((a, b) => a.nodeId - b.nodeId),
     topics: md.topics.size,
     partitions: partitions.length,
