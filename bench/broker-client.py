@@ -1,4 +1,4 @@
-"""librdkafka (confluent-kafka) driver for bench/broker.ts: create a topic, produce with delivery
+"""librdkafka (confluent-kafka) driver for bench/broker.ts: create or delete a topic, produce with delivery
 latencies (at full speed or at a fixed rate), consume by assignment. Prints one JSON line."""
 import json
 import sys
@@ -26,6 +26,14 @@ def create(bootstrap, topic, partitions, replication_factor=1, configs=""):
         ):
             break
         time.sleep(0.05)
+    print(json.dumps({"ok": True}))
+
+
+def delete(bootstrap, topic):
+    """Delete a topic (a bench's round done with its data)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.delete_topics([topic]).values():
+        f.result(30)
     print(json.dumps({"ok": True}))
 
 
@@ -120,4 +128,4 @@ def consume(bootstrap, topic, n, partitions):
 
 
 if __name__ == "__main__":
-    {"create": create, "produce": produce, "consume": consume}[sys.argv[1]](*sys.argv[2:])
+    {"create": create, "delete": delete, "produce": produce, "consume": consume}[sys.argv[1]](*sys.argv[2:])

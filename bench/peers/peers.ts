@@ -29,6 +29,8 @@
  * process(es) over the system's whole run (all its workloads; summed over the 3 Weir nodes); CPU s
  * is the CPU time (user + system, /proc) the server process(es) spent during the 100 B produce and
  * consume: a figure that a busy shared machine disturbs much less than records/s.
+ * `--drop-caches` (root; produce workloads only): the clean page cache is dropped before every
+ * produce step, so that no case pays this VM's cost of growing the page cache (`dropPageCache`).
  * By default (`--order interleaved`) every system is up at once and each workload runs on every
  * system in turn, the first one rotating, so that the load of a shared machine drifting during the
  * run spreads over all systems instead of favouring the ones that ran first; `--order sequential`
@@ -63,6 +65,8 @@ const { values: opts } = parseArgs({
     order: { type: 'string', default: 'interleaved' },
     /** Rounds of all workloads; the table shows each figure's median over them. */
     rounds: { type: 'string', default: '1' },
+    /** Before every produce step: `sync`, then drop the clean page cache (root only; see dropPageCache). */
+    'drop-caches': { type: 'boolean', default: false },
   },
 })
 const list = (s: string) => s.split(',').filter((x) => x !== '')
@@ -623,6 +627,22 @@ function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
   return cases
 }
 
+/**
+ * `--drop-caches`: `sync`, then `echo 1 > /proc/sys/vm/drop_caches`, before every produce step. On
+ * this VM the page cache grows into memory that costs a fault on the host when first written:
+ * `dd` of 256 MiB files in a row ran at 3.8-4.8 GB/s for the first ~600 MB, then at 390-430 MB/s
+ * for the next 3.5 GB, and at 3.2-5.1 GB/s throughout with the cache dropped every 512 MB. Rounds
+ * of bench:peers then slowed down as they went (each writes ~1 GB; a 3-node RF 3 cluster writes
+ * three times what one node does, so it paid three times as much). Dropping the clean cache before
+ * each produce run gives every system the same start. It evicts what earlier steps wrote: use it
+ * with produce workloads only (a consume step would read the disk for some cases and memory for
+ * others).
+ */
+function dropPageCache(): void {
+  execFileSync('sync')
+  writeFileSync('/proc/sys/vm/drop_caches', '1')
+}
+
 /** Starts a server and registers its stop, so that every server stops at the end, also on failure. */
 async function started<T extends { stop(): Promise<void> }>(s: T): Promise<T> {
   const stop = () => s.stop()
@@ -1170,7 +1190,10 @@ async function main(): Promise<void> {
   /** Runs each workload on every case in turn, the starting case rotating, so load drift spreads. */
   const interleave = async (cases: Case[]) => {
     for (const [i, w] of workloads.entries()) {
-      for (let j = 0; j < cases.length; j++) await cases[(i + j) % cases.length]!.step(w)
+      for (let j = 0; j < cases.length; j++) {
+        if (opts['drop-caches'] && (w.startsWith('p') || w === 'lat')) dropPageCache()
+        await cases[(i + j) % cases.length]!.step(w)
+      }
     }
   }
   const rssOf = new Map<Row, number>()

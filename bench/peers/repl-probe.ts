@@ -8,6 +8,9 @@
  *     [--settle-ms 600] [--config k=v,...]
  *
  * `--acks 1,all`: runs take the listed acks in turn (as bench:peers alternates them on one cluster).
+ * `--delete`: each run's topic is deleted after it (the cluster then holds no data from earlier runs).
+ * `--drop-caches`: `sync` and drop the clean page cache before each run (root; as bench:peers'
+ *   `--drop-caches`, whose comment says why: on this VM new page cache costs a host fault).
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -27,6 +30,8 @@ const { values: opts } = parseArgs({
     latency: { type: 'boolean', default: false },
     'settle-ms': { type: 'string', default: '600' },
     'warm-records': { type: 'string', default: '0' },
+    delete: { type: 'boolean', default: false },
+    'drop-caches': { type: 'boolean', default: false },
     config: { type: 'string', default: '' },
   },
 })
@@ -105,6 +110,10 @@ try {
     const topic = `probe-${acks}-${i}`
     await run(PY, [PY_CLIENT, 'create', cluster.bootstrap, topic, '1', String(NODES), ''])
     await new Promise((r) => setTimeout(r, 1500))
+    if (opts['drop-caches']) {
+      await run('sync', [])
+      writeFileSync('/proc/sys/vm/drop_caches', '1')
+    }
     const marks = cluster.nodes.map((n) => n.process.output.length)
     const cpu0 = cluster.nodes.map((n) => cpuSeconds(n.process.pid))
     const clientCpu0 = childrenCpuSeconds()
@@ -165,6 +174,7 @@ try {
         )
       console.log(`  node ${n.id}:\n    ${parts.join('\n    ')}`)
     }
+    if (opts.delete) await run(PY, [PY_CLIENT, 'delete', cluster.bootstrap, topic])
   }
 } finally {
   // PROBE_DUMP=dir: each node's whole output (e.g. with NODE_OPTIONS=--trace-gc) to dir/node-N.log.
