@@ -3,9 +3,12 @@
 # Debian's redis-server, nats-server and rabbitmq-server (their packaged services are never used:
 # bench/peers/peers.ts starts each as its own child process on loopback), kcat, librdkafka-dev (the
 # headers of the librdkafka kcat links) for bench/peers/rdkafka-perf.c, built with cc -O2 into
-# .cache/peers/rdkafka-perf, and the Go client driver for Redis, NATS JetStream and RabbitMQ Streams
-# (bench/peers/client), built into .cache/peers/peers-client. Idempotent; not part of CI
-# (benchmarks never are).
+# .cache/peers/rdkafka-perf-HASH, and the Go client driver for Redis, NATS JetStream, RabbitMQ
+# Streams and (franz-go) Kafka and Weir (bench/peers/client), built into .cache/peers/peers-client-HASH.
+# HASH is a digest of the sources: .cache is shared by every worktree of this machine, so that a
+# run from one checkout never uses (or overwrites) a binary built from another's sources. Prints
+# the two paths on stdout (RDKAFKA_PERF=..., PEERS_CLIENT=...; peers.ts reads them), progress on
+# stderr. Idempotent; not part of CI (benchmarks never are).
 #
 #   bench/peers/install.sh
 set -euo pipefail
@@ -30,20 +33,22 @@ fi
 
 "$root/tools/kafka/install.sh" >/dev/null
 
-# The librdkafka (C) client: rebuilt when its source changes.
-cstamp="$cache/rdkafka-perf.stamp"
+# The librdkafka (C) client, one binary per source digest (built once; a temp name, then mv, so
+# that a concurrent run never sees half a file).
 csum=$(sha256sum "$here/rdkafka-perf.c" | cut -c1-16)
-if [ ! -x "$cache/rdkafka-perf" ] || [ "$(cat "$cstamp" 2>/dev/null)" != "$csum" ]; then
-  cc -O2 -Wall -o "$cache/rdkafka-perf.tmp" "$here/rdkafka-perf.c" -lrdkafka >&2
-  mv "$cache/rdkafka-perf.tmp" "$cache/rdkafka-perf"
-  echo "$csum" >"$cstamp"
+cbin="$cache/rdkafka-perf-$csum"
+if [ ! -x "$cbin" ]; then
+  cc -O2 -Wall -o "$cbin.tmp.$$" "$here/rdkafka-perf.c" -lrdkafka >&2
+  mv "$cbin.tmp.$$" "$cbin"
 fi
 
 command -v go >/dev/null || { echo "install.sh: Go is required to build bench/peers/client" >&2; exit 1; }
-stamp="$cache/peers-client.stamp"
 sum=$(cat "$here/client/"*.go "$here/client/go.mod" "$here/client/go.sum" | sha256sum | cut -c1-16)
-if [ ! -x "$cache/peers-client" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
-  (cd "$here/client" && go build -trimpath -o "$cache/peers-client" .) >&2
-  echo "$sum" >"$stamp"
+bin="$cache/peers-client-$sum"
+if [ ! -x "$bin" ]; then
+  (cd "$here/client" && go build -trimpath -o "$bin.tmp.$$" .) >&2
+  mv "$bin.tmp.$$" "$bin"
 fi
 echo "install.sh: redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), nats-server $(nats-server --version 2>&1 | sed 's/.*v//'), rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server), librdkafka $(dpkg-query -W -f='${Version}' librdkafka1) (kcat, rdkafka-perf), peers-client built" >&2
+echo "RDKAFKA_PERF=$cbin"
+echo "PEERS_CLIENT=$bin"

@@ -23,7 +23,9 @@
  * produces from one buffer in memory: the fastest librdkafka client. Its consume figure is timed
  * from the first record received (the table adds, in brackets, the rate from its process start,
  * as kcat's); its produce figure from the first send to the last delivery report; it runs no
- * latency workload (the `rdkafka` row's confluent-kafka does). For the others bench/peers/client
+ * latency workload (the `rdkafka` row's confluent-kafka does); `franz`, franz-go (kgo) through
+ * bench/peers/client (-system kafka: the same settings, its record-slice pool on), timed as
+ * rdkafka-perf, with its own fixed-rate latency run. For the others bench/peers/client
  * (Go): a raw pipelined RESP client for Redis (XADD / XREAD COUNT), nats.go for JetStream
  * (PublishAsync, pull consumer), the stream-protocol client for RabbitMQ. RSS is the peak resident set (VmHWM) of the server
  * process(es) over the system's whole run (all its workloads; summed over the 3 Weir nodes); CPU s
@@ -54,7 +56,9 @@ const { values: opts } = parseArgs({
   options: {
     systems: { type: 'string', default: 'kafka,weir,weir3,redis,nats,rabbit' },
     workloads: { type: 'string', default: 'p100,c100,p1k,c1k,lat' },
-    clients: { type: 'string', default: 'java,rdkafka,rdkafka-c' },
+    clients: { type: 'string', default: 'java,rdkafka,rdkafka-c,franz' },
+    /** Extra arguments for the franz client's consume (bench/peers/client, e.g. `-crc=false`). */
+    'franz-args': { type: 'string', default: '' },
     acks: { type: 'string', default: '1,all' },
     records: { type: 'string', default: '1000000' },
     'big-records': { type: 'string', default: '100000' },
@@ -72,11 +76,12 @@ const { values: opts } = parseArgs({
 const list = (s: string) => s.split(',').filter((x) => x !== '')
 const SYSTEMS = list(opts.systems)
 const WORKLOADS = new Set(list(opts.workloads))
-type Client = 'java' | 'rdkafka' | 'rdkafka-c'
+type Client = 'java' | 'rdkafka' | 'rdkafka-c' | 'franz'
 const CLIENT_LABEL: Record<Client, string> = {
   java: 'kafka perf tools (Java)',
   rdkafka: 'librdkafka (kcat)',
   'rdkafka-c': 'librdkafka (C, rdkafka-perf)',
+  franz: 'franz-go (Go, kgo)',
 }
 const CLIENTS = list(opts.clients) as Client[]
 for (const c of CLIENTS) {
@@ -96,8 +101,9 @@ const BIG = 1024
 const MB = 1_000_000
 
 const KAFKA_LIBS = join(REPO, '.cache/kafka', kafkaVersion(), 'libs')
-const PEERS_CLIENT = join(REPO, '.cache/peers/peers-client')
-const RDKAFKA_PERF = join(REPO, '.cache/peers/rdkafka-perf')
+/** The binaries install.sh built from this checkout's sources (set in main, from its stdout). */
+let PEERS_CLIENT = ''
+let RDKAFKA_PERF = ''
 const PY = join(REPO, '.cache/compat/pyvenv/bin/python')
 const PY_CLIENT = join(REPO, 'bench/broker-client.py')
 
@@ -499,6 +505,64 @@ async function cConsume(k: KafkaLike, topic: string, n: number): Promise<{ first
   return { first: n / r.first_s, start: n / r.start_s }
 }
 
+interface FranzResult extends GoResult {
+  first_s: number
+  start_s: number
+  /** The client's own CPU seconds (user + system) over its whole run. */
+  cpu_s: number
+}
+
+/** bench/peers/client's franz-go driver (-system kafka); fails unless it counted n records. */
+async function franz(args: string[], n: number): Promise<FranzResult> {
+  const { out } = await run(PEERS_CLIENT, ['-system', 'kafka', ...args, '-n', String(n)])
+  const r = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as FranzResult
+  if (r.n !== n) throw new Error(`franz ${args[1]} counted ${r.n} of ${n}`)
+  return r
+}
+
+/** franz-go produce at full speed (rate 0: records/s from the first send to the end of Flush) or at a fixed rate. */
+function franzProduce(k: KafkaLike, topic: string, n: number, size: number, acks: string, rate = 0) {
+  return franz(
+    [
+      '-mode',
+      'produce',
+      '-addr',
+      k.bootstrap,
+      '-stream',
+      topic,
+      '-size',
+      String(size),
+      '-acks',
+      acks,
+      '-rate',
+      String(rate),
+    ],
+    n,
+  )
+}
+
+/** franz-go at the fixed `--rate` (linger 1 ms): each record from its Produce call to its promise. */
+async function franzLatency(
+  k: KafkaLike,
+  topic: string,
+  acks: string,
+): Promise<{ p50: number; p99: number }> {
+  const r = await franzProduce(k, topic, LATENCY_RECORDS, SMALL, acks, RATE)
+  if (r.p50 === undefined || r.p99 === undefined) throw new Error('franz printed no latencies')
+  return { p50: r.p50, p99: r.p99 }
+}
+
+/**
+ * franz-go consume from offset 0, no group: records/s from the first record received and from the
+ * process start. `-pools` (kgo.WithPools, a record-slice pool) is its fastest path measured here
+ * (docs/performance.md, "franz-go"); `--franz-args` adds more.
+ */
+async function franzConsume(k: KafkaLike, topic: string, n: number) {
+  const extra = opts['franz-args'].split(' ').filter((x) => x !== '')
+  const r = await franz(['-mode', 'consume', '-addr', k.bootstrap, '-stream', topic, '-pools', ...extra], n)
+  return { first: n / r.first_s, start: n / r.start_s, cpu: r.cpu_s }
+}
+
 async function pyLatency(k: KafkaLike, topic: string, acks: string): Promise<{ p50: number; p99: number }> {
   const { out } = await run(PY, [
     PY_CLIENT,
@@ -593,7 +657,9 @@ function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
             const l =
               client === 'java'
                 ? await javaProduce(k, t('lat'), LATENCY_RECORDS, SMALL, acks, RATE)
-                : await pyLatency(k, t('lat'), acks)
+                : client === 'franz'
+                  ? await franzLatency(k, t('lat'), acks)
+                  : await pyLatency(k, t('lat'), acks)
             r.p50 = l.p50
             r.p99 = l.p99
             return `p50 ${ms(l.p50)} p99 ${ms(l.p99)} ms`
@@ -601,6 +667,11 @@ function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
           const [size, n] = SIZES[w]!
           if (kind === 'p') {
             await createTopic(k, t(w), acks)
+            if (client === 'franz') {
+              const p = await franzProduce(k, t(w), n(), size, acks)
+              r.rps[workload as 'p100'] = n() / p.first_s
+              return `${rps(n() / p.first_s)}, client CPU ${p.cpu_s.toFixed(2)} s`
+            }
             const x =
               client === 'java'
                 ? (await javaProduce(k, t(w), n(), size, acks, 0)).rps
@@ -616,6 +687,12 @@ function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
             r.rps[workload as 'c100'] = c.first
             r.fromStart[workload as 'c100'] = c.start
             return `${rps(c.first)} from the first record, ${rps(c.start)} from process start`
+          }
+          if (client === 'franz') {
+            const c = await franzConsume(k, t(w), n())
+            r.rps[workload as 'c100'] = c.first
+            r.fromStart[workload as 'c100'] = c.start
+            return `${rps(c.first)} from the first record, ${rps(c.start)} from process start, client CPU ${c.cpu.toFixed(2)} s`
           }
           const x = client === 'java' ? await javaConsume(k, t(w), n()) : await kcatConsume(k, t(w), n())
           r.rps[workload as 'c100'] = x
@@ -1031,7 +1108,7 @@ function markdown(table: string[][]): string {
   ].join('\n')
 }
 
-/** A consume rate; rdkafka-perf's from its first record, then (in brackets) from its process start. */
+/** A consume rate; rdkafka-perf's and franz's from the first record, then (in brackets) from the process start. */
 const consumed = (r: Row, w: 'c100' | 'c1k') =>
   r.fromStart[w] === undefined ? kilo(r.rps[w]) : `${kilo(r.rps[w])} (${kilo(r.fromStart[w])})`
 
@@ -1162,7 +1239,14 @@ const uptime = () =>
     .join(' ')
 
 async function main(): Promise<void> {
-  execFileSync(join(import.meta.dirname, 'install.sh'), { stdio: ['ignore', 'ignore', 'inherit'] })
+  const installed = execFileSync(join(import.meta.dirname, 'install.sh'), {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  })
+  PEERS_CLIENT = /^PEERS_CLIENT=(.+)$/m.exec(installed)?.[1] ?? ''
+  RDKAFKA_PERF = /^RDKAFKA_PERF=(.+)$/m.exec(installed)?.[1] ?? ''
+  if (PEERS_CLIENT === '' || RDKAFKA_PERF === '')
+    throw new Error(`install.sh named no binaries:\n${installed}`)
   const loadBefore = uptime()
   const t0 = performance.now()
   const header =
@@ -1230,9 +1314,9 @@ async function main(): Promise<void> {
   for (const r of rows) medians(r)
   const minutes = ((performance.now() - t0) / 60000).toFixed(1)
   console.log(`\n${resultsTable()}\n`)
-  if (CLIENTS.includes('rdkafka-c'))
+  if (CLIENTS.includes('rdkafka-c') || CLIENTS.includes('franz'))
     console.log(
-      'librdkafka (C, rdkafka-perf): consume rec/s from its first record received (in brackets: from its process start, as kcat is timed); produce from its first send to its last delivery report\n',
+      'librdkafka (C, rdkafka-perf) and franz-go: consume rec/s from the first record received (in brackets: from the process start, as kcat is timed); produce from the first send to the last delivery report (franz-go: the end of its Flush)\n',
     )
   const ratios = ratiosTable()
   if (ratios !== '') console.log(`${ratios}\n`)

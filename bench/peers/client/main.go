@@ -1,13 +1,17 @@
 // peers-client: the benchmark driver of bench/peers for the systems that are not Kafka-compatible:
 // Redis Streams (a raw RESP pipeline), NATS JetStream (the official nats.go client: async publish
-// with many acks in flight, a pull consumer) and RabbitMQ Streams (the stream-protocol client).
+// with many acks in flight, a pull consumer) and RabbitMQ Streams (the stream-protocol client); and
+// franz-go for Kafka and Weir alike (-system kafka, kafka.go: the `franz` client).
 //
-//	peers-client -system redis|nats|rabbit -mode produce|consume -addr 127.0.0.1:PORT \
+//	peers-client -system redis|nats|rabbit|kafka -mode produce|consume -addr 127.0.0.1:PORT \
 //	    -stream NAME -n RECORDS -size BYTES [-rate RECORDS_PER_S]
+//	    [-acks 1|all] [-inflight N] [-fetch partition|record|poll-records|iter] [-pools] [-crc=false]   (kafka)
 //
 // produce: sends n records of size bytes as fast as it can (rate 0) or at a fixed rate, and times
 // each record from its send to its ack (the server's confirmation). consume: reads n records from
-// the start of the stream. Prints one JSON line: n, bytes, seconds, p50 and p99 (ms, produce only).
+// the start of the stream. Prints one JSON line: n, bytes, seconds, p50 and p99 (ms, produce only);
+// kafka adds first_s and start_s (seconds from the first record / send and from the process start:
+// "seconds" is first_s), cpu_s (this process's user + system CPU) and rss (its peak, bytes).
 // It only ever connects to the address it is given (loopback in bench/peers).
 package main
 
@@ -16,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"time"
@@ -27,6 +32,10 @@ type result struct {
 	Seconds float64  `json:"seconds"`
 	P50     *float64 `json:"p50,omitempty"`
 	P99     *float64 `json:"p99,omitempty"`
+	FirstS  *float64 `json:"first_s,omitempty"`
+	StartS  *float64 `json:"start_s,omitempty"`
+	CPU     *float64 `json:"cpu_s,omitempty"`
+	RSS     int64    `json:"rss,omitempty"`
 }
 
 type options struct {
@@ -90,7 +99,7 @@ func value(size int) []byte {
 }
 
 func main() {
-	system := flag.String("system", "", "redis | nats | rabbit")
+	system := flag.String("system", "", "redis | nats | rabbit | kafka")
 	mode := flag.String("mode", "", "produce | consume | create")
 	var o options
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:6379", "server address")
@@ -98,7 +107,20 @@ func main() {
 	flag.IntVar(&o.n, "n", 1000, "records")
 	flag.IntVar(&o.size, "size", 100, "record value bytes")
 	flag.Float64Var(&o.rate, "rate", 0, "records/s (0: as fast as possible)")
+	var k kafkaOptions
+	flag.StringVar(&k.acks, "acks", "1", "kafka produce: 1 | all")
+	flag.IntVar(&k.inflight, "inflight", 5, "kafka produce: produce requests in flight per broker")
+	flag.StringVar(&k.fetch, "fetch", "partition", "kafka consume: partition | record | poll-records | iter")
+	flag.BoolVar(&k.pools, "pools", false, "kafka consume: kgo.WithPools with a record-slice pool")
+	flag.BoolVar(&k.crc, "crc", true, "kafka consume: check fetched batches' CRC-32C")
 	flag.Parse()
+	// PEERS_CPUPROFILE=FILE: a Go CPU profile of the run (experiments; `go tool pprof -top`).
+	if f := os.Getenv("PEERS_CPUPROFILE"); f != "" {
+		out, err := os.Create(f)
+		if err == nil && pprof.StartCPUProfile(out) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	var r result
 	var err error
 	switch *system + " " + *mode {
@@ -118,10 +140,15 @@ func main() {
 		r, err = rabbitProduce(o)
 	case "rabbit consume":
 		r, err = rabbitConsume(o)
+	case "kafka produce":
+		r, err = kafkaProduce(o, k)
+	case "kafka consume":
+		r, err = kafkaConsume(o, k)
 	default:
 		err = fmt.Errorf("unknown -system %q -mode %q", *system, *mode)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "peers-client:", err)
 		os.Exit(1)
 	}
