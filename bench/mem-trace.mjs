@@ -2,9 +2,11 @@
 // with NODE_OPTIONS="--import=/abs/path/bench/mem-trace.mjs" and MEM_TRACE=/tmp/trace.jsonl. Every
 // MEM_TRACE_MS (25) it samples process.memoryUsage(); every 250 ms it appends one JSON line with
 // the window's peak RSS and the breakdown at that peak (heap used / total, external, arrayBuffers,
-// V8's new-space size), in MB, and the GC pauses so far by kind (count/total ms). Plain JavaScript so that it does not load type stripping into a
+// V8's new-space size; where build/native/malloc-tuning.node loads, glibc's mmapped, in-use and free
+// arena bytes), in MB, and the GC pauses so far by kind (count/total ms). Plain JavaScript so that it does not load type stripping into a
 // compiled build. Only processes whose argv has MEM_TRACE_ARG ('start' unless set) are traced.
 import { appendFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { PerformanceObserver } from 'node:perf_hooks'
 import { getHeapSpaceStatistics } from 'node:v8'
 
@@ -23,6 +25,11 @@ if (file && process.argv.includes(arg)) {
       k[1] += e.duration
     }
   }).observe({ entryTypes: ['gc'] })
+  // glibc's allocator at the peak (Weir's addon, src/server/native/malloc-tuning.c; absent: no fields).
+  let mallinfo = null
+  try {
+    mallinfo = createRequire(import.meta.url)('../build/native/malloc-tuning.node').mallinfo ?? null
+  } catch {}
   let peak = null
   let lastFlush = Date.now()
   const sample = () => {
@@ -31,6 +38,8 @@ if (file && process.argv.includes(arg)) {
       const spaces = getHeapSpaceStatistics()
       const space = (name) => spaces.find((s) => s.space_name === name)?.space_size ?? 0
       peak = { ...m, newSpace: space('new_space'), oldSpace: space('old_space'), code: space('code_space') }
+      // [arena, mmapped, in use, free]: bytes of glibc's arenas (sbrk and mmapped arenas), mmapped chunks, in use, free
+      if (mallinfo !== null) peak.malloc = mallinfo()
     }
     const now = Date.now()
     if (now - lastFlush >= 250) {
@@ -48,6 +57,9 @@ if (file && process.argv.includes(arg)) {
           newSpace: mb(p.newSpace),
           oldSpace: mb(p.oldSpace),
           code: mb(p.code),
+          ...(p.malloc
+            ? { mallocMmapped: mb(p.malloc[1]), mallocInUse: mb(p.malloc[2]), mallocFree: mb(p.malloc[3]) }
+            : {}),
           gc: Object.fromEntries(Object.entries(gc).map(([k, [n, ms]]) => [k, `${n}/${Math.round(ms)}ms`])),
         })}\n`,
       )

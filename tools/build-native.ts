@@ -1,28 +1,54 @@
 /**
- * Builds Weir's native addons (today one: CRC-32C, src/protocol/records/native/crc32c.c) into
- * build/native/, where src/protocol/records/crc32c.ts looks for them. Runs after `npm ci` (postinstall)
- * and before `npm run check`; does nothing when the output is newer than its source.
+ * Builds Weir's native addons into build/native/: CRC-32C (src/protocol/records/native/crc32c.c,
+ * loaded by src/protocol/records/crc32c.ts) and glibc's allocator settings
+ * (src/server/native/malloc-tuning.c, loaded by src/server/malloc-tuning.ts). Runs after `npm ci`
+ * (postinstall) and before `npm run check`; does nothing for an addon whose output is newer than its
+ * source.
  *
  *   node tools/build-native.ts          # CC=clang to pick the compiler (default: cc)
  *
- * Never fails the install: on a platform it does not build for (not x86-64 Linux), without a C
- * compiler, or on a compiler error, it says so and exits 0, and the CRC falls back to @node-rs/crc32
- * (then to pure TS) at run time. The addon needs no Node headers: it declares the few Node-API
- * functions it calls itself.
+ * Never fails the install: on a platform it does not build an addon for, without a C compiler, or on
+ * a compiler error, it says so and exits 0, and the code falls back at run time (CRC-32C to
+ * @node-rs/crc32, then to pure TS; the allocator settings to glibc's defaults). The addons need no
+ * Node headers: they declare the few Node-API functions they call themselves.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = join(import.meta.dirname, '..')
-const source = join(root, 'src/protocol/records/native/crc32c.c')
 const outDir = join(root, 'build/native')
-const out = join(outDir, 'crc32c.node')
 
-function main(): void {
-  if (process.platform !== 'linux' || process.arch !== 'x64') {
+interface Addon {
+  readonly source: string
+  readonly out: string
+  /** Whether it is built on this platform and architecture. */
+  readonly builds: boolean
+  /** What the code does without it. */
+  readonly fallback: string
+}
+
+const ADDONS: readonly Addon[] = [
+  {
+    source: 'src/protocol/records/native/crc32c.c',
+    out: 'crc32c.node',
+    builds: process.platform === 'linux' && process.arch === 'x64',
+    fallback: 'CRC-32C falls back to @node-rs/crc32',
+  },
+  {
+    source: 'src/server/native/malloc-tuning.c',
+    out: 'malloc-tuning.node',
+    builds: process.platform === 'linux',
+    fallback: "the broker keeps the C allocator's defaults",
+  },
+]
+
+function build(addon: Addon): void {
+  const source = join(root, addon.source)
+  const out = join(outDir, addon.out)
+  if (!addon.builds) {
     console.log(
-      `build-native: skipped on ${process.platform}-${process.arch} (CRC-32C falls back to @node-rs/crc32)`,
+      `build-native: ${addon.out} skipped on ${process.platform}-${process.arch} (${addon.fallback})`,
     )
     return
   }
@@ -39,9 +65,9 @@ function main(): void {
   } catch (e) {
     rmSync(temp, { force: true })
     console.log(
-      `build-native: could not build ${out} with ${cc} (${e instanceof Error ? e.message : String(e)}); CRC-32C falls back to @node-rs/crc32`,
+      `build-native: could not build ${out} with ${cc} (${e instanceof Error ? e.message : String(e)}); ${addon.fallback}`,
     )
   }
 }
 
-main()
+for (const addon of ADDONS) build(addon)

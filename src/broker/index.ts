@@ -1,6 +1,6 @@
 /** The composition root: a Weir node wired from its configs, and its lifecycle. */
 
-export { tuneV8ForBroker } from '../server/index.ts'
+export { tuneMallocForBroker, tuneV8ForBroker } from '../server/index.ts'
 export * from './controller-channel.ts'
 export * from './node.ts'
 export * from './node-config.ts'

@@ -7,7 +7,13 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
-import { CLUSTER_ID_KEY, type LogLevel, tuneV8ForBroker, WeirNode } from '../broker/index.ts'
+import {
+  CLUSTER_ID_KEY,
+  type LogLevel,
+  tuneMallocForBroker,
+  tuneV8ForBroker,
+  WeirNode,
+} from '../broker/index.ts'
 import { applyOverrides, parseHostPort, parseOverrides, parseProperties } from '../config/index.ts'
 import { controlledDelay, NodeDisk, SlowDisk, systemClock, type TimerHandle } from '../io/index.ts'
 
@@ -105,6 +111,7 @@ export async function runStart(argv: readonly string[]): Promise<number> {
   const { config, quiet } = parsed
   // Before the node allocates: the process is the broker's alone (not for embedded nodes).
   tuneV8ForBroker()
+  tuneMallocForBroker()
   const log = (level: LogLevel, message: string) => {
     if (quiet && level !== 'error') return
     process.stderr.write(`[${new Date().toISOString()}] ${level.toUpperCase()} ${message}\n`)

@@ -48,6 +48,13 @@ export * from './handlers/raft-rpc.ts'
 export * from './handlers/sync-group.ts'
 export { Listener, type ListenerOptions } from './listener.ts'
 export {
+  type MallocInfo,
+  mallocInfo,
+  mallocTrim,
+  mallocTunable,
+  tuneMallocForBroker,
+} from './malloc-tuning.ts'
+export {
   GC_EVERY_READ_BYTES_DEFAULT,
   GC_MAJOR_EVERY_COLLECTIONS,
   type GcKind,

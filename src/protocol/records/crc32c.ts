@@ -73,9 +73,15 @@ interface WeirNative {
  */
 function loadWeirNative(): WeirNative | null {
   try {
-    const url = new URL('../../../build/native/crc32c.node', import.meta.url)
     const addon: { exports: { crc32c?: unknown; crc32cBatches?: unknown } } = { exports: {} }
-    process.dlopen(addon, decodeURIComponent(url.pathname))
+    // build/native/ of the checkout, from src/protocol/records/ or from the compiled dist/src/protocol/records/.
+    const url = new URL('../../../build/native/crc32c.node', import.meta.url)
+    const fromDist = new URL('../../../../build/native/crc32c.node', import.meta.url)
+    try {
+      process.dlopen(addon, decodeURIComponent(url.pathname))
+    } catch {
+      process.dlopen(addon, decodeURIComponent(fromDist.pathname))
+    }
     if (typeof addon.exports.crc32c !== 'function') return null
     const candidate = addon.exports.crc32c as RangeCrc32c
     if (candidate(Buffer.from('123456789', 'latin1'), 0, 0, 9) !== 0xe3069283) return null
