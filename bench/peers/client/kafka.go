@@ -160,6 +160,24 @@ func kafkaProduce(o options, k kafkaOptions) (result, error) {
 	return res, nil
 }
 
+// fetchTimes is a kgo.HookBrokerE2E that adds up the fetch round trips: from writing a Fetch
+// request to having read its whole response (the broker's turnaround and the transfer), what the
+// client waits for; the rest of a consume is the client's own decoding and the application.
+type fetchTimes struct {
+	n     atomic.Int64
+	nanos atomic.Int64
+	bytes atomic.Int64
+}
+
+func (f *fetchTimes) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if key != 1 || e2e.Err() != nil { // 1: Fetch
+		return
+	}
+	f.n.Add(1)
+	f.nanos.Add(int64(e2e.DurationE2E()))
+	f.bytes.Add(int64(e2e.BytesRead))
+}
+
 // recordPool is a kgo.PoolRecords: the record slices franz-go decodes each fetched batch into,
 // reused once every record of a batch is Recycled.
 type recordPool struct{ p sync.Pool }
@@ -177,8 +195,10 @@ func (rp *recordPool) PutRecords(s []kgo.Record) {
 }
 
 func kafkaConsume(o options, k kafkaOptions) (result, error) {
+	var ft fetchTimes
 	opts := []kgo.Opt{
 		kafkaSeeds(o.addr),
+		kgo.WithHooks(&ft),
 		kgo.ConsumeTopics(o.stream),
 		kgo.ConsumeStartOffset(kgo.NewOffset().AtStart()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -260,6 +280,8 @@ func kafkaConsume(o options, k kafkaOptions) (result, error) {
 	end := time.Now()
 	res := result{N: count, Bytes: bytes}
 	kafkaFill(&res, first, end)
+	fetchS := float64(ft.nanos.Load()) / 1e9
+	res.Fetches, res.FetchS, res.FetchBytes = ft.n.Load(), &fetchS, ft.bytes.Load()
 	// Not closed: stopping the fetchers is not part of the figure (main exits right after).
 	return res, nil
 }

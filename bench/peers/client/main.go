@@ -11,7 +11,8 @@
 // each record from its send to its ack (the server's confirmation). consume: reads n records from
 // the start of the stream. Prints one JSON line: n, bytes, seconds, p50 and p99 (ms, produce only);
 // kafka adds first_s and start_s (seconds from the first record / send and from the process start:
-// "seconds" is first_s), cpu_s (this process's user + system CPU) and rss (its peak, bytes).
+// "seconds" is first_s), cpu_s (this process's user + system CPU) and rss (its peak, bytes); its
+// consume also fetches, fetch_s and fetch_bytes (Fetch responses, their summed round trips, bytes).
 // It only ever connects to the address it is given (loopback in bench/peers).
 package main
 
@@ -36,6 +37,11 @@ type result struct {
 	StartS  *float64 `json:"start_s,omitempty"`
 	CPU     *float64 `json:"cpu_s,omitempty"`
 	RSS     int64    `json:"rss,omitempty"`
+	// kafka consume: Fetch responses read, the sum of their round trips (request written to
+	// response read) and their bytes.
+	Fetches    int64    `json:"fetches,omitempty"`
+	FetchS     *float64 `json:"fetch_s,omitempty"`
+	FetchBytes int64    `json:"fetch_bytes,omitempty"`
 }
 
 type options struct {
