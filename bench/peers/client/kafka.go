@@ -24,8 +24,10 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +45,7 @@ type kafkaOptions struct {
 	inflight int    // produce requests in flight per broker
 	fetch    string // consume: "partition", "record", "poll-records", "iter"
 	pools    bool
+	ttfb     bool
 	crc      bool
 }
 
@@ -178,6 +181,50 @@ func (f *fetchTimes) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Broker
 	f.bytes.Add(int64(e2e.BytesRead))
 }
 
+// firstBytes (-ttfb) wraps the client's connections and times each Fetch request, from its write
+// to the first byte of its response: the broker's turnaround before it starts sending, apart from
+// the transfer that follows. franz-go writes each request with one Write and keeps one request at a
+// time on a fetch connection.
+type firstBytes struct {
+	n     atomic.Int64
+	nanos atomic.Int64
+}
+
+type timedConn struct {
+	net.Conn
+	fb   *firstBytes
+	sent atomic.Int64 // UnixNano of the Fetch request written and not yet answered, or 0
+}
+
+func (c *timedConn) Write(b []byte) (int, error) {
+	if len(b) >= 6 && binary.BigEndian.Uint16(b[4:6]) == 1 { // size, then the api key; 1: Fetch
+		c.sent.Store(time.Now().UnixNano())
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *timedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		if t := c.sent.Swap(0); t != 0 {
+			c.fb.n.Add(1)
+			c.fb.nanos.Add(time.Now().UnixNano() - t)
+		}
+	}
+	return n, err
+}
+
+func (fb *firstBytes) dialer() kgo.Opt {
+	return kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, host)
+		if err != nil {
+			return nil, err
+		}
+		return &timedConn{Conn: c, fb: fb}, nil
+	})
+}
+
 // recordPool is a kgo.PoolRecords: the record slices franz-go decodes each fetched batch into,
 // reused once every record of a batch is Recycled.
 type recordPool struct{ p sync.Pool }
@@ -210,6 +257,10 @@ func kafkaConsume(o options, k kafkaOptions) (result, error) {
 	}
 	if !k.crc {
 		opts = append(opts, kgo.DisableFetchCRCValidation())
+	}
+	var fb firstBytes
+	if k.ttfb {
+		opts = append(opts, fb.dialer())
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -282,6 +333,10 @@ func kafkaConsume(o options, k kafkaOptions) (result, error) {
 	kafkaFill(&res, first, end)
 	fetchS := float64(ft.nanos.Load()) / 1e9
 	res.Fetches, res.FetchS, res.FetchBytes = ft.n.Load(), &fetchS, ft.bytes.Load()
+	if k.ttfb {
+		ttfb := float64(fb.nanos.Load()) / 1e9
+		res.FirstByteS = &ttfb
+	}
 	// Not closed: stopping the fetchers is not part of the figure (main exits right after).
 	return res, nil
 }

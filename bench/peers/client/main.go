@@ -5,7 +5,7 @@
 //
 //	peers-client -system redis|nats|rabbit|kafka -mode produce|consume -addr 127.0.0.1:PORT \
 //	    -stream NAME -n RECORDS -size BYTES [-rate RECORDS_PER_S]
-//	    [-acks 1|all] [-inflight N] [-fetch partition|record|poll-records|iter] [-pools] [-crc=false]   (kafka)
+//	    [-acks 1|all] [-inflight N] [-fetch partition|record|poll-records|iter] [-pools] [-crc=false] [-ttfb]   (kafka)
 //
 // produce: sends n records of size bytes as fast as it can (rate 0) or at a fixed rate, and times
 // each record from its send to its ack (the server's confirmation). consume: reads n records from
@@ -42,6 +42,8 @@ type result struct {
 	Fetches    int64    `json:"fetches,omitempty"`
 	FetchS     *float64 `json:"fetch_s,omitempty"`
 	FetchBytes int64    `json:"fetch_bytes,omitempty"`
+	// kafka consume -ttfb: the summed times from writing each Fetch to its response's first byte.
+	FirstByteS *float64 `json:"first_byte_s,omitempty"`
 }
 
 type options struct {
@@ -119,6 +121,7 @@ func main() {
 	flag.StringVar(&k.fetch, "fetch", "partition", "kafka consume: partition | record | poll-records | iter")
 	flag.BoolVar(&k.pools, "pools", false, "kafka consume: kgo.WithPools with a record-slice pool")
 	flag.BoolVar(&k.crc, "crc", true, "kafka consume: check fetched batches' CRC-32C")
+	flag.BoolVar(&k.ttfb, "ttfb", false, "kafka consume: time each Fetch's first response byte (first_byte_s)")
 	flag.Parse()
 	// PEERS_CPUPROFILE=FILE: a Go CPU profile of the run (experiments; `go tool pprof -top`).
 	if f := os.Getenv("PEERS_CPUPROFILE"); f != "" {
