@@ -36,7 +36,9 @@
  * By default (`--order interleaved`) every system is up at once and each workload runs on every
  * system in turn, the first one rotating, so that the load of a shared machine drifting during the
  * run spreads over all systems instead of favouring the ones that ran first; `--order sequential`
- * runs one system at a time (only its servers up). Prints one table and Weir's ratios to each peer
+ * runs one system at a time (only its servers up). Weir runs compiled: the bench runs `npm run
+ * build` first (`--from-source`: the TypeScript sources, as bin/weir.js runs them without a build).
+ * Prints one table and Weir's ratios to each peer
  * from this same run. Never fails on a figure.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
@@ -71,6 +73,11 @@ const { values: opts } = parseArgs({
     rounds: { type: 'string', default: '1' },
     /** Before every produce step: `sync`, then drop the clean page cache (root only; see dropPageCache). */
     'drop-caches': { type: 'boolean', default: false },
+    /**
+     * Run Weir from its TypeScript sources (type stripping) instead of building it first
+     * (`npm run build`, as a production install runs it; bin/weir.js then runs dist/).
+     */
+    'from-source': { type: 'boolean', default: false },
   },
 })
 const list = (s: string) => s.split(',').filter((x) => x !== '')
@@ -1247,12 +1254,24 @@ async function main(): Promise<void> {
   RDKAFKA_PERF = /^RDKAFKA_PERF=(.+)$/m.exec(installed)?.[1] ?? ''
   if (PEERS_CLIENT === '' || RDKAFKA_PERF === '')
     throw new Error(`install.sh named no binaries:\n${installed}`)
+  // Weir as a user runs it in production: compiled (dist/, ~9 MB less RSS than type stripping:
+  // docs/performance.md, "Start-up and memory"), unless --from-source.
+  let weirFrom = ''
+  if (SYSTEMS.some((s) => s.startsWith('weir'))) {
+    if (opts['from-source']) {
+      process.env.WEIR_FROM_SOURCE = '1'
+      weirFrom = '; Weir from its TypeScript sources'
+    } else {
+      execFileSync('npm', ['run', '-s', 'build'], { cwd: REPO, stdio: ['ignore', 'inherit', 'inherit'] })
+      weirFrom = '; Weir built (dist/)'
+    }
+  }
   const loadBefore = uptime()
   const t0 = performance.now()
   const header =
     `weir peers bench: ${RECORDS} x 100 B and ${BIG_RECORDS} x 1 KiB, one producer then one consumer; ` +
     `latency: ${LATENCY_RECORDS} x 100 B at ${RATE}/s; ${cpus().length} cpus (${cpus()[0]?.model ?? '?'}), ` +
-    `node ${process.version}; ${ROUNDS > 1 ? `medians of ${ROUNDS} rounds; ` : ''}load average at start ${loadBefore}`
+    `node ${process.version}${weirFrom}; ${ROUNDS > 1 ? `medians of ${ROUNDS} rounds; ` : ''}load average at start ${loadBefore}`
   console.log(header)
   const systems: Record<string, () => Promise<System>> = { kafka, weir, weir3, redis, nats, rabbit }
   for (const s of SYSTEMS) {

@@ -31,9 +31,39 @@ function majorGcsFor800MiB(tune: boolean): number {
   return Number(out.trim())
 }
 
+/**
+ * A child process allocates 3,000,000 small objects, up to 200,000 alive at a time (as a broker's
+ * in-flight requests keep theirs), and prints the size of V8's young generation (new space) in MB.
+ */
+function youngGenerationMBAfterChurn(tune: boolean): number {
+  const script = `
+    import { getHeapSpaceStatistics } from 'node:v8'
+    import { tuneV8ForBroker } from ${JSON.stringify(new URL('./v8-tuning.ts', import.meta.url).href)}
+    if (${tune}) tuneV8ForBroker({ WEIR_V8_EXTERNAL_IN_GLOBAL_LIMIT: '0' })
+    let alive = []
+    for (let i = 0; i < 3e6; i++) {
+      alive.push({ i })
+      if (alive.length > 200000) alive = []
+    }
+    console.log(getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 1048576)
+  `
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })
+  return Number(out.trim())
+}
+
 describe('tuneV8ForBroker', () => {
-  it('sets the external-memory flag unless WEIR_V8_EXTERNAL_IN_GLOBAL_LIMIT=0', () => {
-    assert.deepEqual(tuneV8ForBroker({ WEIR_V8_EXTERNAL_IN_GLOBAL_LIMIT: '0' }), [])
+  it('sets nothing with WEIR_V8_EXTERNAL_IN_GLOBAL_LIMIT=0 and WEIR_V8_YOUNG_GENERATION_PINNED=0', () => {
+    assert.deepEqual(
+      tuneV8ForBroker({ WEIR_V8_EXTERNAL_IN_GLOBAL_LIMIT: '0', WEIR_V8_YOUNG_GENERATION_PINNED: '0' }),
+      [],
+    )
+  })
+
+  it('keeps the young generation at its smallest where V8 would grow it', () => {
+    const untuned = youngGenerationMBAfterChurn(false)
+    const tuned = youngGenerationMBAfterChurn(true)
+    assert.ok(untuned >= 16, `V8's default: ${untuned} MB`)
+    assert.ok(tuned <= 4, `pinned: ${tuned} MB`)
   })
 
   it('stops dead frames from starting a full collection every ~64 MB of ArrayBuffers', () => {
