@@ -15,8 +15,9 @@
  * at its smallest (2 MB). V8 grows it (by default up to 64 MB here) when many objects survive a
  * scavenge, as a broker's in-flight requests do, and its pages stay resident: it held 34 MB of a
  * 176 MB peak in a bench:peers run. A broker allocates little on its JS heap (batches stay bytes;
- * the read pacer scavenges every 8 MiB of requests anyway), so the small young generation costs
- * more scavenges of less each (docs/performance.md, session 6). The flag cannot cap the size (V8
+ * the read pacer scavenges every 8 MiB of requests anyway), so once warm the small young generation
+ * costs nothing measurable; a fresh process spends ~40% more CPU on its first few million records
+ * (docs/performance.md, session 6). The flag cannot cap the size (V8
  * reads `--max-semi-space-size` only when the heap is set up), hence the collection first, which
  * also drops what start-up left: ~20-30 ms, once. WEIR_V8_YOUNG_GENERATION_PINNED=0 leaves V8's
  * default.
