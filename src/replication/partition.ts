@@ -15,11 +15,13 @@ import {
   readBatchHeader,
 } from '../protocol/index.ts'
 import {
+  BROKER_TAIL_BYTES_MAX,
   ListOffsetsTimestamp,
   type LogConfig,
   LogOfflineError,
   type PartitionLog,
   type ReadBuffers,
+  TAIL_BYTES_MAX_DEFAULT,
 } from '../storage/index.ts'
 import { Watchers } from './delayed-operations.ts'
 import { UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts'
@@ -317,6 +319,7 @@ export class Partition {
     this.#isr = a.isr
     this.#pendingIsr = null
     this.#recovering = a.leaderRecoveryState === 1
+    this.#boundTail(a)
     for (const r of a.replicas) {
       if (r !== this.#nodeId && !this.#followers.has(r)) {
         // Kafka's resetReplicaState: an ISR member counts as caught up now, so it has a full
@@ -342,6 +345,15 @@ export class Partition {
   }
 
   /**
+   * The log's write tail: the broker's 12 MiB where other replicas fetch from it (they run several
+   * MB behind a pipelining producer at acks=all), 1 MiB, a few fetches of a tailing consumer, where
+   * none do: it is memory that would otherwise be freed (docs/performance.md, session 6).
+   */
+  #boundTail(a: PartitionAssignment): void {
+    this.log.setTailBytesMax(a.replicas.length > 1 ? BROKER_TAIL_BYTES_MAX : TAIL_BYTES_MAX_DEFAULT)
+  }
+
+  /**
    * Follow `a.leader`. No truncation here (KIP-101/279): the fetcher starts at the log end with its
    * last epoch, and the leader's divergence answers say where to truncate.
    */
@@ -355,6 +367,7 @@ export class Partition {
     this.#replicas = a.replicas
     this.#isr = a.isr
     this.#followers.clear()
+    this.#boundTail(a)
     if (this.#highWatermark > this.log.logEndOffset) this.#highWatermark = this.log.logEndOffset
     this.watchers.wake()
   }

@@ -199,6 +199,16 @@ function pending<T>(p: Promise<T>): { value: T | undefined; done: boolean } {
 }
 
 describe('replica manager', () => {
+  test("a log's write tail is the broker's 12 MiB where followers fetch from it, 1 MiB where none do", async () => {
+    const alone = await Harness.create()
+    await alone.createTopic()
+    assert.equal(alone.partition.log.tailBytesMax, 1024 * 1024)
+    const replicated = await Harness.create()
+    await replicated.createTopic({ replicas: [1, 2, 3], isr: [1, 2, 3] })
+    assert.equal(replicated.partition.isLeader, true)
+    assert.equal(replicated.partition.log.tailBytesMax, 12 * 1024 * 1024)
+  })
+
   test('a disk error on a partition file takes its log dir offline (KAFKA_STORAGE_ERROR); once the disk takes writes the partition is rebuilt and leads again with everything', async () => {
     const h = await Harness.create()
     await h.createTopic()

@@ -55,3 +55,4 @@ export {
   ReadBufferPool,
   type ReadBuffers,
 } from './read-buffer-pool.ts'
+export { BROKER_TAIL_BYTES_MAX, TAIL_BYTES_MAX_DEFAULT } from './write-tail.ts'

@@ -314,6 +314,8 @@ export class PartitionLog {
   readonly #options: PartitionLogOptions
   /** Recently written bytes of the active segment (null: none kept). */
   readonly #tail: WriteTail | null
+  /** The tail's bound as the log was opened with it (`setTailBytesMax` never goes above it). */
+  readonly #tailBytesMaxOpened: number
   /** Sorted by base offset; replaced (never mutated) so readers keep a consistent snapshot. */
   #segments: readonly LogSegment[] = []
   #logStartOffset = 0n
@@ -384,6 +386,7 @@ export class PartitionLog {
     this.#hooks = options.hooks ?? {}
     this.#options = options
     const tailBytesMax = options.tailBytesMax ?? TAIL_BYTES_MAX_DEFAULT
+    this.#tailBytesMaxOpened = tailBytesMax
     this.#tail =
       tailBytesMax > 0
         ? new WriteTail(options.tailBudget ?? new TailBudget(tailBytesMax), tailBytesMax)
@@ -421,6 +424,20 @@ export class PartitionLog {
   }
 
   /** Apply a changed topic config (segment and retention settings apply from now on). */
+  /**
+   * The bound of this log's write tail (bytes of memory; its directory's budget still applies), or
+   * nothing where the log keeps none; never above the bound the log was opened with. The replica
+   * manager gives logs without followers a small one.
+   */
+  setTailBytesMax(bytes: number): void {
+    this.#tail?.setBytesMax(Math.min(bytes, this.#tailBytesMaxOpened))
+  }
+
+  /** The bound of this log's write tail, 0 where it keeps none. */
+  get tailBytesMax(): number {
+    return this.#tail?.bytesMax ?? 0
+  }
+
   updateConfig(config: LogConfig): void {
     this.#config = config
   }

@@ -24,6 +24,23 @@ async function values(log: PartitionLog, offset: bigint, maxBytes = 1 << 20): Pr
 }
 
 describe('WriteTail', () => {
+  it('gives up its oldest pieces at once when its bound is lowered, and never exceeds the new one', () => {
+    const budget = new TailBudget(64 * 1024)
+    const tail = new WriteTail(budget, 16 * 1024)
+    const owner = {}
+    const pieces = [0, 1, 2, 3].map((i) => Buffer.alloc(4096, String(i)))
+    tail.add(owner, pieces, 0)
+    assert.equal(tail.cost, 16 * 1024)
+    tail.setBytesMax(8 * 1024)
+    assert.equal(tail.bytesMax, 8 * 1024)
+    assert.equal(tail.cost, 8 * 1024)
+    assert.equal(budget.used, 8 * 1024, 'the shared budget is given back what was dropped')
+    assert.equal(tail.get(owner, 0, 4096), null, 'the oldest went first')
+    assert.equal(tail.get(owner, 8192, 8192)?.toString(), '2'.repeat(4096) + '3'.repeat(4096))
+    tail.add(owner, [Buffer.alloc(4096, '4')], 16 * 1024)
+    assert.equal(tail.cost, 8 * 1024, 'later writes keep to the new bound')
+  })
+
   it('keeps views, counting the memory they keep alive once per run of pieces sharing it', () => {
     const tail = new WriteTail(new TailBudget(1 << 20), 1 << 20)
     const owner = {}

@@ -75,7 +75,7 @@ const RING_SLOTS_MIN = 64
 
 export class WriteTail {
   readonly #budget: TailBudget
-  readonly #bytesMax: number
+  #bytesMax: number
   /** The file (segment) whose bytes are held; a write to another one starts over. */
   #owner: object | null = null
   /**
@@ -107,6 +107,17 @@ export class WriteTail {
   /** Bytes of memory held now. */
   get cost(): number {
     return this.#cost
+  }
+
+  /** At most this many bytes of memory held. */
+  get bytesMax(): number {
+    return this.#bytesMax
+  }
+
+  /** A new bound (bytes of memory held); the oldest pieces go at once while over it. */
+  setBytesMax(bytesMax: number): void {
+    this.#bytesMax = bytesMax
+    while (this.#cost > this.#bytesMax && this.#evictOldest()) {}
   }
 
   /**
