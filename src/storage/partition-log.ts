@@ -423,7 +423,6 @@ export class PartitionLog {
     return this.#config
   }
 
-  /** Apply a changed topic config (segment and retention settings apply from now on). */
   /**
    * The bound of this log's write tail (bytes of memory; its directory's budget still applies), or
    * nothing where the log keeps none; never above the bound the log was opened with. The replica
@@ -438,6 +437,7 @@ export class PartitionLog {
     return this.#tail?.bytesMax ?? 0
   }
 
+  /** Apply a changed topic config (segment and retention settings apply from now on). */
   updateConfig(config: LogConfig): void {
     this.#config = config
   }
