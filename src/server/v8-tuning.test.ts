@@ -63,7 +63,8 @@ describe('tuneV8ForBroker', () => {
     const untuned = youngGenerationMBAfterChurn(false)
     const tuned = youngGenerationMBAfterChurn(true)
     assert.ok(untuned >= 16, `V8's default: ${untuned} MB`)
-    assert.ok(tuned <= 4, `pinned: ${tuned} MB`)
+    // Pinned: 2-2.5 MB alone, 6 MB once in a loaded CI run; V8's default grows to 32 MB here.
+    assert.ok(tuned <= 8, `pinned: ${tuned} MB`)
   })
 
   it('stops dead frames from starting a full collection every ~64 MB of ArrayBuffers', () => {
