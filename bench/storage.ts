@@ -499,7 +499,7 @@ async function main(): Promise<void> {
           : ''
         const cpu = `cpu ${median(rawCpuRuns.get(rawKey(r))!).toFixed(0)}%`
         console.log(
-          `  ${rawName(r).padEnd(34)} ${spread(rawRuns.get(rawKey(r))!).padStart(20)} ${cpu.padStart(9)}${tag}`,
+          `  ${rawName(r).padEnd(46)} ${spread(rawRuns.get(rawKey(r))!).padStart(20)} ${cpu.padStart(9)}${tag}`,
         )
       }
     }
