@@ -59,6 +59,11 @@ export interface DataPathOptions {
   readonly image: () => MetadataImage
   readonly transport: Transport
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
+  /**
+   * The node's buffer pool, shared with its listeners (produce frames) and log directories
+   * (`logManagerOptions`); default: one of the data path's own.
+   */
+  readonly pool?: ReadBufferPool
 }
 
 /** A pooled read buffer unused for 5-10 s is dropped: a consumer reading old data reuses its own. */
@@ -68,13 +73,17 @@ export class DataPath {
   readonly replicas: ReplicaManager
   readonly producerIds: ProducerIdManager
   readonly sessions: FetchSessionCache
-  /** The node's buffers for fetch reads of old data (the write tail answers recent data). */
-  readonly readBuffers = new ReadBufferPool()
+  /**
+   * The node's buffers: fetch reads of old data (the write tail answers recent data), and produce
+   * frames its connections assemble, which logs and write tails retain (`read-buffer-pool.ts`).
+   */
+  readonly readBuffers: ReadBufferPool
   readonly #o: DataPathOptions
   #trimTimer: TimerHandle | null = null
 
   constructor(options: DataPathOptions) {
     this.#o = options
+    this.readBuffers = options.pool ?? new ReadBufferPool()
     this.#armTrim()
     const e = options.effective
     this.replicas = new ReplicaManager({
@@ -130,8 +139,9 @@ export class DataPath {
   }
 
   /** What each log directory needs from the data path: the logs' hooks and the cleaner's bound. */
-  logManagerOptions(): Pick<LogManagerOptions, 'hooksFor' | 'cleanerUpperBound' | 'config'> {
+  logManagerOptions(): Pick<LogManagerOptions, 'hooksFor' | 'cleanerUpperBound' | 'config' | 'pool'> {
     return {
+      pool: this.readBuffers,
       hooksFor: (topic, partition) => this.replicas.hooksFor(topic, partition),
       cleanerUpperBound: (topic, partition) => this.replicas.highWatermark(topic, partition),
       config: logManagerConfigFrom(this.#o.effective),

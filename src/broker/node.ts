@@ -69,6 +69,7 @@ import {
   LogManager,
   MetaPropertiesError,
   parseMetaProperties,
+  ReadBufferPool,
   writeFileDurably,
 } from '../storage/index.ts'
 import { ControllerChannel, controllerFailure } from './controller-channel.ts'
@@ -151,6 +152,8 @@ export class WeirNode {
   #readyWaiters: Array<() => void> = []
   /** server.properties with `--set`, without Weir's own keys: the STATIC_BROKER_CONFIG layer. */
   #staticBroker: ConfigLayer = new Map()
+  /** The node's buffer pool (set by `create`, before any component starts). */
+  #pool: ReadBufferPool | null = null
 
   private constructor(
     config: NodeConfig,
@@ -202,6 +205,9 @@ export class WeirNode {
             GC_EVERY_READ_BYTES_DEFAULT,
             externalMemoryInGlobalLimit() ? GC_MAJOR_EVERY_COLLECTIONS : 0,
           )
+    // The node's buffers: its connections assemble produce frames in them, its logs and write tails
+    // retain those, its fetches read old data into them (read-buffer-pool.ts).
+    const pool = new ReadBufferPool()
     const bound: BoundListener[] = []
     for (const spec of config.listeners) {
       const isController = config.controllerListenerNames.includes(spec.name)
@@ -217,11 +223,13 @@ export class WeirNode {
         log,
         held: true,
         ...(readGc === undefined ? {} : { readGc }),
+        ...(isController ? {} : { frameBuffers: pool }),
       })
       bound.push({ spec, listener, registry, isController })
     }
     const node = new WeirNode(config, clusterId, effective, clock, log, bound)
     node.#staticBroker = staticBroker
+    node.#pool = pool
     try {
       for (const b of bound) await b.listener.start()
       await node.#startComponents({ disk, clock, random, transport })
@@ -327,6 +335,7 @@ export class WeirNode {
         image: () => this.#loader.image,
         transport: io.transport,
         log: this.#log,
+        ...(this.#pool === null ? {} : { pool: this.#pool }),
       })
       this.#dataPath = dataPath
       this.#loader.subscribe((p) => dataPath.onPublish(p))

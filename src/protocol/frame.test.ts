@@ -117,6 +117,40 @@ describe('FrameReader', () => {
     assert.equal(reader.bytesPending, 0)
   })
 
+  it('assembles a spanning frame in the buffer spanBuffer gives, told its size and first bytes', () => {
+    const body = Buffer.alloc(10_000, 2)
+    body.writeInt16BE(0x0102, 0)
+    const stream = Buffer.concat([encodeFrame(Buffer.from('small')), encodeFrame(body)])
+    const given = Buffer.alloc(16_384)
+    const asked: Array<[number, number]> = []
+    const reader = new FrameReader({
+      spanBuffer: (size, chunk, at) => {
+        asked.push([size, chunk.readInt16BE(at)])
+        return given
+      },
+    })
+    reader.push(Buffer.from(stream.subarray(0, 20)))
+    assert.equal(reader.next()?.toString(), 'small', 'a frame inside one chunk: no buffer asked')
+    assert.equal(reader.next(), null)
+    reader.push(Buffer.from(stream.subarray(20)))
+    const frame = reader.next()!
+    assert.deepEqual(asked, [[10_000, 0x0102]])
+    assert.equal(frame.buffer, given.buffer, 'a view of the given buffer')
+    assert.equal(frame.length, 10_000)
+    assert.deepEqual(frame, body)
+  })
+
+  it('gives up a partly assembled frame, returning its buffer', () => {
+    const stream = encodeFrame(Buffer.alloc(10_000, 3))
+    const given = Buffer.alloc(10_000)
+    const reader = new FrameReader({ spanBuffer: () => given })
+    assert.equal(reader.abandonPartial(), null)
+    reader.push(Buffer.from(stream.subarray(0, 5000)))
+    assert.equal(reader.next(), null)
+    assert.equal(reader.abandonPartial(), given)
+    assert.equal(reader.abandonPartial(), null)
+  })
+
   it('returns zero-length frames, including one whose header ends a chunk', () => {
     const reader = new FrameReader()
     reader.push(header(0))

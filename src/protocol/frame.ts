@@ -29,6 +29,13 @@ export class FrameError extends Error {
 }
 
 /**
+ * Where a frame that spans chunks is assembled: given the frame's size and the chunk holding its
+ * first body bytes (from `at`, at least one), a buffer of at least `size` bytes, or undefined for a
+ * new one of the frame's own.
+ */
+export type SpanBuffer = (size: number, chunk: Buffer, at: number) => Buffer | undefined
+
+/**
  * Splits a byte stream into frames, copying as little as it can. Feed each chunk with `push`, then
  * call `next` until it returns null; only then push the next chunk:
  *
@@ -46,7 +53,8 @@ export class FrameError extends Error {
  *   even when its size prefix came in an earlier chunk. The view keeps the whole chunk alive and
  *   sees later writes to it: do not reuse a pushed chunk, and copy a frame kept for long.
  * - A frame whose body spans chunks is assembled into one buffer of its own, allocated once at the
- *   frame's size when its first body bytes arrive.
+ *   frame's size when its first body bytes arrive, or taken from `spanBuffer` when it gives one
+ *   (a pooled buffer; the frame returned is then a view of it).
  * - The size is checked as soon as its 4 bytes are seen, before any body byte is buffered: a
  *   negative size or one above `frameBytesMax` throws `FrameError`, and so does every later call.
  * - A zero-length frame is returned as an empty buffer. Kafka rejects it as a request (it has no
@@ -69,9 +77,11 @@ export class FrameReader {
   #partial: Buffer | null = null
   #partialFill = 0
   #error: FrameError | null = null
+  readonly #spanBuffer: SpanBuffer | undefined
 
-  constructor(options: { frameBytesMax?: number; lentChunks?: boolean } = {}) {
+  constructor(options: { frameBytesMax?: number; lentChunks?: boolean; spanBuffer?: SpanBuffer } = {}) {
     this.#lentChunks = options.lentChunks ?? false
+    this.#spanBuffer = options.spanBuffer
     const frameBytesMax = options.frameBytesMax ?? FRAME_BYTES_MAX_DEFAULT
     assert(
       Number.isInteger(frameBytesMax) && frameBytesMax >= 0 && frameBytesMax <= FRAME_BYTES_LIMIT,
@@ -116,8 +126,11 @@ export class FrameReader {
       }
       if (available === 0) return null
       // The body spans chunks: allocate it once, at its size, outside Node's shared pool so a kept
-      // frame pins only its own bytes. Every byte is written before it is read.
-      this.#partial = Buffer.allocUnsafeSlow(size)
+      // frame pins only its own bytes (or take the caller's buffer). Every byte is written before it
+      // is read.
+      const given = this.#spanBuffer?.(size, chunk!, this.#chunkOffset)
+      if (given !== undefined) assert(given.length >= size, 'spanBuffer gave a buffer shorter than the frame')
+      this.#partial = given === undefined ? Buffer.allocUnsafeSlow(size) : given
       this.#partialFill = 0
     }
 
@@ -132,6 +145,17 @@ export class FrameReader {
     this.#partial = null
     this.#partialFill = 0
     this.#frameSize = -1
+    return partial.length === size ? partial : partial.subarray(0, size)
+  }
+
+  /**
+   * Gives up the frame being assembled (the stream is closing): its buffer, so that a buffer from
+   * `spanBuffer` can go back where it came from, or null when no frame is partly assembled.
+   */
+  abandonPartial(): Buffer | null {
+    const partial = this.#partial
+    this.#partial = null
+    this.#partialFill = 0
     return partial
   }
 

@@ -8,10 +8,16 @@
 import type { Socket } from 'node:net'
 import type { Clock, TimerHandle } from '../io/index.ts'
 import { FrameError, FrameReader } from '../protocol/index.ts'
+import type { ReadBuffers } from '../storage/index.ts'
 import { correlationIdOf, type Dispatcher, type DispatchResult } from './dispatcher.ts'
 
 /** The api key of a request frame (its first two bytes). Produce is 0. */
 const PRODUCE_API_KEY = 0
+/**
+ * Produce frames from this size that span socket reads are assembled in a buffer of the node's
+ * pool (`frameBuffers`) rather than a new one: the pool's granule, below which a frame is cheap.
+ */
+const POOLED_FRAME_BYTES_MIN = 64 * 1024
 
 /** A request being handled; its response is written once every earlier one was. */
 interface InFlight {
@@ -19,12 +25,6 @@ interface InFlight {
   readonly produce: boolean
   /** Set when the handler finished: the response, or the error it threw. */
   outcome: { readonly result: DispatchResult } | { readonly error: unknown } | null
-}
-
-/** A request answered but never to be written (its connection closed): its response's memory is free. */
-function dropped(entry: InFlight): void {
-  const outcome = entry.outcome
-  if (outcome !== null && 'result' in outcome && outcome.result.kind === 'response') outcome.result.done?.()
 }
 
 /** How long a gracefully closed socket may take to flush before it is destroyed. */
@@ -60,6 +60,9 @@ export class Connection {
   readonly #events: ConnectionEvents
   readonly #listenerName: string
   readonly #frames: FrameReader
+  readonly #frameBuffers: ReadBuffers | undefined
+  /** The memory of frames assembled in `#frameBuffers` and not yet released. */
+  readonly #pooledFrames = new Set<ArrayBufferLike>()
   readonly #queue: Buffer[] = []
   /** Bytes of the frames queued or in flight (their responses not yet written). */
   #queuedBytes = 0
@@ -86,6 +89,14 @@ export class Connection {
       listenerName: string
       /** Told the size of every socket read (the node's `ReadGcPacer`). */
       onRead?: (bytes: number) => void
+      /**
+       * Where Produce frames of 64 KiB and more that span socket reads are assembled (the node's
+       * pool). The connection holds such a frame until its request was answered and the response
+       * written (or dropped); the log retains the bytes it appends (`PartitionLogOptions.pool`).
+       * Produce only: its records go to logs that retain them, while other requests' decoded bytes
+       * (a JoinGroup's metadata, say) may be kept as views for longer.
+       */
+      frameBuffers?: ReadBuffers
     },
   ) {
     this.id = id
@@ -96,7 +107,22 @@ export class Connection {
     this.#clock = options.clock
     this.#events = options.events
     this.#listenerName = options.listenerName
-    this.#frames = new FrameReader({ frameBytesMax: options.limits.requestBytesMax })
+    const pool = options.frameBuffers
+    this.#frameBuffers = pool
+    this.#frames = new FrameReader({
+      frameBytesMax: options.limits.requestBytesMax,
+      ...(pool === undefined
+        ? {}
+        : {
+            spanBuffer: (size: number, chunk: Buffer, at: number) => {
+              if (size < POOLED_FRAME_BYTES_MIN || chunk.length - at < 2) return undefined
+              if (chunk.readInt16BE(at) !== PRODUCE_API_KEY) return undefined
+              const buf = pool.acquire(size)
+              this.#pooledFrames.add(buf.buffer)
+              return buf
+            },
+          }),
+    })
     this.#lastActivityMs = this.#clock.monotonicMs()
     socket.setNoDelay(true)
     const onRead = options.onRead
@@ -206,12 +232,13 @@ export class Connection {
         .then(
           (result) => {
             entry.outcome = { result }
-            if (this.#closed) dropped(entry)
+            if (this.#closed) this.#dropped(entry)
             else this.#answer()
           },
           (error: unknown) => {
             entry.outcome = { error }
-            this.#answer()
+            if (this.#closed) this.#dropped(entry)
+            else this.#answer()
           },
         )
     }
@@ -225,6 +252,8 @@ export class Connection {
     while (inFlight.length > 0 && inFlight[0]!.outcome !== null) {
       const { frame, outcome } = inFlight.shift()!
       this.#queuedBytes -= frame.length
+      const pooled = this.#pooledFrames.has(frame.buffer)
+      if (pooled && (!('result' in outcome!) || outcome.result.kind !== 'response')) this.#releaseFrame(frame)
       if ('error' in outcome!) {
         if (corked) this.#socket.uncork()
         this.#events.onHandlerError(this.id, outcome.error)
@@ -248,7 +277,18 @@ export class Connection {
         const last = pieces.length - 1
         for (let i = 0; i < last; i++) this.#socket.write(pieces[i]!)
         // Called once the bytes are with the kernel, or the write failed or was cancelled.
-        this.#socket.write(pieces[last]!, result.done === undefined ? undefined : () => result.done!())
+        const done = result.done
+        this.#socket.write(
+          pieces[last]!,
+          pooled
+            ? () => {
+                done?.()
+                this.#releaseFrame(frame)
+              }
+            : done === undefined
+              ? undefined
+              : () => done(),
+        )
       }
     }
     if (corked) {
@@ -257,6 +297,21 @@ export class Connection {
     }
     if (this.#readerPaused && !this.#readingStopped) this.#readFrames()
     else this.#pump()
+  }
+
+  /**
+   * A request answered but never to be written (its connection closed): its response's memory and
+   * its frame are free. Called once per request, after its handler is done.
+   */
+  #dropped(entry: InFlight): void {
+    const outcome = entry.outcome
+    if (outcome !== null && 'result' in outcome && outcome.result.kind === 'response') outcome.result.done?.()
+    this.#releaseFrame(entry.frame)
+  }
+
+  /** The connection's hold on a pooled frame ends (a no-op for any other frame, or a second time). */
+  #releaseFrame(frame: Buffer): void {
+    if (this.#pooledFrames.delete(frame.buffer)) this.#frameBuffers!.release(frame)
   }
 
   #armIdleTimer(): void {
@@ -300,8 +355,12 @@ export class Connection {
     if (this.#closed) return
     this.#closed = true
     if (this.#idleTimer !== null) this.#clock.clearTimer(this.#idleTimer)
+    for (const frame of this.#queue) this.#releaseFrame(frame)
+    const partial = this.#frames.abandonPartial()
+    if (partial !== null) this.#releaseFrame(partial)
     this.#queue.length = 0
-    for (const entry of this.#inFlight) dropped(entry)
+    // A request still being handled is dropped once its handler is done (`#pump`).
+    for (const entry of this.#inFlight) if (entry.outcome !== null) this.#dropped(entry)
     this.#inFlight.length = 0
     this.#queuedBytes = 0
     if (graceful) {

@@ -8,6 +8,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net'
 import type { Clock, TimerHandle } from '../io/index.ts'
+import type { ReadBuffers } from '../storage/index.ts'
 import { Connection, type ConnectionLimits } from './connection.ts'
 import type { Dispatcher } from './dispatcher.ts'
 import type { ReadGcPacer } from './read-gc-pacer.ts'
@@ -29,6 +30,8 @@ export interface ListenerOptions {
   readonly held?: boolean
   /** Told every socket read of every connection (shared by a node's listeners). */
   readonly readGc?: ReadGcPacer
+  /** Where connections assemble large produce frames (the node's pool; `ConnectionOptions.frameBuffers`). */
+  readonly frameBuffers?: ReadBuffers
 }
 
 export class Listener {
@@ -105,13 +108,14 @@ export class Listener {
   }
 
   #handOver(socket: Socket): void {
-    const { limits, log, readGc } = this.#options
+    const { limits, log, readGc, frameBuffers } = this.#options
     const connection = new Connection(socket, this.#nextConnectionId++, {
       dispatcher: this.#options.dispatcher,
       limits,
       clock: this.#options.clock,
       listenerName: this.#options.listenerName,
       ...(readGc === undefined ? {} : { onRead: (bytes: number) => readGc.read(bytes) }),
+      ...(frameBuffers === undefined ? {} : { frameBuffers }),
       events: {
         onProtocolError: (id, reason) =>
           log('warn', `connection ${id} from ${connection.clientAddress} closed: ${reason}`),

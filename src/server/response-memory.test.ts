@@ -146,4 +146,84 @@ describe('response memory (real sockets)', () => {
       await listener.stop(1000)
     }
   })
+
+  test('a produce frame assembled in the pool is held until its response was written, and a partial one is given back at close', async () => {
+    const pool = new ReadBufferPool({ bytesMax: 16 * 1024 * 1024 })
+    const RECORDS = 300 * 1024
+    /** What the handler saw: whether its records were a pooled view, and their first byte. */
+    const seen: Array<{ pooled: boolean; first: number }> = []
+    let answer: (() => void) | null = null
+    const registry = new HandlerRegistry()
+    registry.register(
+      defineHandler(apis.Produce, { minVersion: 3 }, async (req) => {
+        const records = req.topicData[0]!.partitionData[0]!.records as Buffer
+        seen.push({ pooled: pool.isLent(records), first: records[0]! })
+        await new Promise<void>((resolve) => {
+          answer = resolve
+        })
+        return { responses: [], throttleTimeMs: 0 } as never
+      }),
+    )
+    const listener = new Listener({
+      listenerName: 'PLAINTEXT',
+      host: '127.0.0.1',
+      port: 0,
+      dispatcher: new Dispatcher(registry),
+      clock: systemClock,
+      limits: {
+        requestBytesMax: 1024 * 1024,
+        inFlightRequestsMax: 8,
+        inFlightBytesMax: 4 * 1024 * 1024,
+        connectionsMaxIdleMs: 10_000,
+        connectionsMax: 8,
+      },
+      log: () => {},
+      frameBuffers: pool,
+    })
+    const produceFrame = (correlationId: number, fill: number): Buffer =>
+      Buffer.concat(
+        encodeRequest(apis.Produce, { requestApiVersion: 7, correlationId, clientId: 't' }, {
+          transactionalId: null,
+          acks: 1,
+          timeoutMs: 1000,
+          topicData: [{ name: 't', partitionData: [{ index: 0, records: Buffer.alloc(RECORDS, fill) }] }],
+        } as never),
+      )
+    const { port } = await listener.start()
+    try {
+      const c = new Client(port)
+      const frame = produceFrame(1, 7)
+      // In pieces, so that the frame spans socket reads and is assembled.
+      for (let at = 0; at < frame.length; at += 16 * 1024) {
+        c.socket.write(frame.subarray(at, at + 16 * 1024))
+        await new Promise((r) => setTimeout(r, 1))
+      }
+      await until('the handler has the request', () => seen.length === 1)
+      assert.deepEqual(seen[0], { pooled: true, first: 7 })
+      assert.ok(pool.lentBytes >= RECORDS, 'held while the request is handled')
+      answer!()
+      await until('the response arrives', () => c.frames.length === 1)
+      await until('the frame is back once the response was written', () => pool.lentBytes === 0)
+
+      // A frame cut off by the client going away: the buffer it was assembled in comes back.
+      const gone = new Client(port)
+      gone.socket.write(produceFrame(2, 9).subarray(0, 200 * 1024))
+      await until('the partial frame is lent', () => pool.lentBytes > 0)
+      gone.socket.destroy()
+      await until('the partial frame is back', () => pool.lentBytes === 0)
+
+      // A request being handled when its connection closes: the frame is back once the handler is done.
+      const closing = new Client(port)
+      closing.socket.write(produceFrame(3, 5))
+      await until('the handler has the third request', () => seen.length === 2)
+      closing.socket.destroy()
+      await new Promise((r) => setTimeout(r, 50))
+      assert.ok(pool.lentBytes >= RECORDS, 'still held: the handler may read it')
+      answer!()
+      await until('the frame of the dropped request is back', () => pool.lentBytes === 0)
+      c.socket.destroy()
+    } finally {
+      await listener.stop(1000)
+    }
+  })
 })

@@ -27,6 +27,7 @@ import {
   writeOffsetCheckpoint,
 } from './offset-checkpoint-file.ts'
 import { type LogHooks, LogOfflineError, PartitionLog } from './partition-log.ts'
+import type { ReadBuffers } from './read-buffer-pool.ts'
 import { BROKER_TAIL_BYTES_MAX, TAIL_BUDGET_BYTES_DEFAULT, TailBudget } from './write-tail.ts'
 
 /** The KRaft metadata log's topic (`__cluster_metadata-0`), which only the quorum touches. */
@@ -68,6 +69,8 @@ export interface LogManagerOptions {
   readonly onWarning?: (message: string) => void
   /** How the directory probes for its way back after a failure (defaults: `DEFAULT_LOG_DIR_PROBE`). */
   readonly probe?: Partial<LogDirProbeConfig>
+  /** The node's buffer pool: its logs retain appended bytes it lent (`PartitionLogOptions.pool`). */
+  readonly pool?: ReadBuffers
 }
 
 /**
@@ -326,6 +329,7 @@ export class LogManager {
       onOffline: (cause: Error) => this.markOffline(cause),
       tailBudget: this.#tailBudget,
       tailBytesMax: BROKER_TAIL_BYTES_MAX,
+      ...(this.#options.pool === undefined ? {} : { pool: this.#options.pool }),
     }
   }
 

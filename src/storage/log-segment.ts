@@ -545,7 +545,8 @@ export class LogSegment {
     }
     // Read from `start` and walk to the first batch whose last offset is >= offset; if the read
     // ends before it (a far index entry), read on from the last whole header.
-    // Every buffer read here but not returned goes back to `buffers` (a no-op for the tail's views).
+    // Every buffer read here but not returned goes back to `buffers` (the tail's views included: a
+    // view of a pooled buffer was retained for this read; any other, a no-op).
     let buf: Buffer
     let got: number
     let at: number
@@ -610,7 +611,7 @@ export class LogSegment {
    */
   async #readAt(position: number, length: number, buffers: ReadBuffers | undefined): Promise<Buffer> {
     const tail = this.#settings.tail
-    const held = tail?.get(this, position, length)
+    const held = tail?.get(this, position, length, buffers)
     if (held != null) {
       tail!.budget.hits++
       return held

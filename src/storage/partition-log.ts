@@ -79,6 +79,12 @@ export interface PartitionLogOptions {
    */
   readonly tailBytesMax?: number
   readonly tailBudget?: TailBudget
+  /**
+   * The node's buffer pool (`read-buffer-pool.ts`). Appended bytes in a buffer it lent (a produce
+   * frame) are retained until written, and the write tail retains what it keeps; whoever lent them
+   * may release its own hold as soon as `append` has returned.
+   */
+  readonly pool?: ReadBuffers
   /** Appends waiting to be written, in bytes, before `append` waits. Default 64 MiB. */
   readonly appendQueueBytesMax?: number
   /**
@@ -233,6 +239,8 @@ class PendingAppend {
   error: unknown = null
   readonly resolve: (r: AppendResult) => void
   readonly reject: (e: unknown) => void
+  /** The pool `buf` is retained from until its write settled, or null. */
+  #pool: ReadBuffers | null
 
   constructor(
     buf: Buffer,
@@ -241,8 +249,10 @@ class PendingAppend {
     logAppendTimeMs: number,
     resolve: (r: AppendResult) => void,
     reject: (e: unknown) => void,
+    pool: ReadBuffers | undefined,
   ) {
     this.buf = buf
+    this.#pool = pool !== undefined && pool.retain(buf) ? pool : null
     this.batchCount = scan.batches
     this.recordCount = scan.records
     this.offsetCount = scan.offsets
@@ -254,6 +264,21 @@ class PendingAppend {
     this.resolve = resolve
     this.reject = reject
   }
+
+  /**
+   * The log is done with `buf`: its write completed or failed, or it was never issued. Once only.
+   * (Where a write of it may still be under way, it is never called: the pool only lends less.)
+   */
+  release(): void {
+    const pool = this.#pool
+    if (pool === null) return
+    this.#pool = null
+    pool.release(this.buf)
+  }
+}
+
+function releaseAll(appends: readonly PendingAppend[]): void {
+  for (const p of appends) p.release()
 }
 
 /** A write round handed to the disk and not yet completed (the log completes them in order). */
@@ -389,7 +414,7 @@ export class PartitionLog {
     this.#tailBytesMaxOpened = tailBytesMax
     this.#tail =
       tailBytesMax > 0
-        ? new WriteTail(options.tailBudget ?? new TailBudget(tailBytesMax), tailBytesMax)
+        ? new WriteTail(options.tailBudget ?? new TailBudget(tailBytesMax), tailBytesMax, options.pool)
         : null
     this.#lastFlushMs = options.clock.nowMs()
     this.#earlyRoundBytes = options.earlyRoundBytes ?? EARLY_ROUND_BYTES_DEFAULT
@@ -515,8 +540,10 @@ export class PartitionLog {
     const queued = this.#queue
     this.#queue = []
     this.#queuedBytes = 0
-    for (const p of queued)
+    for (const p of queued) {
+      p.release() // never issued
       p.reject(new LogOfflineError(`log ${this.dir} is offline: ${err.message}`, { cause: err }))
+    }
     for (const w of this.#spaceWaiters.splice(0)) w()
     if (first) this.#options.onOffline?.(err)
     return err
@@ -736,7 +763,9 @@ export class PartitionLog {
       return this.#appendWhenRoom(batches, options, { ...scan }, logAppendTimeMs)
     }
     return new Promise<AppendResult>((resolve, reject) => {
-      this.#enqueue(new PendingAppend(batches, scan, options, logAppendTimeMs, resolve, reject))
+      this.#enqueue(
+        new PendingAppend(batches, scan, options, logAppendTimeMs, resolve, reject, this.#options.pool),
+      )
     })
   }
 
@@ -857,7 +886,9 @@ export class PartitionLog {
       this.#checkUsable()
     }
     return new Promise<AppendResult>((resolve, reject) => {
-      this.#enqueue(new PendingAppend(batches, scan, options, logAppendTimeMs, resolve, reject))
+      this.#enqueue(
+        new PendingAppend(batches, scan, options, logAppendTimeMs, resolve, reject, this.#options.pool),
+      )
     })
   }
 
@@ -968,6 +999,9 @@ export class PartitionLog {
       for (const f of failed) for (const p of f.round) p.reject(offline())
       if (taken !== null) for (const p of taken) p.reject(offline())
       await Promise.allSettled(failed.map((f) => f.write))
+      // Only now: the pool must not lend memory that a write still reads.
+      for (const f of failed) releaseAll(f.round)
+      if (taken !== null) releaseAll(taken)
     }
   }
 
@@ -976,6 +1010,7 @@ export class PartitionLog {
     const f = this.#inFlight[0]!
     await f.write // a failure stays in #inFlight: the pipeline fails it and those after it
     this.#inFlight.shift()
+    releaseAll(f.round) // written: what the tail keeps of them it retained itself
     f.segment.completeWrite(f.endPosition)
     this.#logEndOffset = f.endOffset
     this.#messagesWritten += f.records

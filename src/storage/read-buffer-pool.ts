@@ -1,9 +1,19 @@
 /**
- * Reusable buffers for fetch reads of log data the write tail does not hold (a consumer reading old
- * data). Without it every such read allocates up to `max.partition.fetch.bytes` (10 MB for kcat's
- * defaults in bench:peers), dropped once the response is written; V8 frees that memory only at its
- * next GC, which the external-memory volume triggers after tens of MB, so a consuming broker's RSS
- * carried several dead fetch buffers. Pure bookkeeping: no I/O, no timers.
+ * The node's reusable buffers, for the two kinds of bytes that would otherwise be a new ArrayBuffer
+ * per request, freed only at a GC:
+ *
+ * - fetch reads of log data the write tail does not hold (a consumer reading old data): without the
+ *   pool every such read allocated up to `max.partition.fetch.bytes` (10 MB for kcat's defaults in
+ *   bench:peers), and a consuming broker's RSS carried several dead fetch buffers;
+ * - produce frames that span socket reads (the connection assembles them in a pooled buffer): each
+ *   was a new buffer of up to 1 MB that the log's write and its write tail kept alive past a young
+ *   collection, so that V8 ran a full mark-compact per ~10 MB produced (docs/performance.md,
+ *   session 8).
+ *
+ * A lent buffer can have several holders (a produce frame: the connection until its response is
+ * written, the log until the bytes are written, the write tail while it keeps them, each fetch
+ * response that sends them): each holder but the first `retain`s it and every holder `release`s it
+ * once; it is free again after the last release. Pure bookkeeping: no I/O, no timers.
  */
 import { assert } from '../model/index.ts'
 
@@ -13,13 +23,28 @@ import { assert } from '../model/index.ts'
  * exactly once, after the last use of those bytes (for a fetch: once the socket write completed).
  */
 export interface ReadBuffers {
-  /** A buffer of at least `length` bytes (its contents undefined). */
+  /** A buffer of at least `length` bytes (its contents undefined), with one holder: the caller. */
   acquire(length: number): Buffer
   /**
-   * Give back the buffer behind `bytes` (the buffer `acquire` returned, or a view of it). A no-op
-   * for bytes the pool did not lend (the write tail's views, an empty buffer, a fallback).
+   * One more holder of the lent buffer behind `bytes` (a view of it is enough), who must `release`
+   * it once too. False, and nothing to release, for bytes the pool did not lend (a socket read, an
+   * empty buffer, a fallback allocation).
+   */
+  retain(bytes: Uint8Array): boolean
+  /**
+   * One holder of the buffer behind `bytes` (the buffer `acquire` returned, or a view of it) is
+   * done with it; after the last, it can be lent again. A no-op for bytes the pool did not lend.
    */
   release(bytes: Uint8Array): void
+}
+
+/** A lent buffer and how many holders it has. */
+class Lent {
+  readonly buf: Buffer
+  refs = 1
+  constructor(buf: Buffer) {
+    this.buf = buf
+  }
 }
 
 /** 32 MiB: three kcat-sized reads of old data (10 MB each) at once, thirty of a Java consumer's 1 MB. */
@@ -34,7 +59,7 @@ export const READ_BUFFER_GRANULE_BYTES = 64 * 1024
  *   one of `n` rounded up to 64 KiB, first dropping free buffers (largest first) if the pool would
  *   otherwise hold more than `bytesMax`; when the lent buffers alone leave no room, it returns a
  *   plain allocation that the pool does not track (the read still works, as before the pool).
- * - A lent buffer is never lent again before it is released, so a read never writes into bytes a
+ * - A lent buffer is never lent again before its last holder released it, so a read never writes into bytes a
  *   socket write is still sending.
  * - The pool never holds more than `bytesMax` bytes (free plus lent). Free buffers stay for the
  *   next reads until `trimIdle` finds them unused since its previous call, or room is needed.
@@ -51,7 +76,7 @@ export class ReadBufferPool implements ReadBuffers {
   /** Free buffers, shortest first. */
   readonly #free: Buffer[] = []
   /** Lent buffers by their memory, so that a view releases the buffer it came from. */
-  readonly #lent = new Map<ArrayBufferLike, Buffer>()
+  readonly #lent = new Map<ArrayBufferLike, Lent>()
   /** Buffers lent since the last `trimIdle`. */
   readonly #usedSinceTrim = new Set<Buffer>()
   #heldBytes = 0
@@ -100,7 +125,7 @@ export class ReadBufferPool implements ReadBuffers {
       buf = Buffer.allocUnsafeSlow(size)
       this.#heldBytes += size
     }
-    this.#lent.set(buf.buffer, buf)
+    this.#lent.set(buf.buffer, new Lent(buf))
     this.#lentBytes += buf.length
     this.#usedSinceTrim.add(buf)
     return buf
@@ -123,13 +148,27 @@ export class ReadBufferPool implements ReadBuffers {
     }
     this.#heldBytes -= dropped
     used.clear()
-    for (const buf of this.#lent.values()) used.add(buf)
+    for (const lent of this.#lent.values()) used.add(lent.buf)
     return dropped
   }
 
+  retain(bytes: Uint8Array): boolean {
+    const lent = this.#lent.get(bytes.buffer)
+    if (lent === undefined) return false
+    lent.refs++
+    return true
+  }
+
+  /** True when `bytes` are a view of a buffer lent now (tests and assertions). */
+  isLent(bytes: Uint8Array): boolean {
+    return this.#lent.has(bytes.buffer)
+  }
+
   release(bytes: Uint8Array): void {
-    const buf = this.#lent.get(bytes.buffer)
-    if (buf === undefined) return
+    const lent = this.#lent.get(bytes.buffer)
+    if (lent === undefined) return
+    if (--lent.refs > 0) return
+    const buf = lent.buf
     this.#lent.delete(bytes.buffer)
     this.#lentBytes -= buf.length
     const free = this.#free

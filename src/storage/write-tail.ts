@@ -4,7 +4,13 @@
  * are exactly what was handed to the disk for the active segment's file, so serving a range from
  * here is the same as reading it, as long as the range was written (readers bound their reads by
  * the segment's written size, as for the file) and the file was not cut since (a cut clears it).
+ *
+ * Bytes in a buffer lent by the node's pool (`read-buffer-pool.ts`: a produce frame) are held as a
+ * holder of that buffer (retained when added, released when given up), and leave the tail only as
+ * another holder's view (`get` with the same pool, released by the reader) or as a copy: the pool
+ * lends a buffer again once its last holder let go, so nobody may keep a view it did not retain.
  */
+import type { ReadBuffers } from './read-buffer-pool.ts'
 
 /**
  * Bytes held by every tail that shares it: past `bytesMax`, the tails written least recently give
@@ -94,10 +100,13 @@ export class WriteTail {
   /** File position after the last byte held. */
   #end = 0
   #cost = 0
+  /** The pool whose lent buffers this tail retains while it holds views of them. */
+  readonly #pool: ReadBuffers | undefined
 
-  constructor(budget: TailBudget, bytesMax = TAIL_BYTES_MAX_DEFAULT) {
+  constructor(budget: TailBudget, bytesMax = TAIL_BYTES_MAX_DEFAULT, pool?: ReadBuffers) {
     this.#budget = budget
     this.#bytesMax = bytesMax
+    this.#pool = pool
   }
 
   get budget(): TailBudget {
@@ -123,8 +132,8 @@ export class WriteTail {
   /**
    * `buffers` are about to be written at `position` of `owner`'s file. They are kept as they are,
    * views of their memory, never copied: a buffer handed to a write must not change afterwards (the
-   * log owns appended bytes). What they cost is the memory they keep alive, which may be more than
-   * their bytes (a small batch in a socket read): the bounds count that.
+   * log owns appended bytes; a pooled one is retained). What they cost is the memory they keep
+   * alive, which may be more than their bytes (a small batch in a socket read): the bounds count that.
    */
   add(owner: object, buffers: readonly Buffer[], position: number): void {
     if (owner !== this.#owner || position !== this.#end) {
@@ -143,6 +152,7 @@ export class WriteTail {
       const cost = memory === lastMemory ? 0 : memory.byteLength
       lastMemory = memory
       const slot = this.#next & this.#mask
+      this.#pool?.retain(b)
       this.#bytes[slot] = b
       this.#positions[slot] = end
       this.#costs[slot] = cost
@@ -198,9 +208,11 @@ export class WriteTail {
     const head = this.#head
     if (head >= this.#next) return false
     const slot = head & this.#mask
-    const memory = this.#bytes[slot]!.buffer
+    const piece = this.#bytes[slot]!
+    const memory = piece.buffer
     const cost = this.#costs[slot]!
     this.#bytes[slot] = undefined
+    this.#pool?.release(piece)
     this.#head = head + 1
     if (head + 1 < this.#next && this.#bytes[(head + 1) & this.#mask]!.buffer === memory) {
       this.#costs[(head + 1) & this.#mask]! += cost // the memory stays alive through the next piece
@@ -217,9 +229,12 @@ export class WriteTail {
 
   /**
    * Bytes `[position, position + length)` of `owner`'s file, or null when not all of them are held:
-   * a view when they lie in one piece, else a copy.
+   * a view when they lie in one piece, else a copy (into a buffer from `lend` when given). The
+   * caller that passes `lend` releases what it gets to `lend` (a view of a pooled buffer is retained
+   * for it when `lend` is this tail's pool, else copied); without `lend`, bytes of a pooled buffer
+   * come as a copy, since nobody would hold them for the caller.
    */
-  get(owner: object, position: number, length: number): Buffer | null {
+  get(owner: object, position: number, length: number, lend?: ReadBuffers): Buffer | null {
     const head = this.#head
     const next = this.#next
     if (owner !== this.#owner || length <= 0 || next === head) return null
@@ -236,8 +251,13 @@ export class WriteTail {
     }
     const first = this.#bytes[lo & mask]!
     const at = position - positions[lo & mask]!
-    if (at + length <= first.length) return first.subarray(at, at + length)
-    const out = Buffer.allocUnsafe(length)
+    if (at + length <= first.length) {
+      const pool = this.#pool
+      // Not pooled: a view is safe to keep. Pooled: a view for a holder that will release it.
+      if (pool === undefined || !pool.retain(first) || lend === pool) return first.subarray(at, at + length)
+      pool.release(first) // retained only to learn that it is pooled: the caller gets a copy
+    }
+    const out = lend?.acquire(length) ?? Buffer.allocUnsafe(length)
     let filled = 0
     for (let i = lo; filled < length; i++) {
       const q = this.#bytes[i & mask]!
@@ -246,7 +266,7 @@ export class WriteTail {
       q.copy(out, filled, from, from + n)
       filled += n
     }
-    return out
+    return out.length === length ? out : out.subarray(0, length)
   }
 
   /** `owner`'s file is cut: nothing held of it is known to be in the file any more. */
@@ -259,7 +279,12 @@ export class WriteTail {
     this.#budget.emptied(this)
     this.#budget.used -= this.#cost
     this.#cost = 0
-    if (this.#next > this.#head) this.#bytes.fill(undefined)
+    if (this.#next > this.#head) {
+      const pool = this.#pool
+      if (pool !== undefined)
+        for (let i = this.#head; i < this.#next; i++) pool.release(this.#bytes[i & this.#mask]!)
+      this.#bytes.fill(undefined)
+    }
     this.#shrink()
     this.#head = 0
     this.#next = 0
