@@ -853,7 +853,10 @@ export class ReplicaManager {
     options: { readonly acks: number; readonly timeoutMs: number },
   ): Promise<ProduceResult[]> {
     const startMs = this.#o.clock.monotonicMs()
-    const appended = await Promise.all(
+    // Every entry settles before an error is thrown: the records are views of the request's frame,
+    // which its connection gives back (to the node's pool) once the handler is done, so no append
+    // may still be on its way to a log then.
+    const settled = await Promise.allSettled(
       entries.map(async (e) => {
         let p = this.getPartition(e.topic, e.partition)
         if (p === undefined && this.#ledOnceReconciled(e.topic, e.partition)) {
@@ -878,6 +881,10 @@ export class ReplicaManager {
         return { p, r, required: a.lastOffset + 1n }
       }),
     )
+    const appended = settled.map((o) => {
+      if (o.status === 'rejected') throw o.reason
+      return o.value
+    })
     if (options.acks !== -1) return appended.map((a) => a.r)
     const waiting = appended.filter(
       (a): a is { p: Partition; r: ProduceResult; required: bigint } => 'required' in a && a.p !== undefined,
@@ -926,10 +933,24 @@ export class ReplicaManager {
    * first batch is returned whole even when larger.
    */
   async #readAll(specs: readonly FetchSpec[], params: FetchParams): Promise<ReadOutcome[]> {
+    const out: ReadOutcome[] = []
+    try {
+      return await this.#readInto(out, specs, params)
+    } catch (e) {
+      // The caller never sees these: what they hold of the pool goes back here.
+      for (const r of out) params.readBuffers?.release(r.records)
+      throw e
+    }
+  }
+
+  async #readInto(
+    out: ReadOutcome[],
+    specs: readonly FetchSpec[],
+    params: FetchParams,
+  ): Promise<ReadOutcome[]> {
     const upTo = this.#upTo(params)
     let budget = params.maxBytes
     let minOneBatch = true
-    const out: ReadOutcome[] = []
     for (const s of specs) {
       const p = this.getPartition(s.topic, s.partition)
       if (p === undefined) {

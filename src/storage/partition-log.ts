@@ -931,6 +931,9 @@ export class PartitionLog {
       this.#issueInActiveSegment(round)
     } catch (e) {
       const err = this.#fail(e)
+      // No write of the round is under way: issueWrite, whose write is its last step, is the last
+      // call here that can throw.
+      releaseAll(round)
       for (const p of round)
         p.reject(new LogOfflineError(`log ${this.dir} is offline: ${err.message}`, { cause: err }))
     }

@@ -25,6 +25,13 @@ describe('ReadBufferPool', () => {
     const c = pool.acquire(10 * KIB)
     assert.notEqual(c.buffer, a.buffer, 'a lent buffer is not lent twice')
     assert.equal(pool.heldBytes, 192 * KIB)
+    pool.release(b)
+    const small = pool.acquire(1024)
+    assert.notEqual(small.buffer, a.buffer, 'a free buffer over twice the size asked stays free')
+    assert.equal(small.length, READ_BUFFER_GRANULE_BYTES)
+    pool.release(small)
+    const again = pool.acquire(70 * KIB)
+    assert.equal(again.buffer, a.buffer)
     pool.release(Buffer.alloc(0)) // not the pool's: ignored
     pool.release(Buffer.allocUnsafeSlow(10))
     assert.equal(pool.lentBytes, 192 * KIB)

@@ -38,6 +38,15 @@ export interface ReadBuffers {
   release(bytes: Uint8Array): void
 }
 
+/**
+ * The largest free buffer lent for `length` bytes: twice as large, or one granule more. A larger
+ * one (a 10 MB read's, asked for a 1 MB frame) stays free, and a new one is allocated instead, so
+ * that a small holder kept long (a write tail) does not pin a large buffer.
+ */
+function fitMax(length: number): number {
+  return Math.max(2 * length, length + READ_BUFFER_GRANULE_BYTES)
+}
+
 /** A lent buffer and how many holders it has. */
 class Lent {
   readonly buf: Buffer
@@ -47,15 +56,20 @@ class Lent {
   }
 }
 
-/** 32 MiB: three kcat-sized reads of old data (10 MB each) at once, thirty of a Java consumer's 1 MB. */
-export const READ_BUFFER_POOL_BYTES_DEFAULT = 32 * 1024 * 1024
+/**
+ * 64 MiB: room for what the write tails of a log directory may keep of produce frames (their
+ * budget, 32 MiB) beside three kcat-sized reads of old data (10 MB each) at once, or thirty of a
+ * Java consumer's 1 MB. It holds only what was lent at once (and trims what then goes unused).
+ */
+export const READ_BUFFER_POOL_BYTES_DEFAULT = 64 * 1024 * 1024
 /** Pooled buffers are allocated in multiples of this, so that reads of nearby sizes share them. */
 export const READ_BUFFER_GRANULE_BYTES = 64 * 1024
 
 /**
  * A bounded pool of read buffers:
  *
- * - `acquire(n)` lends the smallest free buffer of at least `n` bytes; when none fits, it allocates
+ * - `acquire(n)` lends the smallest free buffer of at least `n` bytes (and at most twice `n`, or one
+ *   granule more); when none fits, it allocates
  *   one of `n` rounded up to 64 KiB, first dropping free buffers (largest first) if the pool would
  *   otherwise hold more than `bytesMax`; when the lent buffers alone leave no room, it returns a
  *   plain allocation that the pool does not track (the read still works, as before the pool).
@@ -110,7 +124,7 @@ export class ReadBufferPool implements ReadBuffers {
     let i = 0
     while (i < free.length && free[i]!.length < length) i++
     let buf: Buffer
-    if (i < free.length) {
+    if (i < free.length && free[i]!.length <= fitMax(length)) {
       buf = free.splice(i, 1)[0]!
     } else {
       const size = Math.ceil(Math.max(length, 1) / READ_BUFFER_GRANULE_BYTES) * READ_BUFFER_GRANULE_BYTES

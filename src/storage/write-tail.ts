@@ -94,6 +94,8 @@ export class WriteTail {
   #bytes: (Buffer | undefined)[] = new Array<Buffer | undefined>(RING_SLOTS_MIN)
   #positions = new Float64Array(RING_SLOTS_MIN)
   #costs = new Float64Array(RING_SLOTS_MIN)
+  /** 1 where the piece's memory is the pool's and this tail retained it (so releases it once). */
+  #retained = new Uint8Array(RING_SLOTS_MIN)
   #mask = RING_SLOTS_MIN - 1
   #head = 0
   #next = 0
@@ -152,7 +154,7 @@ export class WriteTail {
       const cost = memory === lastMemory ? 0 : memory.byteLength
       lastMemory = memory
       const slot = this.#next & this.#mask
-      this.#pool?.retain(b)
+      this.#retained[slot] = this.#pool?.retain(b) === true ? 1 : 0
       this.#bytes[slot] = b
       this.#positions[slot] = end
       this.#costs[slot] = cost
@@ -175,6 +177,7 @@ export class WriteTail {
     const bytes = new Array<Buffer | undefined>(slots)
     const positions = new Float64Array(slots)
     const costs = new Float64Array(slots)
+    const retained = new Uint8Array(slots)
     const mask = slots - 1
     for (let i = this.#head; i < this.#next; i++) {
       const from = i & this.#mask
@@ -182,10 +185,12 @@ export class WriteTail {
       bytes[to] = this.#bytes[from]
       positions[to] = this.#positions[from]!
       costs[to] = this.#costs[from]!
+      retained[to] = this.#retained[from]!
     }
     this.#bytes = bytes
     this.#positions = positions
     this.#costs = costs
+    this.#retained = retained
     this.#mask = mask
   }
 
@@ -195,6 +200,7 @@ export class WriteTail {
     this.#bytes = new Array<Buffer | undefined>(RING_SLOTS_MIN)
     this.#positions = new Float64Array(RING_SLOTS_MIN)
     this.#costs = new Float64Array(RING_SLOTS_MIN)
+    this.#retained = new Uint8Array(RING_SLOTS_MIN)
     this.#mask = RING_SLOTS_MIN - 1
   }
 
@@ -212,7 +218,7 @@ export class WriteTail {
     const memory = piece.buffer
     const cost = this.#costs[slot]!
     this.#bytes[slot] = undefined
-    this.#pool?.release(piece)
+    if (this.#retained[slot] === 1) this.#pool!.release(piece)
     this.#head = head + 1
     if (head + 1 < this.#next && this.#bytes[(head + 1) & this.#mask]!.buffer === memory) {
       this.#costs[(head + 1) & this.#mask]! += cost // the memory stays alive through the next piece
@@ -252,10 +258,12 @@ export class WriteTail {
     const first = this.#bytes[lo & mask]!
     const at = position - positions[lo & mask]!
     if (at + length <= first.length) {
-      const pool = this.#pool
-      // Not pooled: a view is safe to keep. Pooled: a view for a holder that will release it.
-      if (pool === undefined || !pool.retain(first) || lend === pool) return first.subarray(at, at + length)
-      pool.release(first) // retained only to learn that it is pooled: the caller gets a copy
+      // Not pooled: a view is safe to keep. Pooled: a view only for a holder that will release it.
+      if (this.#retained[lo & mask] === 0) return first.subarray(at, at + length)
+      if (lend !== undefined && lend === this.#pool) {
+        lend.retain(first)
+        return first.subarray(at, at + length)
+      }
     }
     const out = lend?.acquire(length) ?? Buffer.allocUnsafe(length)
     let filled = 0
@@ -281,8 +289,12 @@ export class WriteTail {
     this.#cost = 0
     if (this.#next > this.#head) {
       const pool = this.#pool
-      if (pool !== undefined)
-        for (let i = this.#head; i < this.#next; i++) pool.release(this.#bytes[i & this.#mask]!)
+      if (pool !== undefined) {
+        for (let i = this.#head; i < this.#next; i++) {
+          const slot = i & this.#mask
+          if (this.#retained[slot] === 1) pool.release(this.#bytes[slot]!)
+        }
+      }
       this.#bytes.fill(undefined)
     }
     this.#shrink()
