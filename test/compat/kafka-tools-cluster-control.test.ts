@@ -231,6 +231,14 @@ test('a partition whose last ISR member died stays leaderless; unclean elections
     )
   }
   const via = cluster.node(1).address
+  // Both replicas in the ISR first: broker 4 restarted at the end of the test before, and a topic
+  // created while it was still fenced starts with an ISR of broker 3 alone (as Kafka places it).
+  await waitFor('a full ISR', async () => {
+    const a = (await describe('unclean-tool', via)).get(0)
+    const b = (await describe('unclean-config', via)).get(0)
+    const full = (d: typeof a) => d !== undefined && [...d.isr].sort().join() === '3,4'
+    return full(a) && full(b) ? true : undefined
+  })
   // Broker 3 dies: fenced, it leaves the ISR.
   await cluster.node(3).process.kill()
   await waitFor('broker 3 out of the ISR', async () => {
