@@ -84,7 +84,7 @@ interface FetchState {
  * How soon a partition is fetched again after UNKNOWN_LEADER_EPOCH (the leader's metadata lags), and
  * first after NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION (doubling from there).
  */
-export const METADATA_LAG_RETRY_MS = 50
+export const METADATA_LAG_RETRY_MS = 10
 
 function minOffset(a: bigint, b: bigint): bigint {
   return a < b ? a : b

@@ -569,6 +569,83 @@ describe('replica manager', () => {
     assert.equal((h.rm.stats.take() as Record<string, { n: number }>).followerFetchBytes!.n, 0, 'take resets')
   })
 
+  test("a follower's long poll ends when a partition it is to fetch becomes led here, and parks again once it names it", async () => {
+    const h = await Harness.create()
+    await h.createTopic({ replicas: [1, 2] })
+    const OTHER = 'joined' as TopicName
+    const follower = (topics: readonly TopicName[], maxWaitMs = 500) =>
+      h.rm.fetchMessages(
+        topics.map((topic) => ({
+          topic,
+          partition: 0,
+          fetchOffset: 0n,
+          maxBytes: 1000,
+          currentLeaderEpoch: 0,
+          lastFetchedEpoch: -1,
+        })),
+        { replicaId: 2, maxWaitMs, minBytes: 1, maxBytes: 1000, isolationLevel: 0 },
+      )
+    const parked = pending(follower([TOPIC]))
+    await settle()
+    assert.equal(parked.done, false, 'nothing to read: the fetch parks')
+    // A new partition led here with follower 2: its parked fetch (sent before it knew) ends now.
+    await h.commit(
+      encodeMetadataRecord(T.Topic, 0, {
+        name: OTHER,
+        topicId: Buffer.alloc(16, 9).toString('base64url') as Uuid,
+      }),
+      encodeMetadataRecord(T.Partition, 0, {
+        topicId: Buffer.alloc(16, 9).toString('base64url') as Uuid,
+        partitionId: 0,
+        replicas: [1, 2] as BrokerId[],
+        isr: [1, 2] as BrokerId[],
+        leader: NODE,
+        leaderEpoch: 0,
+        partitionEpoch: 0,
+      }),
+    )
+    await settle()
+    assert.equal(parked.done, true, 'woken without the clock moving')
+    // Until a fetch of follower 2 names it, none parks.
+    const again = pending(follower([TOPIC]))
+    await settle()
+    assert.equal(again.done, true)
+    assert.equal((await follower([TOPIC, OTHER], 0))[1]!.errorCode, ErrorCode.None)
+    const settledIn = pending(follower([TOPIC, OTHER]))
+    await settle()
+    assert.equal(settledIn.done, false, 'named: its fetches park again')
+    h.clock.advance(500)
+    await settle()
+    assert.equal(settledIn.done, true)
+
+    // A follower that never names it parks again after 500 ms.
+    await h.commit(
+      encodeMetadataRecord(T.Topic, 0, {
+        name: 'late' as TopicName,
+        topicId: Buffer.alloc(16, 10).toString('base64url') as Uuid,
+      }),
+      encodeMetadataRecord(T.Partition, 0, {
+        topicId: Buffer.alloc(16, 10).toString('base64url') as Uuid,
+        partitionId: 0,
+        replicas: [1, 2] as BrokerId[],
+        isr: [1, 2] as BrokerId[],
+        leader: NODE,
+        leaderEpoch: 0,
+        partitionEpoch: 0,
+      }),
+    )
+    const spinning = pending(follower([TOPIC]))
+    await settle()
+    assert.equal(spinning.done, true, 'not named yet: answered at once')
+    h.clock.advance(500)
+    const late = pending(follower([TOPIC]))
+    await settle()
+    assert.equal(late.done, false, 'past the join wait: parks')
+    h.clock.advance(500)
+    await settle()
+    assert.equal(late.done, true)
+  })
+
   test('min.insync.replicas: acks=-1 is refused before appending when the ISR is too small', async () => {
     const h = await Harness.create()
     await h.createTopic({ replicas: [1, 2], isr: [1], configs: { 'min.insync.replicas': '2' } })

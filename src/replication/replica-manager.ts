@@ -23,7 +23,7 @@ import {
   writeOffsetCheckpoint,
 } from '../storage/index.ts'
 import { AlterPartitionManager, type AlterPartitionManagerOptions } from './alter-partition-manager.ts'
-import { DelayedOperations, type Watchers } from './delayed-operations.ts'
+import { DelayedOperations, Watchers } from './delayed-operations.ts'
 import {
   type OffsetForTimestamp,
   Partition,
@@ -176,6 +176,12 @@ function produceError(
  * The append errors Kafka answers without the partition's log start offset (ReplicaManager's
  * `UNKNOWN_LOG_APPEND_INFO` cases); every other refusal of a hosted partition carries it.
  */
+/**
+ * How long a partition newly led here keeps its followers' fetches from parking until they name it
+ * (`#joining`): replica.fetch.wait.max.ms's default, past which a plain long poll would have ended.
+ */
+const JOIN_WAIT_MS = 500
+
 const ERRORS_WITHOUT_LOG_START: ReadonlySet<number> = new Set([
   ErrorCode.UnknownTopicOrPartition,
   ErrorCode.NotLeaderOrFollower,
@@ -220,6 +226,17 @@ export class ReplicaManager {
   readonly #o: ReplicaManagerOptions
   readonly #limits: ReplicaManagerLimits
   readonly #delayed: DelayedOperations
+  /**
+   * Partitions that became led here and that a follower has yet to fetch, by follower: until a
+   * fetch of that follower names them (or JOIN_WAIT_MS passed), its fetches are answered at once
+   * rather than parked, and the one parked when they became led is woken (`#followerWatchers`).
+   * Otherwise a follower's long poll for its other partitions, sent before it knew of the new one,
+   * held every acks=all write to it for up to replica.fetch.wait.max.ms (a new topic's first
+   * writes on 3 nodes: p99 300-400 ms at 20,000 records/s; docs/performance.md, session 8).
+   */
+  readonly #joining = new Map<BrokerId, Map<string, number>>()
+  /** Per follower: woken when a partition it is to fetch becomes led here. */
+  readonly #followerWatchers = new Map<BrokerId, Watchers>()
   /** Per log: its epoch cache and producer state, made when the log opens (`hooksFor`). */
   readonly #states = new Map<string, ReplicaLogState>()
   readonly #partitions = new Map<string, Partition>()
@@ -666,7 +683,9 @@ export class ReplicaManager {
       p ??= await this.#openPartition(topic, topicId, index, image)
       if (reg.leader === this.#o.nodeId) {
         await this.#fetchers?.unassign(p)
+        const newlyLed = p.role !== 'leader' || p.leaderEpoch !== reg.leaderEpoch
         await p.makeLeader(reg)
+        if (newlyLed) this.#awaitJoins(key, reg.replicas)
         const recovered = this.#alterPartition === null ? null : p.maybeCompleteRecovery()
         if (recovered !== null) {
           this.#log('info', `partition ${key}: elected uncleanly; reporting its recovery done`)
@@ -683,6 +702,38 @@ export class ReplicaManager {
       this.#unreconciled.set(key, { topic, index })
       this.#failLogDir(e)
     }
+  }
+
+  /** `key` is led here from now on: its other replicas are to fetch it (`#joining`). */
+  #awaitJoins(key: string, replicas: readonly BrokerId[]): void {
+    const untilMs = this.#o.clock.monotonicMs() + JOIN_WAIT_MS
+    for (const r of replicas) {
+      if (r === this.#o.nodeId) continue
+      let m = this.#joining.get(r)
+      if (m === undefined) {
+        m = new Map()
+        this.#joining.set(r, m)
+      }
+      m.set(key, untilMs)
+      this.#followerWatchers.get(r)?.wake()
+    }
+  }
+
+  /**
+   * Whether `replicaId` has a partition to start fetching here that `specs` do not name (those they
+   * name, and those waited for too long, are forgotten).
+   */
+  #joinPending(replicaId: BrokerId, specs: readonly FetchSpec[]): boolean {
+    const m = this.#joining.get(replicaId)
+    if (m === undefined) return false
+    for (const s of specs) if (m.size > 0) m.delete(partitionKey(s.topic, s.partition))
+    const nowMs = this.#o.clock.monotonicMs()
+    for (const [key, untilMs] of m) if (untilMs <= nowMs) m.delete(key)
+    if (m.size === 0) {
+      this.#joining.delete(replicaId)
+      return false
+    }
+    return true
   }
 
   /**
@@ -1065,7 +1116,14 @@ export class ReplicaManager {
     }
     const maxWaitMs = Math.min(params.maxWaitMs, this.#limits.fetchWaitMsMax)
     const follower = params.replicaId >= 0
-    if (maxWaitMs <= 0 || specs.length === 0 || bytes >= params.minBytes || error) {
+    const replicaId = params.replicaId as BrokerId
+    if (
+      maxWaitMs <= 0 ||
+      specs.length === 0 ||
+      bytes >= params.minBytes ||
+      error ||
+      (follower && this.#joinPending(replicaId, specs))
+    ) {
       if (follower) this.stats.followerFetchBytes.add(bytes)
       return first
     }
@@ -1087,9 +1145,17 @@ export class ReplicaManager {
         available += Math.min(b, s.maxBytes)
         if (available >= params.minBytes) return true
       }
-      return false
+      return follower && this.#joinPending(replicaId, specs)
     }
     const watchers: Watchers[] = watched.map((w) => w.p.watchers)
+    if (follower) {
+      let w = this.#followerWatchers.get(replicaId)
+      if (w === undefined) {
+        w = new Watchers()
+        this.#followerWatchers.set(replicaId, w)
+      }
+      watchers.push(w)
+    }
     // The first reads are not answered (fewer than minBytes): read again after the wait.
     for (const r of first) params.readBuffers?.release(r.records)
     const parkedMs = this.#o.clock.monotonicMs()
