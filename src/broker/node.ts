@@ -194,8 +194,10 @@ export class WeirNode {
       connectionsMaxIdleMs: effective.long('connections.max.idle.ms'),
       connectionsMax: Math.min(effective.int('max.connections'), 100_000),
     }
-    // One pacer for the node's listeners: a minor GC per 8 MiB of requests read, and where V8 counts
-    // ArrayBuffers in its global limit (`weir start`) a full one per 64 MiB (read-gc-pacer.ts).
+    // One pacer for the node's listeners: a minor GC per 8 MiB of requests read. The full one per
+    // 64 MiB that it also ran where V8 counts ArrayBuffers in its global limit (`weir start`) freed
+    // promoted produce frames; with frames pooled it cost produce CPU for no RSS (docs/performance.md,
+    // session 8), and `WEIR_READ_GC_MAJORS=1` brings it back (read-gc-pacer.ts).
     const collect = v8Gc()
     const readGc =
       collect === null
@@ -203,7 +205,9 @@ export class WeirNode {
         : new ReadGcPacer(
             collect,
             GC_EVERY_READ_BYTES_DEFAULT,
-            externalMemoryInGlobalLimit() ? GC_MAJOR_EVERY_COLLECTIONS : 0,
+            process.env.WEIR_READ_GC_MAJORS === '1' && externalMemoryInGlobalLimit()
+              ? GC_MAJOR_EVERY_COLLECTIONS
+              : 0,
           )
     // The node's buffers: its connections assemble produce frames in them, its logs and write tails
     // retain those, its fetches read old data into them (read-buffer-pool.ts).

@@ -12,8 +12,9 @@ import { runInNewContext } from 'node:vm'
 /** 8 MiB of requests between minor GCs: a 1 ms scavenge per 8 MiB is ~1% of a core at 100 MB/s. */
 export const GC_EVERY_READ_BYTES_DEFAULT = 8 * 1024 * 1024
 /**
- * Where V8 counts ArrayBuffers in its global limit (`tuneV8ForBroker`), every 8th collection (64 MiB
- * of requests) is a full one. Frames that outlived a few scavenges (held by an acks=all request or
+ * With `WEIR_READ_GC_MAJORS=1` (off by default since session 8: produce frames are pooled, and the
+ * full GCs cost produce CPU for no peak RSS), where V8 counts ArrayBuffers in its global limit
+ * (`tuneV8ForBroker`), every 8th collection (64 MiB of requests) is a full one. Frames that outlived a few scavenges (held by an acks=all request or
  * the write tail) are promoted, and once dead only a full GC frees them; the global limit lets them
  * pile up (peak RSS of a 1M x 100 B kcat produce 133 MB without the flag, 172 with it, 139 with it
  * and a full GC per 64 MiB read). A broker's heap is small: a full GC takes ~5-15 ms, about 1.5 per

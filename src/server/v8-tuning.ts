@@ -58,8 +58,8 @@ function pinYoungGeneration(): boolean {
 }
 
 /**
- * Whether this process counts external memory in V8's global limit (then the node paces full GCs
- * itself: `GC_MAJOR_EVERY_COLLECTIONS`).
+ * Whether this process counts external memory in V8's global limit (then, with
+ * `WEIR_READ_GC_MAJORS=1`, the node paces full GCs itself: `GC_MAJOR_EVERY_COLLECTIONS`).
  */
 export function externalMemoryInGlobalLimit(): boolean {
   return externalInGlobalLimit
