@@ -585,25 +585,27 @@ describe('replica manager', () => {
         })),
         { replicaId: 2, maxWaitMs, minBytes: 1, maxBytes: 1000, isolationLevel: 0 },
       )
+    /** A new topic (id bytes `idByte`) whose one partition is led here, with follower 2 in its ISR. */
+    const ledHereWithFollower2 = (name: TopicName, idByte: number) => {
+      const topicId = Buffer.alloc(16, idByte).toString('base64url') as Uuid
+      return h.commit(
+        encodeMetadataRecord(T.Topic, 0, { name, topicId }),
+        encodeMetadataRecord(T.Partition, 0, {
+          topicId,
+          partitionId: 0,
+          replicas: [1, 2] as BrokerId[],
+          isr: [1, 2] as BrokerId[],
+          leader: NODE,
+          leaderEpoch: 0,
+          partitionEpoch: 0,
+        }),
+      )
+    }
     const parked = pending(follower([TOPIC]))
     await settle()
     assert.equal(parked.done, false, 'nothing to read: the fetch parks')
     // A new partition led here with follower 2: its parked fetch (sent before it knew) ends now.
-    await h.commit(
-      encodeMetadataRecord(T.Topic, 0, {
-        name: OTHER,
-        topicId: Buffer.alloc(16, 9).toString('base64url') as Uuid,
-      }),
-      encodeMetadataRecord(T.Partition, 0, {
-        topicId: Buffer.alloc(16, 9).toString('base64url') as Uuid,
-        partitionId: 0,
-        replicas: [1, 2] as BrokerId[],
-        isr: [1, 2] as BrokerId[],
-        leader: NODE,
-        leaderEpoch: 0,
-        partitionEpoch: 0,
-      }),
-    )
+    await ledHereWithFollower2(OTHER, 9)
     await settle()
     assert.equal(parked.done, true, 'woken without the clock moving')
     // Until a fetch of follower 2 names it, none parks.
@@ -619,21 +621,7 @@ describe('replica manager', () => {
     assert.equal(settledIn.done, true)
 
     // A follower that never names it parks again after 500 ms.
-    await h.commit(
-      encodeMetadataRecord(T.Topic, 0, {
-        name: 'late' as TopicName,
-        topicId: Buffer.alloc(16, 10).toString('base64url') as Uuid,
-      }),
-      encodeMetadataRecord(T.Partition, 0, {
-        topicId: Buffer.alloc(16, 10).toString('base64url') as Uuid,
-        partitionId: 0,
-        replicas: [1, 2] as BrokerId[],
-        isr: [1, 2] as BrokerId[],
-        leader: NODE,
-        leaderEpoch: 0,
-        partitionEpoch: 0,
-      }),
-    )
+    await ledHereWithFollower2('late' as TopicName, 10)
     const spinning = pending(follower([TOPIC]))
     await settle()
     assert.equal(spinning.done, true, 'not named yet: answered at once')

@@ -173,15 +173,15 @@ function produceError(
 }
 
 /**
- * The append errors Kafka answers without the partition's log start offset (ReplicaManager's
- * `UNKNOWN_LOG_APPEND_INFO` cases); every other refusal of a hosted partition carries it.
- */
-/**
  * How long a partition newly led here keeps its followers' fetches from parking until they name it
  * (`#joining`): replica.fetch.wait.max.ms's default, past which a plain long poll would have ended.
  */
 const JOIN_WAIT_MS = 500
 
+/**
+ * The append errors Kafka answers without the partition's log start offset (ReplicaManager's
+ * `UNKNOWN_LOG_APPEND_INFO` cases); every other refusal of a hosted partition carries it.
+ */
 const ERRORS_WITHOUT_LOG_START: ReadonlySet<number> = new Set([
   ErrorCode.UnknownTopicOrPartition,
   ErrorCode.NotLeaderOrFollower,
