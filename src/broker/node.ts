@@ -152,8 +152,8 @@ export class WeirNode {
   #readyWaiters: Array<() => void> = []
   /** server.properties with `--set`, without Weir's own keys: the STATIC_BROKER_CONFIG layer. */
   #staticBroker: ConfigLayer = new Map()
-  /** The node's buffer pool (set by `create`, before any component starts). */
-  #pool: ReadBufferPool | null = null
+  /** The node's buffer pool: its listeners' produce frames, its logs' holds, its fetch reads. */
+  readonly #pool: ReadBufferPool
 
   private constructor(
     config: NodeConfig,
@@ -162,7 +162,9 @@ export class WeirNode {
     clock: Clock,
     log: Logger,
     listeners: BoundListener[],
+    pool: ReadBufferPool,
   ) {
+    this.#pool = pool
     this.config = config
     this.clusterId = clusterId
     this.effective = effective
@@ -231,9 +233,8 @@ export class WeirNode {
       })
       bound.push({ spec, listener, registry, isController })
     }
-    const node = new WeirNode(config, clusterId, effective, clock, log, bound)
+    const node = new WeirNode(config, clusterId, effective, clock, log, bound, pool)
     node.#staticBroker = staticBroker
-    node.#pool = pool
     try {
       for (const b of bound) await b.listener.start()
       await node.#startComponents({ disk, clock, random, transport })
@@ -339,7 +340,7 @@ export class WeirNode {
         image: () => this.#loader.image,
         transport: io.transport,
         log: this.#log,
-        ...(this.#pool === null ? {} : { pool: this.#pool }),
+        pool: this.#pool,
       })
       this.#dataPath = dataPath
       this.#loader.subscribe((p) => dataPath.onPublish(p))

@@ -278,17 +278,13 @@ export class Connection {
         for (let i = 0; i < last; i++) this.#socket.write(pieces[i]!)
         // Called once the bytes are with the kernel, or the write failed or was cancelled.
         const done = result.done
-        this.#socket.write(
-          pieces[last]!,
-          pooled
-            ? () => {
-                done?.()
-                this.#releaseFrame(frame)
-              }
-            : done === undefined
-              ? undefined
-              : () => done(),
-        )
+        const written = pooled
+          ? () => {
+              done?.()
+              this.#releaseFrame(frame)
+            }
+          : done
+        this.#socket.write(pieces[last]!, written === undefined ? undefined : () => written())
       }
     }
     if (corked) {

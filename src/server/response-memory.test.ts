@@ -63,6 +63,30 @@ function fetchFrame(correlationId: number): Buffer {
   )
 }
 
+/** A listener on a free loopback port serving `registry` (with `frameBuffers` when given). */
+function loopbackListener(
+  registry: HandlerRegistry,
+  inFlightBytesMax: number,
+  frameBuffers?: ReadBufferPool,
+) {
+  return new Listener({
+    listenerName: 'PLAINTEXT',
+    host: '127.0.0.1',
+    port: 0,
+    dispatcher: new Dispatcher(registry),
+    clock: systemClock,
+    limits: {
+      requestBytesMax: 1024 * 1024,
+      inFlightRequestsMax: 8,
+      inFlightBytesMax,
+      connectionsMaxIdleMs: 10_000,
+      connectionsMax: 8,
+    },
+    log: () => {},
+    ...(frameBuffers === undefined ? {} : { frameBuffers }),
+  })
+}
+
 async function until(what: string, check: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 10))
   assert.ok(check(), what)
@@ -93,21 +117,10 @@ describe('response memory (real sockets)', () => {
   test('a pooled buffer is back only after its response was written, and is never lent while sent', async () => {
     const pool = new ReadBufferPool({ bytesMax: 4 * RECORDS_BYTES })
     let n = 0
-    const listener = new Listener({
-      listenerName: 'PLAINTEXT',
-      host: '127.0.0.1',
-      port: 0,
-      dispatcher: new Dispatcher(pooledFetchRegistry(pool, () => ++n)),
-      clock: systemClock,
-      limits: {
-        requestBytesMax: 1024 * 1024,
-        inFlightRequestsMax: 8,
-        inFlightBytesMax: 1024 * 1024,
-        connectionsMaxIdleMs: 10_000,
-        connectionsMax: 8,
-      },
-      log: () => {},
-    })
+    const listener = loopbackListener(
+      pooledFetchRegistry(pool, () => ++n),
+      1024 * 1024,
+    )
     const { port } = await listener.start()
     try {
       const c = new Client(port)
@@ -164,22 +177,7 @@ describe('response memory (real sockets)', () => {
         return { responses: [], throttleTimeMs: 0 } as never
       }),
     )
-    const listener = new Listener({
-      listenerName: 'PLAINTEXT',
-      host: '127.0.0.1',
-      port: 0,
-      dispatcher: new Dispatcher(registry),
-      clock: systemClock,
-      limits: {
-        requestBytesMax: 1024 * 1024,
-        inFlightRequestsMax: 8,
-        inFlightBytesMax: 4 * 1024 * 1024,
-        connectionsMaxIdleMs: 10_000,
-        connectionsMax: 8,
-      },
-      log: () => {},
-      frameBuffers: pool,
-    })
+    const listener = loopbackListener(registry, 4 * 1024 * 1024, pool)
     const produceFrame = (correlationId: number, fill: number): Buffer =>
       Buffer.concat(
         encodeRequest(apis.Produce, { requestApiVersion: 7, correlationId, clientId: 't' }, {
