@@ -31,8 +31,9 @@
  * process(es) over the system's whole run (all its workloads; summed over the 3 Weir nodes); CPU s
  * is the CPU time (user + system, /proc) the server process(es) spent during the 100 B produce and
  * consume: a figure that a busy shared machine disturbs much less than records/s.
- * `--drop-caches` (root; produce workloads only): the clean page cache is dropped before every
- * produce step, so that no case pays this VM's cost of growing the page cache (`dropPageCache`).
+ * `--drop-caches` (root): the clean page cache is dropped before every produce step, so that no
+ * case pays this VM's cost of growing the page cache (`dropPageCache`); each case consumes right
+ * after its own produce, so no consume reads what a drop evicted.
  * By default (`--order interleaved`) every system is up at once and each workload runs on every
  * system in turn, the first one rotating, so that the load of a shared machine drifting during the
  * run spreads over all systems instead of favouring the ones that ran first; `--order sequential`
@@ -600,7 +601,8 @@ interface System {
   stop(): Promise<void>
 }
 
-const WORKLOAD_ORDER = ['p100', 'c100', 'p1k', 'c1k', 'lat'] as const
+/** The order a case runs its workloads in: a produce, then the consume of what it wrote. */
+const WORKLOAD_GROUPS = [['p100', 'c100'], ['p1k', 'c1k'], ['lat']] as const
 const SIZES: Record<string, readonly [size: number, n: () => number]> = {
   '100': [SMALL, () => RECORDS],
   '1k': [BIG, () => BIG_RECORDS],
@@ -718,9 +720,9 @@ function kafkaLikeCases(system: string, k: KafkaLike): Case[] {
  * for the next 3.5 GB, and at 3.2-5.1 GB/s throughout with the cache dropped every 512 MB. Rounds
  * of bench:peers then slowed down as they went (each writes ~1 GB; a 3-node RF 3 cluster writes
  * three times what one node does, so it paid three times as much). Dropping the clean cache before
- * each produce run gives every system the same start. It evicts what earlier steps wrote: use it
- * with produce workloads only (a consume step would read the disk for some cases and memory for
- * others).
+ * each produce run gives every system the same start. It evicts what earlier steps wrote, so each
+ * case consumes right after its own produce (`WORKLOAD_GROUPS`): every consume reads a topic just
+ * written, from memory, whichever case ran before it.
  */
 function dropPageCache(): void {
   execFileSync('sync')
@@ -1289,13 +1291,19 @@ async function main(): Promise<void> {
       })
     })
   }
-  const workloads = WORKLOAD_ORDER.filter((w) => WORKLOADS.has(w))
-  /** Runs each workload on every case in turn, the starting case rotating, so load drift spreads. */
+  // A produce and the consume of what it wrote run back to back on a case ("one producer then one
+  // consumer"), so that every consume reads a topic just written, as the others' do: with the
+  // consumes in a phase of their own, `--drop-caches` before each later produce evicted the earlier
+  // cases' topics, and all but the last case's consume read the disk.
+  const steps = WORKLOAD_GROUPS.map((g) => g.filter((w) => WORKLOADS.has(w))).filter((g) => g.length > 0)
+  /** Runs each group of steps on every case in turn, the starting case rotating, so load drift spreads. */
   const interleave = async (cases: Case[]) => {
-    for (const [i, w] of workloads.entries()) {
+    for (const [i, group] of steps.entries()) {
       for (let j = 0; j < cases.length; j++) {
-        if (opts['drop-caches'] && (w.startsWith('p') || w === 'lat')) dropPageCache()
-        await cases[(i + j) % cases.length]!.step(w)
+        for (const w of group) {
+          if (opts['drop-caches'] && (w.startsWith('p') || w === 'lat')) dropPageCache()
+          await cases[(i + j) % cases.length]!.step(w)
+        }
       }
     }
   }
