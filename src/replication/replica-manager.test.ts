@@ -634,6 +634,63 @@ describe('replica manager', () => {
     assert.equal(late.done, true)
   })
 
+  test('a replica added by a reassignment (no new leader epoch) ends its parked long poll here', async () => {
+    const h = await Harness.create()
+    await h.createTopic({ replicas: [1, 2] })
+    // Broker 3 already follows another partition led here, and has a fetch of it parked.
+    const THIRD = 'third' as TopicName
+    const thirdId = Buffer.alloc(16, 11).toString('base64url') as Uuid
+    await h.commit(
+      encodeMetadataRecord(T.Topic, 0, { name: THIRD, topicId: thirdId }),
+      encodeMetadataRecord(T.Partition, 0, {
+        topicId: thirdId,
+        partitionId: 0,
+        replicas: [1, 3] as BrokerId[],
+        isr: [1, 3] as BrokerId[],
+        leader: NODE,
+        leaderEpoch: 0,
+        partitionEpoch: 0,
+      }),
+    )
+    const fetchBy3 = (topics: readonly TopicName[]) =>
+      h.rm.fetchMessages(
+        topics.map((topic) => ({
+          topic,
+          partition: 0,
+          fetchOffset: 0n,
+          maxBytes: 1000,
+          currentLeaderEpoch: 0,
+          lastFetchedEpoch: -1,
+        })),
+        { replicaId: 3, maxWaitMs: 500, minBytes: 1, maxBytes: 1000, isolationLevel: 0 },
+      )
+    const parked = pending(fetchBy3([THIRD]))
+    await settle()
+    assert.equal(parked.done, false, 'nothing to read: the fetch parks')
+    const epoch = h.partition.leaderEpoch
+    await h.commit(
+      encodeMetadataRecord(T.PartitionChange, 0, {
+        topicId: TOPIC_ID,
+        partitionId: 0,
+        replicas: [1, 2, 3] as BrokerId[],
+        addingReplicas: [3] as BrokerId[],
+      }),
+    )
+    assert.deepEqual(h.partition.replicas, [1, 2, 3])
+    assert.equal(h.partition.leaderEpoch, epoch, 'a reassignment: the same leader epoch')
+    await settle()
+    assert.equal(parked.done, true, 'woken without the clock moving')
+    const unnamed = pending(fetchBy3([THIRD]))
+    await settle()
+    assert.equal(unnamed.done, true, 'until a fetch of broker 3 names it, none parks')
+    const again = pending(fetchBy3([THIRD, TOPIC]))
+    await settle()
+    assert.equal(again.done, false, 'named: its fetches park again')
+    h.clock.advance(500)
+    await settle()
+    assert.equal(again.done, true)
+  })
+
   test('min.insync.replicas: acks=-1 is refused before appending when the ISR is too small', async () => {
     const h = await Harness.create()
     await h.createTopic({ replicas: [1, 2], isr: [1], configs: { 'min.insync.replicas': '2' } })

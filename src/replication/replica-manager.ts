@@ -173,8 +173,9 @@ function produceError(
 }
 
 /**
- * How long a partition newly led here keeps its followers' fetches from parking until they name it
- * (`#joining`): replica.fetch.wait.max.ms's default, past which a plain long poll would have ended.
+ * How long a partition newly led here (or given new replicas) keeps its followers' fetches from
+ * parking until they name it (`#joining`): replica.fetch.wait.max.ms's default, past which a plain
+ * long poll would have ended.
  */
 const JOIN_WAIT_MS = 500
 
@@ -227,9 +228,10 @@ export class ReplicaManager {
   readonly #limits: ReplicaManagerLimits
   readonly #delayed: DelayedOperations
   /**
-   * Partitions that became led here and that a follower has yet to fetch, by follower: until a
-   * fetch of that follower names them (or JOIN_WAIT_MS passed), its fetches are answered at once
-   * rather than parked, and the one parked when they became led is woken (`#followerWatchers`).
+   * Partitions that became led here (or that a reassignment gave a new replica) and that a follower
+   * has yet to fetch, by follower: until a fetch of that follower names them (or JOIN_WAIT_MS
+   * passed), its fetches are answered at once rather than parked, and the one parked when they
+   * became led is woken (`#followerWatchers`).
    * Otherwise a follower's long poll for its other partitions, sent before it knew of the new one,
    * held every acks=all write to it for up to replica.fetch.wait.max.ms (a new topic's first
    * writes on 3 nodes: p99 300-400 ms at 20,000 records/s; docs/performance.md, session 8).
@@ -684,8 +686,11 @@ export class ReplicaManager {
       if (reg.leader === this.#o.nodeId) {
         await this.#fetchers?.unassign(p)
         const newlyLed = p.role !== 'leader' || p.leaderEpoch !== reg.leaderEpoch
+        // A reassignment adds replicas without a new leader epoch: they start fetching too.
+        const had = newlyLed ? [] : p.replicas
         await p.makeLeader(reg)
-        if (newlyLed) this.#awaitJoins(key, reg.replicas)
+        const joining = reg.replicas.filter((r) => !had.includes(r))
+        if (joining.length > 0) this.#awaitJoins(key, joining)
         const recovered = this.#alterPartition === null ? null : p.maybeCompleteRecovery()
         if (recovered !== null) {
           this.#log('info', `partition ${key}: elected uncleanly; reporting its recovery done`)
@@ -704,7 +709,7 @@ export class ReplicaManager {
     }
   }
 
-  /** `key` is led here from now on: its other replicas are to fetch it (`#joining`). */
+  /** `key` is led here from now on, or has new replicas: they are to fetch it (`#joining`). */
   #awaitJoins(key: string, replicas: readonly BrokerId[]): void {
     const untilMs = this.#o.clock.monotonicMs() + JOIN_WAIT_MS
     for (const r of replicas) {
