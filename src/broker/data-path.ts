@@ -106,6 +106,7 @@ export class DataPath {
             requestTimeoutMs: e.int('replica.socket.timeout.ms'),
             responseBytesMax:
               e.int('replica.fetch.response.max.bytes') + e.int('replica.fetch.max.bytes') + 1024 * 1024,
+            frameBuffers: this.readBuffers,
           }),
         brokerEpoch: options.brokerEpoch,
         alterPartition: options.alterPartition,

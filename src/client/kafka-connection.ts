@@ -36,6 +36,28 @@ export interface KafkaConnectionOptions {
   readonly responseBytesMax: number
   /** `socket.connection.setup.timeout.ms` */
   readonly connectTimeoutMs: number
+  /**
+   * Where a response to `requestHeld` of at least `HELD_FRAME_BYTES_MIN` that spans socket reads is
+   * assembled (the node's read-buffer pool), instead of a new buffer per response.
+   */
+  readonly frameBuffers?: FrameBuffers
+}
+
+/** A pool that lends buffers and takes them back (storage's `ReadBufferPool` is one). */
+export interface FrameBuffers {
+  acquire(length: number): Buffer
+  /** The buffer behind `bytes` (a view of it is enough) goes back; a no-op for bytes it did not lend. */
+  release(bytes: Uint8Array): void
+}
+
+/** Below this a response is copied out of the socket's reads as usual: pooling it saves nothing. */
+export const HELD_FRAME_BYTES_MIN = 64 * 1024
+
+/** A response body whose bytes may be lent by `frameBuffers`: `release` once done with them. */
+export interface HeldResponse<Res> {
+  readonly body: Res
+  /** Gives the response's buffer back (once; later calls do nothing). Views of it are invalid after. */
+  release(): void
 }
 
 interface Pending {
@@ -45,6 +67,8 @@ interface Pending {
   readonly resolve: (body: unknown) => void
   readonly reject: (e: Error) => void
   timer: TimerHandle | null
+  /** `requestHeld`: its response may be assembled in `frameBuffers`, and resolves as a `HeldResponse`. */
+  readonly held: boolean
 }
 
 interface Queued {
@@ -90,8 +114,23 @@ export class KafkaConnection {
     this.address = address
     this.#conn = conn
     this.#options = options
-    // Transport chunks are lent (io/transport.ts): frames are copied out of them.
-    this.#frames = new FrameReader({ frameBytesMax: options.responseBytesMax, lentChunks: true })
+    // Transport chunks are lent (io/transport.ts): frames are copied out of them, into a pooled
+    // buffer for a large response to `requestHeld` (its correlation id leads the frame).
+    const buffers = options.frameBuffers
+    this.#frames = new FrameReader({
+      frameBytesMax: options.responseBytesMax,
+      lentChunks: true,
+      ...(buffers === undefined
+        ? {}
+        : {
+            spanBuffer: (size: number, chunk: Buffer, at: number) =>
+              size >= HELD_FRAME_BYTES_MIN &&
+              chunk.length - at >= 4 &&
+              this.#inFlight.get(chunk.readInt32BE(at))?.held === true
+                ? buffers.acquire(size)
+                : undefined,
+          }),
+    })
     conn.onData((chunk) => this.#onData(chunk))
     conn.onDrain(() => this.#flushQueue())
     conn.onClose((e) =>
@@ -167,6 +206,29 @@ export class KafkaConnection {
     body: ReqIn,
     options: { timeoutMs?: number } = {},
   ): Promise<Res> {
+    return this.#request(api, version, body, options, false) as Promise<Res>
+  }
+
+  /**
+   * As `request`, but the body's byte fields may be views of a buffer lent by `frameBuffers`: the
+   * caller releases it once done with them (a log that keeps appended bytes retains them itself).
+   */
+  requestHeld<Res, ReqIn>(
+    api: Api<unknown, ReqIn, Res, never>,
+    version: number,
+    body: ReqIn,
+    options: { timeoutMs?: number } = {},
+  ): Promise<HeldResponse<Res>> {
+    return this.#request(api, version, body, options, true) as Promise<HeldResponse<Res>>
+  }
+
+  #request<Res, ReqIn>(
+    api: Api<unknown, ReqIn, Res, never>,
+    version: number,
+    body: ReqIn,
+    options: { timeoutMs?: number },
+    held: boolean,
+  ): Promise<unknown> {
     if (this.#closedError !== null) return Promise.reject(this.#closedError)
     const correlationId = this.#nextCorrelationId
     this.#nextCorrelationId = (this.#nextCorrelationId % 0x7fffffff) + 1
@@ -180,14 +242,15 @@ export class KafkaConnection {
     } catch (e) {
       return Promise.reject(e)
     }
-    return new Promise<Res>((resolve, reject) => {
+    return new Promise<unknown>((resolve, reject) => {
       const pending: Pending = {
         correlationId,
         api: api as unknown as Api<unknown, never, unknown, never>,
         version,
-        resolve: resolve as (body: unknown) => void,
+        resolve,
         reject,
         timer: null,
+        held,
       }
       this.#queue.push({ frame, pending, timeoutMs: options.timeoutMs ?? this.#options.requestTimeoutMs })
       this.#flushQueue()
@@ -249,6 +312,7 @@ export class KafkaConnection {
     try {
       body = decodeResponseOf(p.api, p.version, frame)
     } catch (e) {
+      this.#options.frameBuffers?.release(frame)
       // The request is out of #inFlight already: settle it here, or it would wait forever.
       const error =
         e instanceof DecodeError
@@ -257,7 +321,17 @@ export class KafkaConnection {
       p.reject(error)
       throw e
     }
-    p.resolve(body)
+    if (p.held) {
+      const buffers = this.#options.frameBuffers
+      let held = buffers !== undefined
+      p.resolve({
+        body,
+        release: () => {
+          if (held) buffers!.release(frame)
+          held = false
+        },
+      } satisfies HeldResponse<unknown>)
+    } else p.resolve(body)
     this.#flushQueue()
   }
 
@@ -265,6 +339,9 @@ export class KafkaConnection {
     if (this.#closedError !== null) return
     this.#closedError = error
     this.#conn.close()
+    // A response being assembled in a lent buffer goes back (a no-op for any other).
+    const partial = this.#frames.abandonPartial()
+    if (partial !== null) this.#options.frameBuffers?.release(partial)
     for (const p of this.#inFlight.values()) {
       if (p.timer !== null) this.#options.clock.clearTimer(p.timer)
       p.reject(error)

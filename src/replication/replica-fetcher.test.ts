@@ -13,8 +13,13 @@ import {
   encodeMetadataRecord,
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
-import { LogManager } from '../storage/index.ts'
-import type { LeaderLink, ReplicaFetchAnswer, ReplicaFetchRequest } from './replica-fetcher.ts'
+import { LogManager, ReadBufferPool } from '../storage/index.ts'
+import type {
+  LeaderLink,
+  ReplicaFetchAnswer,
+  ReplicaFetchRequest,
+  ReplicaFetchResponse,
+} from './replica-fetcher.ts'
 import { ReplicaManager } from './replica-manager.ts'
 
 const TOPIC = 'events' as TopicName
@@ -44,7 +49,7 @@ class Cluster {
   readonly clock = new ManualClock({ nowMs: 1_000_000 })
   readonly nodes = new Map<
     number,
-    { rm: ReplicaManager; manager: LogManager; loader: MetadataLoader; disk: SimDisk }
+    { rm: ReplicaManager; manager: LogManager; loader: MetadataLoader; disk: SimDisk; pool: ReadBufferPool }
   >()
   /** Cut links: `${from}->${to}`. */
   readonly cut = new Set<string>()
@@ -68,6 +73,9 @@ class Cluster {
       await disk.syncDir('/')
     }
     const loader = new MetadataLoader()
+    // The node's pool, as a broker's: its logs retain the appended bytes they keep, and its link
+    // lends each fetched response's records from it (as WireLeaderLink's pooled frames).
+    const pool = new ReadBufferPool()
     const rm: ReplicaManager = new ReplicaManager({
       nodeId: b(id),
       disk,
@@ -101,10 +109,11 @@ class Cluster {
       clusterId: 'c',
       nodeId: b(id),
       hooksFor: (t, p) => rm.hooksFor(t, p),
+      pool,
     })
     loader.subscribe((p) => rm.onPublish(p))
     rm.start([manager])
-    this.nodes.set(id, { rm, manager, loader, disk })
+    this.nodes.set(id, { rm, manager, loader, disk, pool })
   }
 
   /** A clean restart of one broker on its disk, given the committed metadata again. */
@@ -133,7 +142,7 @@ class Cluster {
   #link(from: number, leader: BrokerId): LeaderLink {
     const down = () => this.cut.has(`${from}->${leader}`)
     return {
-      fetch: async (req: ReplicaFetchRequest): Promise<ReplicaFetchAnswer[]> => {
+      fetch: async (req: ReplicaFetchRequest): Promise<ReplicaFetchResponse> => {
         if (down()) throw new Error('connection refused')
         const outcomes = await this.node(leader).rm.fetchMessages(
           req.partitions.map((p) => ({
@@ -154,13 +163,39 @@ class Cluster {
           },
         )
         if (down()) throw new Error('connection reset')
-        return outcomes.map((o) => ({
-          errorCode: o.errorCode,
-          highWatermark: o.highWatermark,
-          logStartOffset: o.logStartOffset,
-          divergingEpoch: o.divergingEpoch,
-          records: o.records,
-        }))
+        // The records arrive in buffers lent by the follower's pool, which lends them again once
+        // released: a follower that used them after `release` (unretained) would copy other bytes.
+        const pool = this.node(from).pool
+        const lent: Buffer[] = []
+        const answers: ReplicaFetchAnswer[] = outcomes.map((o) => {
+          let records = o.records
+          if (records.length > 0) {
+            const buf = pool.acquire(records.length)
+            records.copy(buf)
+            if (pool.isLent(buf)) lent.push(buf) // not a fallback allocation
+            records = buf.subarray(0, records.length)
+          }
+          return {
+            errorCode: o.errorCode,
+            highWatermark: o.highWatermark,
+            logStartOffset: o.logStartOffset,
+            divergingEpoch: o.divergingEpoch,
+            records,
+          }
+        })
+        let released = false
+        return {
+          answers,
+          release: () => {
+            assert.equal(released, false, 'a fetch response is released once')
+            released = true
+            for (const buf of lent) {
+              pool.release(buf)
+              // Nobody holds it any more (the log did not retain it): garbage where the bytes were.
+              if (!pool.isLent(buf)) buf.fill(0xee)
+            }
+          },
+        }
       },
       offsets: async (partitions) => {
         if (down()) throw new Error('connection refused')

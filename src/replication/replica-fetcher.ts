@@ -43,10 +43,20 @@ export interface ReplicaFetchAnswer {
   readonly records: Buffer
 }
 
+/** The leader's answers to one fetch, in the order of the request's partitions. */
+export interface ReplicaFetchResponse {
+  readonly answers: ReplicaFetchAnswer[]
+  /**
+   * The answers' records may be views of a buffer lent by the node's pool: the fetcher calls this
+   * once it has appended them (the log retains what it keeps) or dropped them. Once.
+   */
+  release(): void
+}
+
 /** A connection to one leader broker, as the fetcher needs it. */
 export interface LeaderLink {
-  /** Answers in the order of `req.partitions`; rejects when the leader could not be reached. */
-  fetch(req: ReplicaFetchRequest): Promise<ReplicaFetchAnswer[]>
+  /** Rejects when the leader could not be reached. */
+  fetch(req: ReplicaFetchRequest): Promise<ReplicaFetchResponse>
   /** The leader's log start and end offsets (ListOffsets earliest and latest, as a replica). */
   offsets(
     partitions: ReadonlyArray<{ topic: TopicName; partition: number; currentLeaderEpoch: number }>,
@@ -225,10 +235,10 @@ export class ReplicaFetcher {
         logStartOffset: s.p.logStartOffset,
         maxBytes: this.#settings.fetchMaxBytes,
       }))
-      let answers: ReplicaFetchAnswer[]
+      let response: ReplicaFetchResponse
       const sentMs = this.#clock.monotonicMs()
       try {
-        answers = await this.#link.fetch({
+        response = await this.#link.fetch({
           replicaId: this.#nodeId,
           brokerEpoch: this.#brokerEpoch(),
           maxWaitMs: this.#settings.maxWaitMs,
@@ -243,11 +253,15 @@ export class ReplicaFetcher {
         for (const s of ready) s.delayedUntilMs = until
         continue
       }
-      if (this.#stopped) return
+      if (this.#stopped) {
+        response.release()
+        return
+      }
+      const answers = response.answers
       const answeredMs = this.#clock.monotonicMs()
       const work = this.#apply(ready, specs, answers)
       this.#processing = work.catch(() => {})
-      await work
+      await work.finally(() => response.release())
       if (this.#stats !== null) {
         let bytes = 0
         for (const a of answers) bytes += a.records.length

@@ -4,12 +4,17 @@
  * on the leader's inter-broker listener from its registration. Sessionless full fetches (session 0,
  * epoch -1). It connects lazily and reconnects after a failure.
  */
-import { KafkaConnection } from '../client/index.ts'
+import { type FrameBuffers, KafkaConnection } from '../client/index.ts'
 import type { Clock, Transport } from '../io/index.ts'
 import type { MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
-import type { LeaderLink, ReplicaFetchAnswer, ReplicaFetchRequest } from './replica-fetcher.ts'
+import type {
+  LeaderLink,
+  ReplicaFetchAnswer,
+  ReplicaFetchRequest,
+  ReplicaFetchResponse,
+} from './replica-fetcher.ts'
 
 /** The oldest Fetch version with `lastFetchedEpoch` (and so divergence answers). */
 const FETCH_VERSION_MIN = 12
@@ -27,6 +32,8 @@ export interface WireLeaderLinkOptions {
   readonly requestTimeoutMs: number
   /** Largest response accepted (`replica.fetch.response.max.bytes` and headroom). */
   readonly responseBytesMax: number
+  /** The node's read-buffer pool: large Fetch responses are assembled in it (`requestHeld`). */
+  readonly frameBuffers?: FrameBuffers
 }
 
 export class WireLeaderLink implements LeaderLink {
@@ -61,6 +68,7 @@ export class WireLeaderLink implements LeaderLink {
         inFlightRequestsMax: 1,
         responseBytesMax: this.#o.responseBytesMax,
         connectTimeoutMs: Math.min(this.#o.requestTimeoutMs, 10_000),
+        ...(this.#o.frameBuffers === undefined ? {} : { frameBuffers: this.#o.frameBuffers }),
       },
     )
     this.#conn = opening
@@ -72,7 +80,7 @@ export class WireLeaderLink implements LeaderLink {
     return c
   }
 
-  async fetch(req: ReplicaFetchRequest): Promise<ReplicaFetchAnswer[]> {
+  async fetch(req: ReplicaFetchRequest): Promise<ReplicaFetchResponse> {
     const c = await this.#connection()
     const version = c.versionFor(apis.Fetch as never)
     if (version === undefined || version < FETCH_VERSION_MIN) {
@@ -88,7 +96,7 @@ export class WireLeaderLink implements LeaderLink {
       t.partitions.push(p)
       topics.set(p.topicId, t)
     }
-    const res = await c.request(
+    const held = await c.requestHeld(
       apis.Fetch,
       version,
       {
@@ -119,6 +127,8 @@ export class WireLeaderLink implements LeaderLink {
       },
       { timeoutMs: this.#o.requestTimeoutMs + req.maxWaitMs },
     )
+    // Nothing below throws: the caller releases the response once it has applied the answers.
+    const res = held.body
     const byKey = new Map<string, ReplicaFetchAnswer>()
     const failed = (errorCode: number): ReplicaFetchAnswer => ({
       errorCode,
@@ -142,11 +152,14 @@ export class WireLeaderLink implements LeaderLink {
       }
     }
     const topLevel = res.errorCode
-    return req.partitions.map(
-      (p) =>
-        byKey.get(`${p.topicId}:${p.partition}`) ??
-        failed(topLevel !== ErrorCode.None ? topLevel : ErrorCode.UnknownServerError),
-    )
+    return {
+      answers: req.partitions.map(
+        (p) =>
+          byKey.get(`${p.topicId}:${p.partition}`) ??
+          failed(topLevel !== ErrorCode.None ? topLevel : ErrorCode.UnknownServerError),
+      ),
+      release: held.release,
+    }
   }
 
   async offsets(

@@ -11,6 +11,7 @@ import {
   Listener,
   makeApiVersionsHandler,
 } from '../../src/server/index.ts'
+import { ReadBufferPool } from '../../src/storage/index.ts'
 
 let listener: Listener
 
@@ -198,5 +199,87 @@ test('a held listener answers nothing until served, then with every handler regi
     c.close()
   } finally {
     await held.stop(100)
+  }
+})
+
+test('requestHeld: a large response is assembled in frameBuffers and goes back on release; request and small responses are not', async () => {
+  const pool = new ReadBufferPool()
+  const c = await KafkaConnection.open({ host: '127.0.0.1', port }, { ...options, frameBuffers: pool })
+  try {
+    const v = c.versionFor(apis.ListGroups)!
+    // The handler echoes the filter as a group id: a 100 kB response spans the socket's 64 KiB reads.
+    const big = 'x'.repeat(100_000)
+    const plain = await c.request(apis.ListGroups, v, { statesFilter: [big] })
+    assert.equal(plain.groups[0]?.groupId, big)
+    assert.equal(pool.heldBytes, 0, 'request() assembles its response in a buffer of its own')
+    const held = await c.requestHeld(apis.ListGroups, v, { statesFilter: [big] })
+    assert.equal(held.body.groups[0]?.groupId, big)
+    assert.ok(pool.lentBytes > 100_000, 'the response is in a buffer lent by the pool')
+    held.release()
+    held.release() // once only: the second is a no-op
+    assert.equal(pool.lentBytes, 0)
+    const small = await c.requestHeld(apis.ListGroups, v, { statesFilter: ['g'] })
+    assert.equal(small.body.groups[0]?.groupId, 'g')
+    assert.equal(pool.lentBytes, 0, 'a response below HELD_FRAME_BYTES_MIN is copied as usual')
+    small.release()
+  } finally {
+    c.close()
+  }
+})
+
+test('requestHeld: a response cut off by the connection closing gives its pooled buffer back', async () => {
+  const pool = new ReadBufferPool()
+  let asked = 0
+  const sockets = new Set<import('node:net').Socket>()
+  const frame = (body: Buffer) => Buffer.concat([int32(body.length), body])
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+    let pending = Buffer.alloc(0)
+    socket.on('data', (chunk) => {
+      pending = Buffer.concat([pending, chunk])
+      while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
+        const id = pending.readInt32BE(8)
+        pending = pending.subarray(4 + pending.readInt32BE(0))
+        asked++
+        if (asked <= 2) {
+          // ApiVersions as in the KIP-511 test: v0 UNSUPPORTED_VERSION naming v2, then v2 naming
+          // ApiVersions 0-2 and ListGroups 0-0.
+          const entries =
+            asked === 1
+              ? [[apis.ApiVersions.apiKey, 0, 2]]
+              : [
+                  [apis.ApiVersions.apiKey, 0, 2],
+                  [apis.ListGroups.apiKey, 0, 0],
+                ]
+          const body = Buffer.alloc(2 + 4 + 6 * entries.length)
+          body.writeInt16BE(asked === 1 ? 35 : 0, 0)
+          body.writeInt32BE(entries.length, 2)
+          entries.forEach(([k, min, max], i) => {
+            body.writeInt16BE(k!, 6 + 6 * i)
+            body.writeInt16BE(min!, 8 + 6 * i)
+            body.writeInt16BE(max!, 10 + 6 * i)
+          })
+          socket.write(frame(Buffer.concat([int32(id), body, asked === 1 ? Buffer.alloc(0) : int32(0)])))
+        } else {
+          // The first 100 kB of a 200 kB response, then the connection drops.
+          socket.write(Buffer.concat([int32(200_000), int32(id), Buffer.alloc(100_000)]))
+          setTimeout(() => socket.destroy(), 100)
+        }
+      }
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  try {
+    const c = await KafkaConnection.open(
+      { host: '127.0.0.1', port: (server.address() as AddressInfo).port },
+      { ...options, frameBuffers: pool },
+    )
+    await assert.rejects(c.requestHeld(apis.ListGroups, 0, {}), ConnectionError)
+    assert.ok(pool.heldBytes >= 200_000, 'the response was being assembled in a pooled buffer')
+    assert.equal(pool.lentBytes, 0, 'and it went back when the connection closed')
+  } finally {
+    for (const s of sockets) s.destroy()
+    server.close()
   }
 })

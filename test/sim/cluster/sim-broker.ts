@@ -27,6 +27,7 @@ import {
   type LeaderLink,
   type ReplicaFetchAnswer,
   type ReplicaFetchRequest,
+  type ReplicaFetchResponse,
   ReplicaManager,
 } from '../../../src/replication/index.ts'
 import { type LogHooks, LogManager, type PartitionLog, topicLogConfig } from '../../../src/storage/index.ts'
@@ -583,7 +584,7 @@ export class SimBroker implements SimEndpoint {
       return b
     }
     return {
-      fetch: (req: ReplicaFetchRequest): Promise<ReplicaFetchAnswer[]> => {
+      fetch: (req: ReplicaFetchRequest): Promise<ReplicaFetchResponse> => {
         if (closed || !this.#alive(incarnation)()) return Promise.reject(new Error('link closed'))
         return abortable(
           world.rpc(self, leader, clock, t.requestTimeoutMs + req.maxWaitMs, async () => {
@@ -609,7 +610,7 @@ export class SimBroker implements SimEndpoint {
               isolationLevel: 0,
             })
             let at = 0
-            return req.partitions.map((_, i): ReplicaFetchAnswer => {
+            const answers = req.partitions.map((_, i): ReplicaFetchAnswer => {
               if (!known[i]) {
                 return {
                   errorCode: ErrorCode.UnknownTopicId,
@@ -628,6 +629,7 @@ export class SimBroker implements SimEndpoint {
                 records: o.records,
               }
             })
+            return { answers, release: () => {} }
           }),
         )
       },
