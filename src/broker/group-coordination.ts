@@ -37,6 +37,13 @@ import {
   makeSyncGroupHandler,
 } from '../server/index.ts'
 
+/**
+ * How long a FindCoordinator waits for this broker to become a group's coordinator (a new
+ * `__consumer_offsets` applied here and its partitions opened: ~100-300 ms for 50) before it answers
+ * COORDINATOR_NOT_AVAILABLE.
+ */
+export const PENDING_COORDINATOR_WAIT_MS = 2000
+
 export interface GroupCoordinationOptions {
   readonly effective: EffectiveConfig
   readonly clock: Clock
@@ -82,7 +89,9 @@ export class GroupCoordination {
   readonly #o: GroupCoordinationOptions
   readonly #topic: ReturnType<typeof offsetsTopicConfigFrom>
   #sync: Promise<void> = Promise.resolve()
-  #creating: Promise<void> | null = null
+  /** Woken at the end of each leadership sync (`#nextSync`). */
+  readonly #syncWaiters = new Set<() => void>()
+  #creating: Promise<boolean> | null = null
   #closed = false
 
   constructor(options: GroupCoordinationOptions) {
@@ -118,6 +127,9 @@ export class GroupCoordination {
       .then(() => this.#syncLeadership())
       .catch((e: unknown) => {
         this.#o.log('error', `group coordinator: ${(e as Error).stack ?? String(e)}`)
+      })
+      .finally(() => {
+        for (const wake of [...this.#syncWaiters]) wake()
       })
   }
 
@@ -161,27 +173,54 @@ export class GroupCoordination {
         ),
       )
     }
-    const locate = () => keys.map((key) => locateGroupCoordinator(this.#o.image(), key, listenerName))
-    let found = locate()
-    if (found.some((l) => l === 'no-topic')) {
-      await this.#createTopic()
-      found = locate()
-    }
     // The image can name this broker before its coordinator is told of the partition (the replica
     // manager opens the partitions first, ~100 ms for a new __consumer_offsets): not a coordinator
     // yet, or the client's next request gets NOT_COORDINATOR (librdkafka's committed() fails on it).
+    // Such keys, and those of a topic being created, are pending: answered once told, or
+    // COORDINATOR_NOT_AVAILABLE after PENDING_COORDINATOR_WAIT_MS.
     const myId = this.#o.effective.int('node.id')
-    const known = new Set(this.#coordinator.partitions().map((p) => p.partition))
-    const told = (key: string) => known.has(partitionForGroup(key, this.#coordinator.partitionCount))
+    const pending = (l: CoordinatorLocation | 'no-topic', key: string) =>
+      l === 'no-topic' ||
+      (l.errorCode === ErrorCode.None &&
+        l.nodeId === myId &&
+        !this.#coordinator
+          .partitions()
+          .some((p) => p.partition === partitionForGroup(key, this.#coordinator.partitionCount)))
+    const locate = () => keys.map((key) => locateGroupCoordinator(this.#o.image(), key, listenerName))
+    let found = locate()
+    let wait = true
+    if (found.some((l) => l === 'no-topic')) wait = await this.#createTopic()
+    // Clients ask again after COORDINATOR_NOT_AVAILABLE only after a backoff (librdkafka: ~1 s,
+    // which every first consumer of a fresh cluster paid): wait for the coordinator instead.
+    const deadline = this.#o.clock.monotonicMs() + PENDING_COORDINATOR_WAIT_MS
+    for (;;) {
+      found = locate()
+      const left = deadline - this.#o.clock.monotonicMs()
+      if (!wait || left <= 0 || this.#closed || !found.some((l, i) => pending(l, keys[i]!))) break
+      await this.#nextSync(left)
+    }
     return found.map((l, i) =>
-      l === 'no-topic' || (l.errorCode === ErrorCode.None && l.nodeId === myId && !told(keys[i]!))
+      pending(l, keys[i]!)
         ? coordinatorError(ErrorCode.CoordinatorNotAvailable, 'The coordinator is not available.')
-        : l,
+        : (l as CoordinatorLocation),
     )
   }
 
-  /** Creates `__consumer_offsets` once (concurrent callers share the request). */
-  #createTopic(): Promise<void> {
+  /** Resolves after the next leadership sync ends, or after `ms`, whichever comes first. */
+  #nextSync(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        this.#syncWaiters.delete(wake)
+        this.#o.clock.clearTimer(timer)
+        resolve()
+      }
+      const timer = this.#o.clock.setTimer(ms, wake)
+      this.#syncWaiters.add(wake)
+    })
+  }
+
+  /** Creates `__consumer_offsets` once (concurrent callers share the request); false if that failed. */
+  #createTopic(): Promise<boolean> {
     this.#creating ??= (async () => {
       // As Kafka: the topic gets offsets.topic.replication.factor replicas; with fewer brokers the
       // creation fails (INVALID_REPLICATION_FACTOR) and FindCoordinator answers
@@ -200,9 +239,12 @@ export class GroupCoordination {
             'warn',
             `creating ${GROUP_METADATA_TOPIC_NAME} failed: error ${errorCode} ${t?.errorMessage ?? ''}`,
           )
+          return false
         }
+        return true
       } catch (e) {
         this.#o.log('warn', `creating ${GROUP_METADATA_TOPIC_NAME} failed: ${(e as Error).message}`)
+        return false
       } finally {
         this.#creating = null
       }
@@ -233,6 +275,7 @@ export class GroupCoordination {
   /** Stops: every partition unloaded, waiting requests answered NOT_COORDINATOR. */
   close(): void {
     this.#closed = true
+    for (const wake of [...this.#syncWaiters]) wake()
     this.#coordinator.close()
   }
 }
