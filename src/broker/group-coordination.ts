@@ -40,9 +40,10 @@ import {
 /**
  * How long a FindCoordinator waits for this broker to become a group's coordinator (a new
  * `__consumer_offsets` applied here and its partitions opened: ~100-300 ms for 50) before it answers
- * COORDINATOR_NOT_AVAILABLE.
+ * COORDINATOR_NOT_AVAILABLE. Short: a connection answers in order, so the wait holds the client's
+ * other requests on it too (where a partition cannot be led, every such FindCoordinator waits it out).
  */
-export const PENDING_COORDINATOR_WAIT_MS = 2000
+export const PENDING_COORDINATOR_WAIT_MS = 500
 
 export interface GroupCoordinationOptions {
   readonly effective: EffectiveConfig

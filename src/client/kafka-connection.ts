@@ -305,7 +305,10 @@ export class KafkaConnection {
     if (frame.length < 4) throw new DecodeError('response shorter than its header')
     const correlationId = frame.readInt32BE(0)
     const p = this.#inFlight.get(correlationId)
-    if (p === undefined) throw new DecodeError(`response with unknown correlation id ${correlationId}`)
+    if (p === undefined) {
+      this.#options.frameBuffers?.release(frame) // none is lent to such a frame today: defensive
+      throw new DecodeError(`response with unknown correlation id ${correlationId}`)
+    }
     this.#inFlight.delete(correlationId)
     if (p.timer !== null) this.#options.clock.clearTimer(p.timer)
     let body: unknown
