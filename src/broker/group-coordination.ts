@@ -188,12 +188,11 @@ export class GroupCoordination {
           .partitions()
           .some((p) => p.partition === partitionForGroup(key, this.#coordinator.partitionCount)))
     const locate = () => keys.map((key) => locateGroupCoordinator(this.#o.image(), key, listenerName))
-    let found = locate()
-    let wait = true
-    if (found.some((l) => l === 'no-topic')) wait = await this.#createTopic()
+    const wait = locate().some((l) => l === 'no-topic') ? await this.#createTopic() : true
     // Clients ask again after COORDINATOR_NOT_AVAILABLE only after a backoff (librdkafka: ~1 s,
     // which every first consumer of a fresh cluster paid): wait for the coordinator instead.
     const deadline = this.#o.clock.monotonicMs() + PENDING_COORDINATOR_WAIT_MS
+    let found: ReturnType<typeof locate>
     for (;;) {
       found = locate()
       const left = deadline - this.#o.clock.monotonicMs()

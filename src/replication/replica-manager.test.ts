@@ -182,6 +182,38 @@ class Harness {
     )
   }
 
+  /** Follower `replicaId`'s fetch from offset 0 of partition 0 of each of `topics`. */
+  followerFetch(replicaId: number, topics: readonly TopicName[], maxWaitMs = 500) {
+    return this.rm.fetchMessages(
+      topics.map((topic) => ({
+        topic,
+        partition: 0,
+        fetchOffset: 0n,
+        maxBytes: 1000,
+        currentLeaderEpoch: 0,
+        lastFetchedEpoch: -1,
+      })),
+      { replicaId, maxWaitMs, minBytes: 1, maxBytes: 1000, isolationLevel: 0 },
+    )
+  }
+
+  /** A new topic (id bytes `idByte`) whose one partition is led here, all of `replicas` in its ISR. */
+  ledHere(name: TopicName, idByte: number, replicas: number[]) {
+    const topicId = Buffer.alloc(16, idByte).toString('base64url') as Uuid
+    return this.commit(
+      encodeMetadataRecord(T.Topic, 0, { name, topicId }),
+      encodeMetadataRecord(T.Partition, 0, {
+        topicId,
+        partitionId: 0,
+        replicas: replicas as BrokerId[],
+        isr: replicas as BrokerId[],
+        leader: NODE,
+        leaderEpoch: 0,
+        partitionEpoch: 0,
+      }),
+    )
+  }
+
   get partition() {
     const p = this.rm.getPartition(TOPIC, 0)
     assert.ok(p !== undefined, 'the partition is hosted')
@@ -573,34 +605,8 @@ describe('replica manager', () => {
     const h = await Harness.create()
     await h.createTopic({ replicas: [1, 2] })
     const OTHER = 'joined' as TopicName
-    const follower = (topics: readonly TopicName[], maxWaitMs = 500) =>
-      h.rm.fetchMessages(
-        topics.map((topic) => ({
-          topic,
-          partition: 0,
-          fetchOffset: 0n,
-          maxBytes: 1000,
-          currentLeaderEpoch: 0,
-          lastFetchedEpoch: -1,
-        })),
-        { replicaId: 2, maxWaitMs, minBytes: 1, maxBytes: 1000, isolationLevel: 0 },
-      )
-    /** A new topic (id bytes `idByte`) whose one partition is led here, with follower 2 in its ISR. */
-    const ledHereWithFollower2 = (name: TopicName, idByte: number) => {
-      const topicId = Buffer.alloc(16, idByte).toString('base64url') as Uuid
-      return h.commit(
-        encodeMetadataRecord(T.Topic, 0, { name, topicId }),
-        encodeMetadataRecord(T.Partition, 0, {
-          topicId,
-          partitionId: 0,
-          replicas: [1, 2] as BrokerId[],
-          isr: [1, 2] as BrokerId[],
-          leader: NODE,
-          leaderEpoch: 0,
-          partitionEpoch: 0,
-        }),
-      )
-    }
+    const follower = (topics: readonly TopicName[], maxWaitMs = 500) => h.followerFetch(2, topics, maxWaitMs)
+    const ledHereWithFollower2 = (name: TopicName, idByte: number) => h.ledHere(name, idByte, [1, 2])
     const parked = pending(follower([TOPIC]))
     await settle()
     assert.equal(parked.done, false, 'nothing to read: the fetch parks')
@@ -639,31 +645,8 @@ describe('replica manager', () => {
     await h.createTopic({ replicas: [1, 2] })
     // Broker 3 already follows another partition led here, and has a fetch of it parked.
     const THIRD = 'third' as TopicName
-    const thirdId = Buffer.alloc(16, 11).toString('base64url') as Uuid
-    await h.commit(
-      encodeMetadataRecord(T.Topic, 0, { name: THIRD, topicId: thirdId }),
-      encodeMetadataRecord(T.Partition, 0, {
-        topicId: thirdId,
-        partitionId: 0,
-        replicas: [1, 3] as BrokerId[],
-        isr: [1, 3] as BrokerId[],
-        leader: NODE,
-        leaderEpoch: 0,
-        partitionEpoch: 0,
-      }),
-    )
-    const fetchBy3 = (topics: readonly TopicName[]) =>
-      h.rm.fetchMessages(
-        topics.map((topic) => ({
-          topic,
-          partition: 0,
-          fetchOffset: 0n,
-          maxBytes: 1000,
-          currentLeaderEpoch: 0,
-          lastFetchedEpoch: -1,
-        })),
-        { replicaId: 3, maxWaitMs: 500, minBytes: 1, maxBytes: 1000, isolationLevel: 0 },
-      )
+    await h.ledHere(THIRD, 11, [1, 3])
+    const fetchBy3 = (topics: readonly TopicName[]) => h.followerFetch(3, topics)
     const parked = pending(fetchBy3([THIRD]))
     await settle()
     assert.equal(parked.done, false, 'nothing to read: the fetch parks')

@@ -56,6 +56,19 @@ const int32 = (n: number) => {
   return b
 }
 
+/** An ApiVersions v0 body: the error code, then [api key, min, max] entries. */
+function apiVersionsV0(errorCode: number, entries: ReadonlyArray<readonly [number, number, number]>): Buffer {
+  const b = Buffer.alloc(2 + 4 + 6 * entries.length)
+  b.writeInt16BE(errorCode, 0)
+  b.writeInt32BE(entries.length, 2)
+  entries.forEach(([apiKey, min, max], i) => {
+    b.writeInt16BE(apiKey, 6 + 6 * i)
+    b.writeInt16BE(min, 8 + 6 * i)
+    b.writeInt16BE(max, 10 + 6 * i)
+  })
+  return b
+}
+
 const options = {
   clientId: 'test',
   clock: systemClock,
@@ -97,9 +110,12 @@ test('connecting to a closed port is a ConnectionError', async () => {
   await assert.rejects(KafkaConnection.open({ host: '127.0.0.1', port: 1 }, options), ConnectionError)
 })
 
-/** A TCP server that answers each request frame with `answer(correlationId)`, as raw bytes. */
+/**
+ * A TCP server that answers each request frame with `answer(correlationId)`, as raw bytes framed
+ * here, or not at all when it returns null (it wrote to the socket itself).
+ */
 async function rawServer(
-  answer: (correlationId: number) => Buffer,
+  answer: (correlationId: number, socket: import('node:net').Socket) => Buffer | null,
 ): Promise<{ port: number; close: () => void }> {
   const sockets = new Set<import('node:net').Socket>()
   const server = createServer((socket) => {
@@ -112,7 +128,8 @@ async function rawServer(
         const size = pending.readInt32BE(0)
         const correlationId = pending.readInt32BE(8)
         pending = pending.subarray(4 + size)
-        const body = answer(correlationId)
+        const body = answer(correlationId, socket)
+        if (body === null) continue
         const frame = Buffer.alloc(4 + body.length)
         frame.writeInt32BE(body.length, 0)
         body.copy(frame, 4)
@@ -152,14 +169,9 @@ test('KIP-511: an UNSUPPORTED_VERSION answer in v0 is read as v0 and the client 
   let asked = 0
   const server = await rawServer((id) => {
     asked++
-    // v0: error code, then [api key, min, max] entries; ApiVersions served up to v2 only.
-    const v0 = Buffer.alloc(2 + 4 + 6)
-    v0.writeInt16BE(asked === 1 ? 35 : 0, 0)
-    v0.writeInt32BE(1, 2)
-    v0.writeInt16BE(apis.ApiVersions.apiKey, 6)
-    v0.writeInt16BE(0, 8)
-    v0.writeInt16BE(asked === 1 ? 2 : 0, 10)
-    // The retry asks v2, answered in v2 (v0's fields and a throttle time).
+    // ApiVersions served up to v2 only; the retry asks v2, answered in v2 (v0's fields and a
+    // throttle time).
+    const v0 = apiVersionsV0(asked === 1 ? 35 : 0, [[apis.ApiVersions.apiKey, 0, asked === 1 ? 2 : 0]])
     return Buffer.concat([int32(id), v0, asked === 1 ? Buffer.alloc(0) : int32(0)])
   })
   try {
@@ -230,56 +242,34 @@ test('requestHeld: a large response is assembled in frameBuffers and goes back o
 test('requestHeld: a response cut off by the connection closing gives its pooled buffer back', async () => {
   const pool = new ReadBufferPool()
   let asked = 0
-  const sockets = new Set<import('node:net').Socket>()
-  const frame = (body: Buffer) => Buffer.concat([int32(body.length), body])
-  const server = createServer((socket) => {
-    sockets.add(socket)
-    socket.on('error', () => {})
-    let pending = Buffer.alloc(0)
-    socket.on('data', (chunk) => {
-      pending = Buffer.concat([pending, chunk])
-      while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
-        const id = pending.readInt32BE(8)
-        pending = pending.subarray(4 + pending.readInt32BE(0))
-        asked++
-        if (asked <= 2) {
-          // ApiVersions as in the KIP-511 test: v0 UNSUPPORTED_VERSION naming v2, then v2 naming
-          // ApiVersions 0-2 and ListGroups 0-0.
-          const entries =
-            asked === 1
-              ? [[apis.ApiVersions.apiKey, 0, 2]]
-              : [
-                  [apis.ApiVersions.apiKey, 0, 2],
-                  [apis.ListGroups.apiKey, 0, 0],
-                ]
-          const body = Buffer.alloc(2 + 4 + 6 * entries.length)
-          body.writeInt16BE(asked === 1 ? 35 : 0, 0)
-          body.writeInt32BE(entries.length, 2)
-          entries.forEach(([k, min, max], i) => {
-            body.writeInt16BE(k!, 6 + 6 * i)
-            body.writeInt16BE(min!, 8 + 6 * i)
-            body.writeInt16BE(max!, 10 + 6 * i)
-          })
-          socket.write(frame(Buffer.concat([int32(id), body, asked === 1 ? Buffer.alloc(0) : int32(0)])))
-        } else {
-          // The first 100 kB of a 200 kB response, then the connection drops.
-          socket.write(Buffer.concat([int32(200_000), int32(id), Buffer.alloc(100_000)]))
-          setTimeout(() => socket.destroy(), 100)
-        }
-      }
-    })
+  const server = await rawServer((id, socket) => {
+    asked++
+    if (asked > 2) {
+      // The first 100 kB of a 200 kB response, then the connection drops.
+      socket.write(Buffer.concat([int32(200_000), int32(id), Buffer.alloc(100_000)]))
+      setTimeout(() => socket.destroy(), 100)
+      return null
+    }
+    // ApiVersions as in the KIP-511 test: v0 UNSUPPORTED_VERSION naming v2, then v2 naming
+    // ApiVersions 0-2 and ListGroups 0-0.
+    const v0 =
+      asked === 1
+        ? apiVersionsV0(35, [[apis.ApiVersions.apiKey, 0, 2]])
+        : apiVersionsV0(0, [
+            [apis.ApiVersions.apiKey, 0, 2],
+            [apis.ListGroups.apiKey, 0, 0],
+          ])
+    return Buffer.concat([int32(id), v0, asked === 1 ? Buffer.alloc(0) : int32(0)])
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   try {
     const c = await KafkaConnection.open(
-      { host: '127.0.0.1', port: (server.address() as AddressInfo).port },
+      { host: '127.0.0.1', port: server.port },
       { ...options, frameBuffers: pool },
     )
     await assert.rejects(c.requestHeld(apis.ListGroups, 0, {}), ConnectionError)
     assert.ok(pool.heldBytes >= 200_000, 'the response was being assembled in a pooled buffer')
     assert.equal(pool.lentBytes, 0, 'and it went back when the connection closed')
   } finally {
-    for (const s of sockets) s.destroy()
     server.close()
   }
 })
