@@ -494,10 +494,10 @@ describe('replica manager', () => {
     )
     const q = (leaderEpoch: number, currentLeaderEpoch = -1) =>
       h.rm.lastOffsetForLeaderEpoch(TOPIC, 0, { currentLeaderEpoch, leaderEpoch, replicaId: -1 })
-    assert.deepEqual(q(0), { errorCode: 0, leaderEpoch: 0, endOffset: 3n })
-    assert.deepEqual(q(1), { errorCode: 0, leaderEpoch: 1, endOffset: 5n })
-    assert.equal(q(1, 0).errorCode, ErrorCode.FencedLeaderEpoch)
-    assert.equal(q(1, 2).errorCode, ErrorCode.UnknownLeaderEpoch)
+    assert.deepEqual(await q(0), { errorCode: 0, leaderEpoch: 0, endOffset: 3n })
+    assert.deepEqual(await q(1), { errorCode: 0, leaderEpoch: 1, endOffset: 5n })
+    assert.equal((await q(1, 0)).errorCode, ErrorCode.FencedLeaderEpoch)
+    assert.equal((await q(1, 2)).errorCode, ErrorCode.UnknownLeaderEpoch)
     // The batches carry the epoch that wrote them; ListOffsets reports it.
     const byTime = await h.rm.listOffset(TOPIC, 0, {
       timestamp: 0n,
@@ -547,10 +547,13 @@ describe('replica manager', () => {
     assert.equal((await h.rm.deleteRecords(TOPIC, 0, 99n)).errorCode, ErrorCode.OffsetOutOfRange)
     assert.equal((await at(-2n)).offset, 3n)
     assert.equal((await h.fetch(0n))[0]!.errorCode, ErrorCode.OffsetOutOfRange)
-    assert.deepEqual(h.rm.legacyListOffsets(TOPIC, 0, { timestamp: -1n, maxNumOffsets: 5, replicaId: -1 }), {
-      errorCode: 0,
-      offsets: [6n, 3n],
-    })
+    assert.deepEqual(
+      await h.rm.legacyListOffsets(TOPIC, 0, { timestamp: -1n, maxNumOffsets: 5, replicaId: -1 }),
+      {
+        errorCode: 0,
+        offsets: [6n, 3n],
+      },
+    )
     await h.restart(true)
     assert.equal((await at(-2n)).offset, 3n, 'the low watermark survives a crash')
   })

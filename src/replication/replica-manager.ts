@@ -72,6 +72,12 @@ export interface ReplicaManagerLimits {
   readonly producerExpirationCheckIntervalMs: number
   /** Partitions opened or changed at once while reconciling. */
   readonly reconcileConcurrencyMax: number
+  /**
+   * The longest a request for a partition waits for this broker to serve it as the metadata it
+   * answers says (a partition being opened, or being made leader here), before it is answered
+   * NOT_LEADER_OR_FOLLOWER as one not led here.
+   */
+  readonly servingWaitMsMax: number
 }
 
 export const DEFAULT_REPLICA_MANAGER_LIMITS: ReplicaManagerLimits = {
@@ -79,6 +85,7 @@ export const DEFAULT_REPLICA_MANAGER_LIMITS: ReplicaManagerLimits = {
   fetchWaitMsMax: 30 * 60_000,
   producerExpirationCheckIntervalMs: 10 * 60_000,
   reconcileConcurrencyMax: 16,
+  servingWaitMsMax: 5_000,
 }
 
 export interface ReplicaManagerOptions {
@@ -237,6 +244,11 @@ export class ReplicaManager {
    * writes on 3 nodes: p99 300-400 ms at 20,000 records/s; docs/performance.md, session 8).
    */
   readonly #joining = new Map<BrokerId, Map<string, number>>()
+  /**
+   * Woken after each partition's reconciliation, each reconciliation pass and each publication:
+   * requests for partitions this broker is about to serve re-check (`#whenServed`).
+   */
+  readonly #reconciled = new Watchers()
   /** Per follower: woken when a partition it is to fetch becomes led here. */
   readonly #followerWatchers = new Map<BrokerId, Watchers>()
   /** Per log: its epoch cache and producer state, made when the log opens (`hooksFor`). */
@@ -539,6 +551,7 @@ export class ReplicaManager {
   onPublish(p: ImagePublication): void {
     if (this.#closed) return
     this.#image = p.image
+    this.#reconciled.wake()
     if (!this.#started) {
       // The first reconciliation looks at every topic; only deletions need remembering until then.
       if (p.changes.deletedTopics.length > 0) {
@@ -584,6 +597,8 @@ export class ReplicaManager {
         await this.#reconcile(image, pending)
       } catch (e) {
         this.#log('error', `replica reconciliation failed: ${(e as Error).stack ?? String(e)}`)
+      } finally {
+        this.#reconciled.wake()
       }
     })
   }
@@ -638,7 +653,9 @@ export class ReplicaManager {
       if (topic === undefined) continue
       for (const [index, reg] of topic.partitions) {
         if (indexes !== null && !indexes.has(index)) continue
-        tasks.push(() => this.#reconcilePartition(name, topic.id, index, reg, image))
+        tasks.push(() =>
+          this.#reconcilePartition(name, topic.id, index, reg, image).finally(() => this.#reconciled.wake()),
+        )
       }
     }
     // Partitions are independent; each opening costs a few fsyncs, so a few run at once.
@@ -864,30 +881,44 @@ export class ReplicaManager {
   }
 
   /**
-   * Whether the metadata this broker serves already names it the partition's leader while the
-   * partition is still being opened (a topic just created: Metadata answers from the image at once,
-   * the reconciliation opens logs with fsyncs). Kafka applies a metadata delta to its replica
-   * manager in the same step as its metadata cache, so a client never meets that window there; a
-   * produce waits for it here instead of answering NOT_LEADER_OR_FOLLOWER, which clients that resend
-   * a whole request on any partition's error (@platformatic/kafka without idempotence) turned into
-   * duplicates of the other partitions' records.
+   * Whether the metadata this broker answers clients from names it a replica of a partition, or its
+   * leader at an epoch, that the replica manager does not serve so yet: a partition being opened (a
+   * topic just created: Metadata answers from the image at once, reconciliation opens the logs with
+   * fsyncs) or being made leader (a new leader records its epoch durably first). Kafka applies a
+   * metadata delta to its replica manager in the same step as its metadata cache, so its clients
+   * never meet that window; here a request for such a partition waits for it (`#whenServed`) instead
+   * of being answered NOT_LEADER_OR_FOLLOWER, which clients retry behind their later requests (a
+   * producer without idempotence then stores a key's records out of order) or count as failed sends.
+   * Not for partitions whose reconciliation failed or whose log dir is offline: they answer at once.
    */
-  #ledOnceReconciled(topic: string, index: number): boolean {
+  #becomingServed(topic: string, index: number): boolean {
     if (!this.#started || this.#closed) return false
-    const reg = this.#image?.topicsByName.get(topic as TopicName)?.partitions.get(index)
-    return reg !== undefined && reg.leader === this.#o.nodeId
+    const t = this.#image?.topicsByName.get(topic as TopicName)
+    const reg = t?.partitions.get(index)
+    if (t === undefined || reg === undefined || !reg.replicas.includes(this.#o.nodeId)) return false
+    const key = partitionKey(topic, index)
+    const p = this.#partitions.get(key)
+    if (p === undefined || p.topicId !== t.id) return !this.#unreconciled.has(key)
+    if (p.log.offlineCause !== null || reg.leader !== this.#o.nodeId) return false
+    return !p.isLeader || p.leaderEpoch < reg.leaderEpoch
   }
 
-  /** `settled()`, or `timeoutMs` passing first. */
-  async #settledWithin(timeoutMs: number): Promise<void> {
-    let timer: TimerHandle | null = null
-    await Promise.race([
-      this.settled(),
-      new Promise<void>((resolve) => {
-        timer = this.#o.clock.setTimer(Math.max(0, timeoutMs), resolve)
-      }),
-    ])
-    if (timer !== null) this.#o.clock.clearTimer(timer)
+  /**
+   * Resolves once every partition named is served as the metadata says (`#becomingServed`), or
+   * `timeoutMs` (at most `servingWaitMsMax`) passed, or shutdown began; null when none has to wait,
+   * so the hot paths take no extra promise. Waiters wake in the order they came, so produces queued
+   * behind an opening partition append in the order they arrived.
+   */
+  #whenServed(
+    parts: readonly { readonly topic: string; readonly partition: number }[],
+    timeoutMs = this.#limits.servingWaitMsMax,
+  ): Promise<unknown> | null {
+    const becoming = (x: { readonly topic: string; readonly partition: number }) =>
+      this.#becomingServed(x.topic, x.partition)
+    if (!parts.some(becoming)) return null
+    const waitMs =
+      timeoutMs > 0 ? Math.min(timeoutMs, this.#limits.servingWaitMsMax) : this.#limits.servingWaitMsMax
+    return this.#delayed.wait([this.#reconciled], () => !parts.some(becoming), waitMs, 'fetch')
   }
 
   /** The error for a partition not hosted here: unknown to metadata, or led elsewhere. */
@@ -909,16 +940,14 @@ export class ReplicaManager {
     options: { readonly acks: number; readonly timeoutMs: number },
   ): Promise<ProduceResult[]> {
     const startMs = this.#o.clock.monotonicMs()
+    const serving = this.#whenServed(entries, options.timeoutMs)
+    if (serving !== null) await serving
     // Every entry settles before an error is thrown: the records are views of the request's frame,
     // which its connection gives back (to the node's pool) once the handler is done, so no append
     // may still be on its way to a log then.
     const settled = await Promise.allSettled(
       entries.map(async (e) => {
-        let p = this.getPartition(e.topic, e.partition)
-        if (p === undefined && this.#ledOnceReconciled(e.topic, e.partition)) {
-          await this.#settledWithin(options.timeoutMs)
-          p = this.getPartition(e.topic, e.partition)
-        }
+        const p = this.getPartition(e.topic, e.partition)
         if (p === undefined) return { p, r: produceError(this.#unhosted(e.topic, e.partition)) }
         // An offline partition (its log dir failed) is Kafka's HostedPartition.Offline, whatever its role.
         if (p.log.offlineCause !== null) return { p, r: produceError(ErrorCode.KafkaStorageError) }
@@ -1109,6 +1138,8 @@ export class ReplicaManager {
    * passed, and read again.
    */
   async fetchMessages(specs: readonly FetchSpec[], params: FetchParams): Promise<ReadOutcome[]> {
+    const serving = this.#whenServed(specs)
+    if (serving !== null) await serving
     const readStartMs = this.#o.clock.monotonicMs()
     const first = await this.#readAll(specs, params)
     if (params.replicaId >= 0) this.stats.followerReadMs.add(this.#o.clock.monotonicMs() - readStartMs)
@@ -1183,17 +1214,19 @@ export class ReplicaManager {
 
   // ---------------------------------------------------------------- offsets
 
-  #leaderFor(topic: string, index: number): Partition | number {
+  /** The hosted partition once served as the metadata says (`#whenServed`), or the error why none. */
+  async #leaderFor(topic: string, index: number): Promise<Partition | number> {
+    const serving = this.#whenServed([{ topic, partition: index }])
+    if (serving !== null) await serving
     const p = this.getPartition(topic, index)
     if (p === undefined) return this.#unhosted(topic, index)
     return p.log.offlineCause !== null ? ErrorCode.KafkaStorageError : p
   }
 
   /** ListOffsets v1+ for one partition. Consumers (replica -1) see the high watermark or LSO. */
-  listOffset(topic: string, index: number, params: ListOffsetParams): Promise<OffsetForTimestamp> {
-    const p = this.#leaderFor(topic, index)
-    if (typeof p === 'number')
-      return Promise.resolve({ errorCode: p, timestamp: -1n, offset: -1n, leaderEpoch: -1 })
+  async listOffset(topic: string, index: number, params: ListOffsetParams): Promise<OffsetForTimestamp> {
+    const p = await this.#leaderFor(topic, index)
+    if (typeof p === 'number') return { errorCode: p, timestamp: -1n, offset: -1n, leaderEpoch: -1 }
     return p.fetchOffsetForTimestamp(params.timestamp, {
       currentLeaderEpoch: params.currentLeaderEpoch,
       isolationLevel: params.replicaId === CONSUMER_REPLICA_ID ? params.isolationLevel : null,
@@ -1202,12 +1235,12 @@ export class ReplicaManager {
   }
 
   /** ListOffsets v0: offsets before a time, newest first. */
-  legacyListOffsets(
+  async legacyListOffsets(
     topic: string,
     index: number,
     params: { timestamp: bigint; maxNumOffsets: number; replicaId: number },
-  ): { errorCode: number; offsets: bigint[] } {
-    const p = this.#leaderFor(topic, index)
+  ): Promise<{ errorCode: number; offsets: bigint[] }> {
+    const p = await this.#leaderFor(topic, index)
     if (typeof p === 'number') return { errorCode: p, offsets: [] }
     if (params.replicaId !== DEBUGGING_REPLICA_ID && !p.isLeader) {
       return { errorCode: ErrorCode.NotLeaderOrFollower, offsets: [] }
@@ -1223,12 +1256,12 @@ export class ReplicaManager {
   }
 
   /** OffsetForLeaderEpoch for one partition. */
-  lastOffsetForLeaderEpoch(
+  async lastOffsetForLeaderEpoch(
     topic: string,
     index: number,
     params: { currentLeaderEpoch: number; leaderEpoch: number; replicaId: number },
-  ): { errorCode: number; leaderEpoch: number; endOffset: bigint } {
-    const p = this.#leaderFor(topic, index)
+  ): Promise<{ errorCode: number; leaderEpoch: number; endOffset: bigint }> {
+    const p = await this.#leaderFor(topic, index)
     if (typeof p === 'number') return { errorCode: p, leaderEpoch: -1, endOffset: -1n }
     return p.lastOffsetForLeaderEpoch(
       params.currentLeaderEpoch,
@@ -1247,7 +1280,7 @@ export class ReplicaManager {
     index: number,
     offset: bigint,
   ): Promise<{ errorCode: number; lowWatermark: bigint }> {
-    const p = this.#leaderFor(topic, index)
+    const p = await this.#leaderFor(topic, index)
     if (typeof p === 'number') return { errorCode: p, lowWatermark: -1n }
     const r = await p.deleteRecordsOnLeader(offset)
     if (r.errorCode === ErrorCode.None)
@@ -1256,8 +1289,11 @@ export class ReplicaManager {
   }
 
   /** DescribeProducers for one partition (leader only). */
-  activeProducers(topic: string, index: number): { errorCode: number; producers: readonly ProducerEntry[] } {
-    const p = this.#leaderFor(topic, index)
+  async activeProducers(
+    topic: string,
+    index: number,
+  ): Promise<{ errorCode: number; producers: readonly ProducerEntry[] }> {
+    const p = await this.#leaderFor(topic, index)
     if (typeof p === 'number') return { errorCode: p, producers: [] }
     if (!p.isLeader) return { errorCode: ErrorCode.NotLeaderOrFollower, producers: [] }
     return { errorCode: ErrorCode.None, producers: [...p.state.producers.entries()] }

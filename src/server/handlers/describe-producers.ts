@@ -12,33 +12,37 @@ export interface DescribeProducersView {
   activeProducers(
     topic: TopicName,
     partition: number,
-  ): { errorCode: number; producers: readonly ProducerEntry[] }
+  ): Promise<{ errorCode: number; producers: readonly ProducerEntry[] }>
 }
 
 export function makeDescribeProducersHandler(view: DescribeProducersView): Handler {
-  return defineHandler(apis.DescribeProducers, {}, (req) => {
-    const topics: DescribeProducersResponseData.TopicResponseIn[] = req.topics.map((t) => ({
-      name: t.name,
-      partitions: t.partitionIndexes.map((partitionIndex) => {
-        const r = view.activeProducers(t.name, partitionIndex)
-        return {
-          partitionIndex,
-          errorCode: r.errorCode,
-          errorMessage: r.errorCode === ErrorCode.None ? null : (errorInfo(r.errorCode)?.message ?? null),
-          activeProducers: r.producers.map((e) => {
-            const last = e.batches.at(-1)
+  return defineHandler(apis.DescribeProducers, {}, async (req) => {
+    const topics = req.topics.map(
+      async (t): Promise<DescribeProducersResponseData.TopicResponseIn> => ({
+        name: t.name,
+        partitions: await Promise.all(
+          t.partitionIndexes.map(async (partitionIndex) => {
+            const r = await view.activeProducers(t.name, partitionIndex)
             return {
-              producerId: e.producerId as ProducerId,
-              producerEpoch: e.epoch,
-              lastSequence: last?.lastSeq ?? -1,
-              lastTimestamp: last?.timestamp ?? -1n,
-              coordinatorEpoch: e.coordinatorEpoch,
-              currentTxnStartOffset: e.currentTxnFirstOffset,
+              partitionIndex,
+              errorCode: r.errorCode,
+              errorMessage: r.errorCode === ErrorCode.None ? null : (errorInfo(r.errorCode)?.message ?? null),
+              activeProducers: r.producers.map((e) => {
+                const last = e.batches.at(-1)
+                return {
+                  producerId: e.producerId as ProducerId,
+                  producerEpoch: e.epoch,
+                  lastSequence: last?.lastSeq ?? -1,
+                  lastTimestamp: last?.timestamp ?? -1n,
+                  coordinatorEpoch: e.coordinatorEpoch,
+                  currentTxnStartOffset: e.currentTxnFirstOffset,
+                }
+              }),
             }
           }),
-        }
+        ),
       }),
-    }))
-    return { throttleTimeMs: 0, topics }
+    )
+    return { throttleTimeMs: 0, topics: await Promise.all(topics) }
   })
 }

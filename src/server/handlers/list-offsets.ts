@@ -28,7 +28,7 @@ export interface ListOffsetsView {
     topic: TopicName,
     partition: number,
     params: { timestamp: bigint; maxNumOffsets: number; replicaId: number },
-  ): { errorCode: number; offsets: bigint[] }
+  ): Promise<{ errorCode: number; offsets: bigint[] }>
 }
 
 type PartitionOut = ListOffsetsResponseData.ListOffsetsPartitionResponseIn
@@ -51,7 +51,7 @@ export function makeListOffsetsHandler(view: ListOffsetsView): Handler {
       const partitions: PartitionOut[] = []
       for (const p of t.partitions) {
         if (v === 0) {
-          const r = view.legacyListOffsets(t.name, p.partitionIndex, {
+          const r = await view.legacyListOffsets(t.name, p.partitionIndex, {
             timestamp: p.timestamp,
             maxNumOffsets: p.maxNumOffsets,
             replicaId: req.replicaId,

@@ -16,29 +16,33 @@ export interface OffsetForLeaderEpochView {
     topic: TopicName,
     partition: number,
     params: { currentLeaderEpoch: number; leaderEpoch: number; replicaId: number },
-  ): { errorCode: number; leaderEpoch: number; endOffset: bigint }
+  ): Promise<{ errorCode: number; leaderEpoch: number; endOffset: bigint }>
 }
 
 export function makeOffsetForLeaderEpochHandler(view: OffsetForLeaderEpochView): Handler {
-  return defineHandler(apis.OffsetForLeaderEpoch, {}, (req, ctx) => {
+  return defineHandler(apis.OffsetForLeaderEpoch, {}, async (req, ctx) => {
     const v = ctx.apiVersion
     const replicaId = v >= 3 ? req.replicaId : DEBUGGING_REPLICA_ID
-    const topics: OffsetForLeaderEpochResponseData.OffsetForLeaderTopicResultIn[] = req.topics.map((t) => ({
-      topic: t.topic,
-      partitions: t.partitions.map((p) => {
-        const r = view.lastOffsetForLeaderEpoch(t.topic, p.partition, {
-          currentLeaderEpoch: v >= 2 ? p.currentLeaderEpoch : -1,
-          leaderEpoch: p.leaderEpoch,
-          replicaId,
-        })
-        return {
-          errorCode: r.errorCode,
-          partition: p.partition,
-          ...(v >= 1 ? { leaderEpoch: r.leaderEpoch } : {}),
-          endOffset: r.endOffset,
-        }
+    const topics = req.topics.map(
+      async (t): Promise<OffsetForLeaderEpochResponseData.OffsetForLeaderTopicResultIn> => ({
+        topic: t.topic,
+        partitions: await Promise.all(
+          t.partitions.map(async (p) => {
+            const r = await view.lastOffsetForLeaderEpoch(t.topic, p.partition, {
+              currentLeaderEpoch: v >= 2 ? p.currentLeaderEpoch : -1,
+              leaderEpoch: p.leaderEpoch,
+              replicaId,
+            })
+            return {
+              errorCode: r.errorCode,
+              partition: p.partition,
+              ...(v >= 1 ? { leaderEpoch: r.leaderEpoch } : {}),
+              endOffset: r.endOffset,
+            }
+          }),
+        ),
       }),
-    }))
-    return { throttleTimeMs: 0, topics }
+    )
+    return { throttleTimeMs: 0, topics: await Promise.all(topics) }
   })
 }
