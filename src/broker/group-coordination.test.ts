@@ -72,6 +72,7 @@ function coordination(options: { image: () => MetadataImage; createInternalTopic
     replicas: {
       getPartition: () => ({ isLeader: true, logStartOffset: 0n, highWatermark: 0n, leaderEpoch: 0 }),
       settled: async () => {},
+      onReconciled: () => {},
     } as unknown as ReplicaManager,
     image: options.image,
     createInternalTopic:

@@ -19,7 +19,7 @@ import {
 } from '../coordinator/index.ts'
 import type { Clock, Random } from '../io/index.ts'
 import type { MetadataImage } from '../metadata/index.ts'
-import type { TopicName } from '../model/index.ts'
+import type { GroupId, TopicName } from '../model/index.ts'
 import { type CreateTopicsResponseData, ErrorCode } from '../protocol/index.ts'
 import type { ReplicaManager } from '../replication/index.ts'
 import {
@@ -44,6 +44,14 @@ import {
  * other requests on it too (where a partition cannot be led, every such FindCoordinator waits it out).
  */
 export const PENDING_COORDINATOR_WAIT_MS = 500
+
+/**
+ * How long a group request waits for this broker to finish loading (or to start loading) the
+ * group's `__consumer_offsets` partition before it is answered COORDINATOR_LOAD_IN_PROGRESS. Longer
+ * than FindCoordinator's: the client was told this broker coordinates, and the partition is led
+ * here or about to be.
+ */
+export const LOADING_COORDINATOR_WAIT_MS = 5_000
 
 export interface GroupCoordinationOptions {
   readonly effective: EffectiveConfig
@@ -90,6 +98,7 @@ export class GroupCoordination {
   readonly #o: GroupCoordinationOptions
   readonly #topic: ReturnType<typeof offsetsTopicConfigFrom>
   #sync: Promise<void> = Promise.resolve()
+  #syncQueued = false
   /** Woken at the end of each leadership sync (`#nextSync`). */
   readonly #syncWaiters = new Set<() => void>()
   #creating: Promise<boolean> | null = null
@@ -99,6 +108,7 @@ export class GroupCoordination {
     this.#o = options
     this.#topic = offsetsTopicConfigFrom(options.effective)
     this.#coordinator = this.#newCoordinator(this.#topic.partitionCount)
+    options.replicas.onReconciled(() => this.onPublish())
   }
 
   get coordinator(): GroupCoordinator {
@@ -122,20 +132,29 @@ export class GroupCoordination {
     })
   }
 
-  /** After each metadata publication: load the partitions led here, unload the others. */
+  /**
+   * After each metadata publication and each partition the replica manager reconciles: load the
+   * partitions led here, unload the others. One sync at a time; calls while one waits to run share it.
+   */
   onPublish(): void {
+    if (this.#syncQueued) return
+    this.#syncQueued = true
     this.#sync = this.#sync
-      .then(() => this.#syncLeadership())
+      .then(() => {
+        this.#syncQueued = false
+        return this.#syncLeadership()
+      })
       .catch((e: unknown) => {
         this.#o.log('error', `group coordinator: ${(e as Error).stack ?? String(e)}`)
       })
       .finally(() => {
         for (const wake of [...this.#syncWaiters]) wake()
+        this.#coordinator.wakeLoadWaiters()
       })
   }
 
-  async #syncLeadership(): Promise<void> {
-    await this.#o.replicas.settled()
+  /** Elections and resignations from what the replica manager serves now (no waiting for it). */
+  #syncLeadership(): void {
     if (this.#closed) return
     const topic = this.#o.image().topicsByName.get(GROUP_METADATA_TOPIC_NAME)
     if (topic !== undefined && topic.partitions.size !== this.#coordinator.partitionCount) {
@@ -148,15 +167,23 @@ export class GroupCoordination {
       this.#coordinator = this.#newCoordinator(topic.partitions.size)
     }
     const c = this.#coordinator
+    const myId = this.#o.effective.int('node.id')
+    // Resigned as soon as the metadata names another leader (as Kafka's metadata publisher does);
+    // elected once the replica manager leads the partition, at the epoch it leads in. A partition
+    // being made leader again in a new epoch stays loaded meanwhile (its writes wait for the new
+    // epoch in the replica manager).
     for (const { partition } of c.partitions()) {
-      if (this.#o.replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition)?.isLeader !== true) {
+      if (
+        topic?.partitions.get(partition)?.leader !== myId ||
+        this.#o.replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition) === undefined
+      ) {
         c.onResignation(partition)
       }
     }
     if (topic === undefined) return
-    for (const index of topic.partitions.keys()) {
+    for (const [index, reg] of topic.partitions) {
       const p = this.#o.replicas.getPartition(GROUP_METADATA_TOPIC_NAME, index)
-      if (p?.isLeader === true) void c.onElection(index, p.leaderEpoch)
+      if (reg.leader === myId && p?.isLeader === true) void c.onElection(index, p.leaderEpoch)
     }
   }
 
@@ -255,20 +282,44 @@ export class GroupCoordination {
   /** The client-facing group handlers. */
   handlers(): Handler[] {
     const c = () => this.#coordinator
+    // A group request to this broker while it loads (or is about to load) the group's partition
+    // waits for the load, as FindCoordinator waits to name it, instead of COORDINATOR_LOAD_IN_PROGRESS.
+    const loaded = async <T>(groupIds: readonly GroupId[], call: () => T | Promise<T>): Promise<T> => {
+      await c().whenLoaded(groupIds, LOADING_COORDINATOR_WAIT_MS)
+      return call()
+    }
     const partitionExists = (topic: TopicName, partition: number) =>
       this.#o.image().topicsByName.get(topic)?.partitions.has(partition) === true
     return [
       makeFindCoordinatorHandler(this),
-      makeJoinGroupHandler({ joinGroup: (input) => c().joinGroup(input) }),
-      makeSyncGroupHandler({ syncGroup: (input) => c().syncGroup(input) }),
-      makeHeartbeatHandler({ heartbeat: (input) => c().heartbeat(input) }),
-      makeLeaveGroupHandler({ leaveGroup: (input) => c().leaveGroup(input) }),
-      makeOffsetCommitHandler({ commitOffsets: (input) => c().commitOffsets(input), partitionExists }),
-      makeOffsetFetchHandler({ fetchOffsets: (groupId, topics) => c().fetchOffsets(groupId, topics) }),
-      makeDescribeGroupsHandler({ describeGroups: (ids, ops) => c().describeGroups(ids, ops) }),
+      makeJoinGroupHandler({
+        joinGroup: (input) => loaded([input.groupId], () => c().joinGroup(input)),
+      }),
+      makeSyncGroupHandler({
+        syncGroup: (input) => loaded([input.groupId], () => c().syncGroup(input)),
+      }),
+      makeHeartbeatHandler({
+        heartbeat: (input) => loaded([input.groupId], () => c().heartbeat(input)),
+      }),
+      makeLeaveGroupHandler({
+        leaveGroup: (input) => loaded([input.groupId], () => c().leaveGroup(input)),
+      }),
+      makeOffsetCommitHandler({
+        commitOffsets: (input) => loaded([input.groupId], () => c().commitOffsets(input)),
+        partitionExists,
+      }),
+      makeOffsetFetchHandler({
+        fetchOffsets: (groupId, topics) => loaded([groupId], () => c().fetchOffsets(groupId, topics)),
+      }),
+      makeDescribeGroupsHandler({
+        describeGroups: (ids, ops) => loaded(ids, () => c().describeGroups(ids, ops)),
+      }),
       makeListGroupsHandler({ listGroups: (states, types) => c().listGroups(states, types) }),
-      makeDeleteGroupsHandler({ deleteGroups: (ids) => c().deleteGroups(ids) }),
-      makeOffsetDeleteHandler({ deleteOffsets: (input) => c().deleteOffsets(input), partitionExists }),
+      makeDeleteGroupsHandler({ deleteGroups: (ids) => loaded(ids, () => c().deleteGroups(ids)) }),
+      makeOffsetDeleteHandler({
+        deleteOffsets: (input) => loaded([input.groupId], () => c().deleteOffsets(input)),
+        partitionExists,
+      }),
     ]
   }
 

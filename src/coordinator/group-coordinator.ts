@@ -87,6 +87,8 @@ export class GroupCoordinator {
   readonly #pending = new Map<number, (reply: Reply) => void>()
   #nextToken = 1
   #sweepTimer: TimerHandle | null = null
+  /** Woken whenever a partition starts or ends loading here (`whenLoaded`). */
+  readonly #loadWaiters = new Set<() => void>()
   #closed = false
 
   constructor(options: GroupCoordinatorOptions) {
@@ -108,6 +110,35 @@ export class GroupCoordinator {
     const shard = this.#shards.get(this.partitionFor(groupId))
     if (shard === undefined) return this.#notHere(this.partitionFor(groupId))
     return shard.state === 'active' ? ErrorCode.None : ErrorCode.CoordinatorLoadInProgress
+  }
+
+  /**
+   * Resolves once none of `groupIds` is COORDINATOR_LOAD_IN_PROGRESS here (its partition loaded,
+   * or no longer coming here), or after `timeoutMs`: a request to a coordinator that Metadata or
+   * FindCoordinator already names, while it still loads the partition, waits for it rather than
+   * being answered an error the client retries only after a backoff.
+   */
+  whenLoaded(groupIds: readonly GroupId[], timeoutMs: number): Promise<void> {
+    const loading = () =>
+      !this.#closed && groupIds.some((g) => this.statusOf(g) === ErrorCode.CoordinatorLoadInProgress)
+    if (timeoutMs <= 0 || !loading()) return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#loadWaiters.delete(check)
+        this.#clock.clearTimer(timer)
+        resolve()
+      }
+      const check = () => {
+        if (!loading()) done()
+      }
+      const timer = this.#clock.setTimer(timeoutMs, done)
+      this.#loadWaiters.add(check)
+    })
+  }
+
+  /** Re-checks the requests waiting in `whenLoaded` (a partition's load state, or the metadata, changed). */
+  wakeLoadWaiters(): void {
+    for (const check of [...this.#loadWaiters]) check()
   }
 
   /** Partitions loaded or loading here. */
@@ -140,6 +171,7 @@ export class GroupCoordinator {
       loadRetry: null,
     }
     this.#shards.set(partition, shard)
+    this.wakeLoadWaiters()
     await this.#load(shard)
   }
 
@@ -212,6 +244,7 @@ export class GroupCoordinator {
     shard.machine.onLoaded()
     shard.state = 'active'
     this.#drain(shard)
+    this.wakeLoadWaiters()
     this.#logger(
       'info',
       `loaded __consumer_offsets-${shard.partition} (epoch ${shard.epoch}): ${shard.machine.groupCount} groups from ${records} records in ${Math.round(this.#clock.monotonicMs() - started)} ms`,
@@ -227,6 +260,7 @@ export class GroupCoordinator {
     for (const handle of shard.timers.values()) this.#clock.clearTimer(handle)
     shard.timers.clear()
     if (this.#shards.get(shard.partition) === shard) this.#shards.delete(shard.partition)
+    this.wakeLoadWaiters()
   }
 
   /** Stops: unloads every partition (waiters answered NOT_COORDINATOR) and the sweep. */
@@ -234,6 +268,7 @@ export class GroupCoordinator {
     this.#closed = true
     if (this.#sweepTimer !== null) this.#clock.clearTimer(this.#sweepTimer)
     for (const shard of [...this.#shards.values()]) this.#unload(shard)
+    this.wakeLoadWaiters()
   }
 
   // ----------------------------------------------------------------------------- effects

@@ -603,6 +603,14 @@ export class ReplicaManager {
     })
   }
 
+  /**
+   * Calls `fn` after each partition's reconciliation, each reconciliation pass and each publication
+   * (the group coordinator loads a `__consumer_offsets` partition as soon as it is led here).
+   */
+  onReconciled(fn: () => void): void {
+    this.#reconciled.add(fn)
+  }
+
   /** Resolves once every publication seen so far is reconciled (tests, startup). */
   async settled(): Promise<void> {
     let last: Promise<void>

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { after, describe, test } from 'node:test'
 import type { KafkaConnection } from '../../src/client/index.ts'
 import { type EmbeddedCluster, startCluster } from '../../src/index.ts'
-import type { BrokerId, TopicName } from '../../src/model/index.ts'
+import type { BrokerId, GroupId, TopicName } from '../../src/model/index.ts'
 import { apis, ErrorCode, errorInfo } from '../../src/protocol/index.ts'
 import { encodeBatch } from '../../src/protocol/records/index.ts'
 import { openConnection } from '../support/connection.ts'
@@ -209,6 +209,59 @@ async function createAndHitAtOnce(
   }
 }
 
+/**
+ * The first FindCoordinators of the cluster (they create `__consumer_offsets`), then at once an
+ * OffsetCommit of `topic`-0 and an OffsetFetch to the coordinator it names: both answered by it.
+ */
+async function groupApisAtOnce(cluster: EmbeddedCluster, topic: string): Promise<void> {
+  const all = await Promise.all(cluster.nodes.map((_, i) => connections(cluster, i, 1)))
+  try {
+    for (let round = 0; round < 3; round++) {
+      const groupId = `fresh-group-${round}` as GroupId
+      // The first one may answer COORDINATOR_NOT_AVAILABLE while the topic is created (Kafka too):
+      // asked again at once, as a client does after its backoff.
+      let at: { errorCode: number; nodeId: number } = { errorCode: -1, nodeId: -1 }
+      const by = performance.now() + 10_000
+      while (at.errorCode !== ErrorCode.None) {
+        assert.ok(performance.now() < by, `FindCoordinator ${groupId}: ${name(at.errorCode)}`)
+        const found = await all[0]![0]!.request(apis.FindCoordinator, 4, {
+          keyType: 0,
+          coordinatorKeys: [groupId],
+        })
+        at = found.coordinators[0]!
+        if (at.errorCode !== ErrorCode.None) assert.equal(at.errorCode, ErrorCode.CoordinatorNotAvailable)
+      }
+      const c = all[at.nodeId - 1]![0]!
+      const commit = await c.request(apis.OffsetCommit, 8, {
+        groupId,
+        generationIdOrMemberEpoch: -1,
+        memberId: '',
+        groupInstanceId: null,
+        topics: [
+          {
+            name: topic as TopicName,
+            partitions: [{ partitionIndex: 0, committedOffset: 1n, committedMetadata: null }],
+          },
+        ],
+      })
+      assert.deepEqual(
+        commit.topics.flatMap((t) => t.partitions.map((p) => name(p.errorCode))),
+        ['NONE'],
+        `OffsetCommit ${groupId} on node ${at.nodeId}`,
+      )
+      const fetched = await c.request(apis.OffsetFetch, 8, {
+        groups: [{ groupId, topics: [{ name: topic as TopicName, partitionIndexes: [0] }] }],
+        requireStable: false,
+      })
+      const g = fetched.groups[0]!
+      assert.equal(name(g.errorCode), 'NONE', `OffsetFetch ${groupId}`)
+      assert.equal(g.topics[0]?.partitions[0]?.committedOffset, 1n, `OffsetFetch ${groupId} reads the commit`)
+    }
+  } finally {
+    for (const c of all.flat()) c.close()
+  }
+}
+
 describe('one node', () => {
   let cluster: EmbeddedCluster | null = null
   after(async () => {
@@ -220,6 +273,10 @@ describe('one node', () => {
     for (let round = 0; round < 5; round++) {
       await createAndHitAtOnce(cluster, `fresh-${round}`, () => [1])
     }
+  })
+
+  test('the group and offset APIs answer on a new __consumer_offsets', async () => {
+    await groupApisAtOnce(cluster!, 'fresh-0')
   })
 })
 
@@ -239,6 +296,10 @@ describe('three nodes', () => {
         ((i + round + 2) % 3) + 1,
       ])
     }
+  })
+
+  test('the group and offset APIs answer on a new __consumer_offsets', async () => {
+    await groupApisAtOnce(cluster!, 'fresh3-0')
   })
 
   test('after a leader is killed, the new leader takes Produce the moment Metadata names it', async () => {

@@ -10,12 +10,12 @@ export interface DescribeGroupsView {
   describeGroups(
     groupIds: readonly GroupId[],
     includeAuthorizedOperations: boolean,
-  ): DescribeGroupsResponseData.DescribedGroupIn[]
+  ): DescribeGroupsResponseData.DescribedGroupIn[] | Promise<DescribeGroupsResponseData.DescribedGroupIn[]>
 }
 
 export function makeDescribeGroupsHandler(view: DescribeGroupsView): Handler {
-  return defineHandler(apis.DescribeGroups, {}, (req, ctx) => ({
+  return defineHandler(apis.DescribeGroups, {}, async (req, ctx) => ({
     throttleTimeMs: 0,
-    groups: view.describeGroups(req.groups, ctx.apiVersion >= 3 && req.includeAuthorizedOperations),
+    groups: await view.describeGroups(req.groups, ctx.apiVersion >= 3 && req.includeAuthorizedOperations),
   }))
 }

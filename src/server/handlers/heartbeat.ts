@@ -4,13 +4,13 @@ import { apis, type ErrorCode } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface HeartbeatView {
-  heartbeat(input: HeartbeatInput): ErrorCode
+  heartbeat(input: HeartbeatInput): ErrorCode | Promise<ErrorCode>
 }
 
 export function makeHeartbeatHandler(view: HeartbeatView): Handler {
-  return defineHandler(apis.Heartbeat, {}, (req, ctx) => ({
+  return defineHandler(apis.Heartbeat, {}, async (req, ctx) => ({
     throttleTimeMs: 0,
-    errorCode: view.heartbeat({
+    errorCode: await view.heartbeat({
       groupId: req.groupId,
       generationId: req.generationId,
       memberId: req.memberId,

@@ -7,11 +7,11 @@ import { apis, ErrorCode } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface LeaveGroupView {
-  leaveGroup(input: LeaveInput): LeaveResult
+  leaveGroup(input: LeaveInput): LeaveResult | Promise<LeaveResult>
 }
 
 export function makeLeaveGroupHandler(view: LeaveGroupView): Handler {
-  return defineHandler(apis.LeaveGroup, {}, (req, ctx) => {
+  return defineHandler(apis.LeaveGroup, {}, async (req, ctx) => {
     const v = ctx.apiVersion
     const members =
       v >= 3
@@ -21,7 +21,7 @@ export function makeLeaveGroupHandler(view: LeaveGroupView): Handler {
             reason: v >= 5 ? m.reason : null,
           }))
         : [{ memberId: req.memberId, groupInstanceId: null, reason: null }]
-    const r = view.leaveGroup({ groupId: req.groupId, members })
+    const r = await view.leaveGroup({ groupId: req.groupId, members })
     if (v >= 3) {
       return {
         throttleTimeMs: 0,

@@ -12,20 +12,20 @@ export interface OffsetFetchView {
   fetchOffsets(
     groupId: GroupId,
     topics: readonly { name: TopicName; partitionIndexes: readonly number[] }[] | null,
-  ): OffsetFetchGroupResult
+  ): OffsetFetchGroupResult | Promise<OffsetFetchGroupResult>
 }
 
 export function makeOffsetFetchHandler(view: OffsetFetchView): Handler {
-  return defineHandler(apis.OffsetFetch, {}, (req, ctx) => {
+  return defineHandler(apis.OffsetFetch, {}, async (req, ctx) => {
     const v = ctx.apiVersion
     if (v >= 8) {
       return {
         throttleTimeMs: 0,
-        groups: req.groups.map((g) => view.fetchOffsets(g.groupId, g.topics)),
+        groups: await Promise.all(req.groups.map((g) => view.fetchOffsets(g.groupId, g.topics))),
       }
     }
     const topics = v >= 2 ? req.topics : (req.topics ?? [])
-    const r = view.fetchOffsets(req.groupId, topics)
+    const r = await view.fetchOffsets(req.groupId, topics)
     if (r.errorCode !== ErrorCode.None && v < 2) {
       // v0-1 have no group-level error: every partition asked carries it.
       return {
