@@ -98,8 +98,14 @@ export interface WeirNodeOptions {
  * acks=all: peak RSS 152-194 MB against 140-142 MB, produce rates alike (docs/performance.md).
  */
 const READ_AHEAD_BYTES_MAX = 8 * 1024 * 1024
-/** The longest a stopping broker waits for the controller to take its leaderships. */
+/**
+ * The longest a stopping broker serves while it waits for the controller to take its leaderships
+ * and for the other brokers to apply that (they report it in heartbeats, every
+ * `broker.heartbeat.interval.ms`, 2 s by default).
+ */
 const CONTROLLED_SHUTDOWN_MS_MAX = 5000
+/** How often a broker waiting to shut down asks the controller again (after 50 ms the first time). */
+const CONTROLLED_SHUTDOWN_POLL_MS = 100
 /** metadata.version this build writes when it bootstraps a cluster (Kafka 4.0-IV3). */
 export const METADATA_VERSION = 25
 export const METADATA_VERSION_MIN = 7
@@ -758,37 +764,85 @@ export class WeirNode {
   }
 
   /**
-   * Graceful stop: answer long polls and waiting produces, stop accepting and answer what is in
-   * flight; write producer snapshots at every log end; close the logs (flushed and marked clean so
-   * the next start skips recovery); resign leadership; close the quorum.
-   */
-  /**
-   * Kafka's controlled shutdown: ask the controller to move this broker's leaderships away and
-   * fence it, so clients fail over at once and a restart re-registers without waiting out the
-   * old session. Bounded by `timeoutMs`; a controller that cannot be reached is not waited for.
+   * Kafka's controlled shutdown, while every listener still serves: heartbeats asking to shut down
+   * until the controller answers `shouldShutDown` (it moved this broker's leaderships to live ISR
+   * members, took it out of the ISRs and fenced it, and every other active broker has applied
+   * that), then until this broker's replicas have applied it too. Meanwhile a client still sending
+   * here is answered NOT_LEADER_OR_FOLLOWER naming the new leader (KIP-951), which already leads, a
+   * produce waiting for the ISR here is answered as the partition becomes a follower, group members
+   * are told NOT_COORDINATOR as their coordinators move with the `__consumer_offsets` partitions,
+   * and followers fetching from here switch to the new leaders; had the listeners closed first,
+   * each of those would have met a refused or cut connection while this broker still led. The
+   * fencing lets a restart re-register without waiting out the old session. Bounded by
+   * `timeoutMs`: a controller that does not answer, or other brokers that do not catch up, are not
+   * waited for beyond it.
    */
   async #controlledShutdown(timeoutMs: number): Promise<void> {
-    if (!this.config.broker || this.#brokerEpoch < 0n || this.#channel === null) return
+    if (!this.config.broker || this.#brokerEpoch < 0n || this.#channel === null || timeoutMs <= 0) return
+    const channel = this.#channel
+    const deadline = this.#clock.monotonicMs() + timeoutMs
+    const left = () => deadline - this.#clock.monotonicMs()
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.#within(
+        left(),
+        channel.brokerHeartbeat({
+          brokerId: this.config.nodeId,
+          brokerEpoch: this.#brokerEpoch,
+          currentMetadataOffset: this.#loader.image.provenance.offset,
+          wantFence: false,
+          wantShutDown: true,
+          offlineLogDirs: this.#offlineLogDirs(),
+        }),
+      ).catch((e: unknown) => {
+        this.#log('warn', `controlled shutdown failed: ${(e as Error).message}`)
+        return 'failed' as const
+      })
+      if (res === 'failed') return
+      if (res === null || left() <= 0) {
+        this.#log('warn', `controlled shutdown: not granted within ${timeoutMs} ms, stopping anyway`)
+        return
+      }
+      if (res.errorCode !== ErrorCode.None) {
+        this.#log('warn', `controlled shutdown refused: error ${res.errorCode}`)
+        return
+      }
+      if (res.shouldShutDown === true) break
+      await this.#sleep(Math.min(left(), attempt === 0 ? 50 : CONTROLLED_SHUTDOWN_POLL_MS))
+    }
+    // The controller answered once its records were committed; this broker's own replicas answer
+    // NOT_LEADER_OR_FOLLOWER with the new leaders only once they have applied them.
+    const nodeId = this.config.nodeId
+    while (left() > 0 && this.#leadsAny(nodeId)) await this.#sleep(Math.min(left(), 10))
+    const settled = await this.#within(left(), this.#dataPath?.replicas.settled() ?? Promise.resolve())
+    if (this.#leadsAny(nodeId) || settled === null)
+      this.#log('warn', `controlled shutdown: granted, not yet applied here within ${timeoutMs} ms`)
+    else this.#log('info', 'controlled shutdown: leaderships moved, broker fenced')
+  }
+
+  /** Whether this node's image still names it the leader of a partition or not shutting down. */
+  #leadsAny(nodeId: number): boolean {
+    const image = this.#loader.image
+    if (image.brokers.get(nodeId as BrokerId)?.inControlledShutdown !== true) return true
+    for (const t of image.topicsById.values())
+      for (const p of t.partitions.values()) if (p.leader === nodeId) return true
+    return false
+  }
+
+  /** `promise`'s value, or null once `ms` passed first. */
+  async #within<T>(ms: number, promise: Promise<T>): Promise<T | null> {
     let timer: ReturnType<Clock['setTimer']> | null = null
-    const timeout = new Promise<void>((resolve) => {
-      timer = this.#clock.setTimer(timeoutMs, resolve)
+    const expired = new Promise<null>((resolve) => {
+      timer = this.#clock.setTimer(Math.max(0, ms), () => resolve(null))
     })
-    const shutdown = this.#channel
-      .brokerHeartbeat({
-        brokerId: this.config.nodeId,
-        brokerEpoch: this.#brokerEpoch,
-        currentMetadataOffset: this.#loader.image.provenance.offset,
-        wantFence: false,
-        wantShutDown: true,
-        offlineLogDirs: this.#offlineLogDirs(),
-      })
-      .then((res) => {
-        if (res.shouldShutDown === true)
-          this.#log('info', 'controlled shutdown: leaderships moved, broker fenced')
-      })
-      .catch((e: unknown) => this.#log('warn', `controlled shutdown failed: ${(e as Error).message}`))
-    await Promise.race([shutdown, timeout])
-    if (timer !== null) this.#clock.clearTimer(timer)
+    try {
+      return await Promise.race([promise, expired])
+    } finally {
+      if (timer !== null) this.#clock.clearTimer(timer)
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => this.#clock.setTimer(Math.max(0, ms), resolve))
   }
 
   /**
@@ -814,15 +868,23 @@ export class WeirNode {
     return out
   }
 
+  /**
+   * Graceful stop, in Kafka's order: the controlled shutdown first, while the client listeners
+   * still answer (leaderships move and clients follow them); then answer long polls, stop
+   * accepting, answer what is in flight (up to `graceMs`) and close every connection, idle ones
+   * too; write producer snapshots at every log end; close the logs (flushed and marked clean so the
+   * next start skips recovery); resign the quorum leadership; close the quorum.
+   */
   async stop(graceMs = 5000): Promise<void> {
     if (this.#stopping) return
     this.#stopping = true
     if (this.#heartbeatTimer !== null) this.#clock.clearTimer(this.#heartbeatTimer)
     if (this.#heldLogTimer !== null) this.#clock.clearTimer(this.#heldLogTimer)
-    this.#dataPath?.completeDelayed()
-    for (const b of this.#listeners.filter((x) => !x.isController))
-      await b.listener.stop(graceMs).catch(() => {})
     await this.#controlledShutdown(Math.min(graceMs, CONTROLLED_SHUTDOWN_MS_MAX))
+    this.#dataPath?.completeDelayed()
+    await Promise.all(
+      this.#listeners.filter((x) => !x.isController).map((b) => b.listener.stop(graceMs).catch(() => {})),
+    )
     this.#channel?.close()
     this.#groups?.close()
     await this.#dataPath?.close()

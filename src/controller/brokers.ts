@@ -91,14 +91,29 @@ export interface HeartbeatContext {
   readonly image: MetadataImage
   /** The offset up to which the metadata log is committed (the controller's high watermark). */
   readonly committedOffset: bigint
+  /**
+   * The lowest metadata offset the other active brokers (unfenced, not shutting down) reported in
+   * their last heartbeats (Kafka's `lowestActiveOffset`); null when there is none. Absent: a broker
+   * shutting down waits for nobody.
+   */
+  readonly lowestActiveOffset?: (excluding: BrokerId) => bigint | null
+  /**
+   * The offset of the last record this controller wrote for the broker's controlled shutdown;
+   * undefined (another controller wrote them): nothing to wait for.
+   */
+  readonly controlledShutdownOffset?: (id: BrokerId) => bigint | undefined
 }
 
 /**
  * A heartbeat: stale epochs are refused; a fenced broker that has caught up with the metadata log
  * (its offset reached its own registration) is unfenced and leads again where it is the first live
- * ISR member of a leaderless partition; a broker asking to shut down hands its leaderships over,
- * is fenced, and is told it may stop; a broker reporting offline log dirs hands over the
- * leaderships another live ISR member can take (`moveLeadershipsAwayFrom`).
+ * ISR member of a leaderless partition; a broker asking to shut down hands its leaderships over
+ * and is fenced, and is told it may stop once that is committed and every other active broker has
+ * applied it (Kafka's BrokerHeartbeatManager: `shouldShutDown` when the broker leads nothing and
+ * the lowest active offset reached its controlled-shutdown offset), so that while it waits it keeps
+ * answering the clients that still send to it with the new leaders, who already lead; a broker
+ * reporting offline log dirs hands over the leaderships another live ISR member can take
+ * (`moveLeadershipsAwayFrom`).
  */
 export function brokerHeartbeat(
   ctx: HeartbeatContext,
@@ -123,7 +138,8 @@ export function brokerHeartbeat(
   if (req.wantShutDown) {
     // Controlled shutdown: leaderships move to live ISR members, then the broker is fenced, so a
     // restart re-registers at once and is given its leaderships back when it unfences.
-    if (!b.inControlledShutdown) {
+    const entering = !b.inControlledShutdown
+    if (entering) {
       records.push(
         pendingRecord(T.BrokerRegistrationChange, 1, {
           brokerId: b.id,
@@ -138,7 +154,13 @@ export function brokerHeartbeat(
         pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: b.id, brokerEpoch: b.epoch, fenced: FENCE }),
       )
     fenced = true
-    shouldShutDown = true
+    // The first answer is never yes: the moves are not committed yet. Later ones say yes once
+    // nothing is left to move and everyone else has applied the moves.
+    if (!entering && records.length === 0) {
+      const offset = ctx.controlledShutdownOffset?.(b.id) ?? -1n
+      const lowest = ctx.lowestActiveOffset?.(b.id) ?? null
+      shouldShutDown = ctx.committedOffset >= offset && (lowest === null || lowest >= offset)
+    }
   } else if (req.wantFence && !b.fenced) {
     records.push(
       pendingRecord(T.BrokerRegistrationChange, 0, { brokerId: b.id, brokerEpoch: b.epoch, fenced: FENCE }),

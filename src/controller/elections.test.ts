@@ -61,22 +61,53 @@ test('fencing a leader moves leadership to the next live ISR member; a sole repl
 
 test('controlled shutdown fences and hands leaderships over; unfencing after restart takes them back', () => {
   const image = cluster()
-  const down = brokerHeartbeat(
-    { image, committedOffset: 100n },
-    {
-      brokerId: b(1),
-      brokerEpoch: 1n,
-      currentMetadataOffset: 100n,
-      wantFence: false,
-      wantShutDown: true,
-      offlineLogDirs: [],
-    },
-  )
-  assert.equal(down.response.shouldShutDown, true)
+  const shutDown = (
+    img: MetadataImage,
+    ctx: { committed: bigint; lowest: bigint | null; csOffset?: bigint },
+  ) =>
+    brokerHeartbeat(
+      {
+        image: img,
+        committedOffset: ctx.committed,
+        lowestActiveOffset: (excluding) => {
+          assert.equal(excluding, 1)
+          return ctx.lowest
+        },
+        controlledShutdownOffset: () => ctx.csOffset,
+      },
+      {
+        brokerId: b(1),
+        brokerEpoch: 1n,
+        currentMetadataOffset: 100n,
+        wantFence: false,
+        wantShutDown: true,
+        offlineLogDirs: [],
+      },
+    )
+  const down = shutDown(image, { committed: 100n, lowest: 100n })
+  assert.equal(down.response.shouldShutDown, false, 'not before the moves are committed and applied')
+  assert.equal(down.response.isFenced, true)
   const stopped = commit(image, down.records)
   assert.equal(stopped.brokers.get(b(1))?.fenced, true)
+  assert.equal(stopped.brokers.get(b(1))?.inControlledShutdown, true)
   assert.equal(part(stopped, 0).leader, 2)
+  assert.deepEqual(part(stopped, 0).isr, [2, 3])
   assert.equal(part(stopped, 1).leader, -1)
+  // Asked again: yes only once the moves (up to offset 105) are committed and every other active
+  // broker reported having applied them; nothing more to write meanwhile.
+  const cases: Array<[bigint, bigint | null, boolean]> = [
+    [104n, null, false],
+    [105n, 104n, false],
+    [105n, 105n, true],
+    [105n, null, true],
+  ]
+  for (const [committed, lowest, granted] of cases) {
+    const again = shutDown(stopped, { committed, lowest, csOffset: 105n })
+    assert.deepEqual(again.records, [])
+    assert.equal(again.response.shouldShutDown, granted, `committed ${committed}, lowest active ${lowest}`)
+  }
+  // A controller that did not write the moves itself (a failover since) has nothing to wait for.
+  assert.equal(shutDown(stopped, { committed: 0n, lowest: 0n }).response.shouldShutDown, true)
   // Restart: a new registration (fenced), then a caught-up heartbeat unfences it and it leads partition 1 again.
   const reregistered = commit(stopped, [
     pendingRecord(T.RegisterBroker, 0, {

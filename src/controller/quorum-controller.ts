@@ -116,6 +116,13 @@ export class QuorumController {
   readonly #waiters: Waiter[] = []
   /** Monotonic time of each broker's last heartbeat, for session expiry (leader-local, as in Kafka). */
   readonly #lastHeartbeatMs = new Map<BrokerId, number>()
+  /**
+   * Each broker's applied metadata offset as its last heartbeat to this controller reported it, in
+   * which broker epoch: how far the others are when a broker waits to shut down.
+   */
+  readonly #reportedOffsets = new Map<BrokerId, { brokerEpoch: bigint; offset: bigint }>()
+  /** The offset of the last record that put each broker in controlled shutdown (written here). */
+  readonly #controlledShutdownOffsets = new Map<BrokerId, { brokerEpoch: bigint; offset: bigint }>()
   /** Brokers whose fencing is proposed and not decided yet (not checked again meanwhile). */
   readonly #fencing = new Set<BrokerId>()
   #sessionTimer: TimerHandle | null = null
@@ -395,17 +402,47 @@ export class QuorumController {
     req: BrokerHeartbeatRequestData.BrokerHeartbeatRequest,
   ): Promise<BrokerHeartbeatResponseData.BrokerHeartbeatResponseIn> {
     return this.#write((image) => {
+      const b = image.brokers.get(req.brokerId)
+      if (b?.epoch === req.brokerEpoch)
+        this.#reportedOffsets.set(b.id, { brokerEpoch: b.epoch, offset: req.currentMetadataOffset })
       const d = brokerHeartbeat(
         {
           image,
           committedOffset: this.#committed?.provenance.offset ?? -1n,
+          lowestActiveOffset: (excluding) => this.#lowestActiveOffset(image, excluding),
+          controlledShutdownOffset: (id) => {
+            const c = this.#controlledShutdownOffsets.get(id)
+            return c !== undefined && c.brokerEpoch === image.brokers.get(id)?.epoch ? c.offset : undefined
+          },
         },
         req,
       )
       if (d.response.errorCode === ErrorCode.None)
         this.#lastHeartbeatMs.set(req.brokerId, this.#o.clock.monotonicMs())
+      if (b !== undefined && req.wantShutDown && d.records.length > 0) {
+        // The records are proposed right after this decision, from the log's end on; the broker
+        // may stop once the others have applied the last of them.
+        const last = this.#o.quorum.status().logEndOffset + BigInt(d.records.length) - 1n
+        this.#controlledShutdownOffsets.set(b.id, { brokerEpoch: b.epoch, offset: last })
+      }
       return d
     })
+  }
+
+  /**
+   * The lowest metadata offset the active brokers but `excluding` (unfenced, not shutting down)
+   * reported, one that has not reported in its current epoch counting as -1; null when there is no
+   * other active broker.
+   */
+  #lowestActiveOffset(image: MetadataImage, excluding: BrokerId): bigint | null {
+    let lowest: bigint | null = null
+    for (const b of image.brokers.values()) {
+      if (b.id === excluding || b.fenced || b.inControlledShutdown) continue
+      const r = this.#reportedOffsets.get(b.id)
+      const offset = r !== undefined && r.brokerEpoch === b.epoch ? r.offset : -1n
+      if (lowest === null || offset < lowest) lowest = offset
+    }
+    return lowest
   }
 
   /** As Kafka's BrokerHeartbeatManager.hasValidSession: a fenced broker has no session. */

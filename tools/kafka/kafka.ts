@@ -35,8 +35,13 @@ export interface KafkaOptions {
    * capture proxy listens there, so that clients keep talking through it after bootstrap.
    */
   advertisedPort?: number
-  /** Extra server.properties entries, e.g. `{ 'log.segment.bytes': '1048576' }`. */
+  /**
+   * Extra server.properties entries, e.g. `{ 'log.segment.bytes': '1048576' }`; a node of a
+   * multi-node cluster sets `node.id` and `controller.quorum.voters` here.
+   */
   config?: Record<string, string>
+  /** The cluster id a new directory is formatted with (default: a random one); every node of a cluster shares it. */
+  clusterId?: string
   heapMb?: number
   startTimeoutMs?: number
   /** true: the broker's warnings go to its log file only, not to this process's stdout/stderr. */
@@ -165,7 +170,7 @@ export async function startKafka(options: KafkaOptions): Promise<KafkaBroker> {
   const formatted = existsSync(metaProperties)
     ? /^cluster\.id=(.+)$/m.exec(readFileSync(metaProperties, 'utf8'))?.[1]
     : undefined
-  const clusterId = formatted ?? randomClusterId()
+  const clusterId = formatted ?? options.clusterId ?? randomClusterId()
   if (formatted === undefined) {
     execFileSync(
       'java',

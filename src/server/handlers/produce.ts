@@ -136,6 +136,10 @@ export function makeProduceHandler(view: ProduceView): Handler {
     const responses: ProduceResponseData.TopicProduceResponseIn[] = []
     const byTopic = new Map<string, PartitionOut[]>()
     const leaders: BrokerId[] = []
+    // Leader hints from the image now, not the one the request began with: an acks=all append
+    // that waited while the leadership moved must name the new leader, or the client, which takes
+    // a hint only in a newer leader epoch, asks Metadata and keeps sending here meanwhile.
+    const latest = view.image()
     for (const slot of slots) {
       let out = slot.early
       if (out === null) {
@@ -150,7 +154,7 @@ export function makeProduceHandler(view: ProduceView): Handler {
         }
       }
       if (v >= 10 && wantsLeaderHint(out.errorCode ?? 0)) {
-        const leader = currentLeaderOf(image, slot.topic, slot.index)
+        const leader = currentLeaderOf(latest, slot.topic, slot.index)
         if (leader !== null) {
           out = { ...out, currentLeader: leader }
           leaders.push(leader.leaderId)
@@ -168,7 +172,7 @@ export function makeProduceHandler(view: ProduceView): Handler {
       responses,
       throttleTimeMs: 0,
       ...(v >= 10 && leaders.length > 0
-        ? { nodeEndpoints: nodeEndpointsOf(image, leaders, ctx.listenerName) }
+        ? { nodeEndpoints: nodeEndpointsOf(latest, leaders, ctx.listenerName) }
         : {}),
     }
   })
