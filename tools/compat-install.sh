@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs or builds the clients of the compat matrix (test/compat/{java-client,franz-go,
 # confluent-kafka}.test.ts) into .cache/compat/. Idempotent: each part is redone only when its
-# sources or pinned versions change (a stamp beside its output). CI runs it with no argument; each
-# test runs it for its own client, and fails (does not skip) when it cannot.
+# sources or pinned versions change (a stamp beside its output). tools/test-deps.sh (the first step
+# of npm test) runs it with no argument; each test runs it for its own client, and fails (does not
+# skip) when it cannot.
 #
 #   tools/compat-install.sh                   # all three
 #   tools/compat-install.sh java              # prints the classpath on its last line
@@ -69,7 +70,8 @@ confluent_kafka() {
 }
 
 # The venv tools/capture makes (tools/capture/clients.ts, pythonVenv: same path, same stamp), so
-# that kafka-python-data-path and groups-python-kcat run in CI instead of skipping.
+# that kafka-python-data-path and groups-python-kcat find it (npm test installs it, through
+# tools/test-deps.sh).
 capture_venv() {
   need python3 "Python 3.9+ with venv"
   local venv="$root/.cache/capture/venv" requirements="$clients/python/requirements.txt"

@@ -4,7 +4,7 @@
  * confluent-kafka static members (group.instance.id) split a topic and one restarts after kill -9
  * without a rebalance (the other is never revoked); `kcat -G` (librdkafka 2.0) consumes as a group
  * and resumes. The Python clients come from the capture venv (tools/capture), kcat from Debian's
- * package; CI installs every one of them, and a missing one fails the test.
+ * package; npm test installs every one of them (tools/test-deps.sh), and a missing one fails the test.
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
@@ -21,11 +21,12 @@ const run = promisify(execFile)
 const PYTHON = join(REPO, '.cache/capture/venv/bin/python')
 const SCRIPT = join(REPO, 'test/compat/clients/python/groups_scenario.py')
 const KCAT = ['/usr/bin/kcat', '/usr/local/bin/kcat'].find((p) => existsSync(p))
-// CI installs both (.ci/run: tools/compat-install.sh and apt-get install kcat): a missing one fails.
+// npm test installs both (tools/test-deps.sh: compat-install.sh and apt-get install kcat): a missing
+// one fails.
 const skipPython = false as const
 const skipKcat = false as const
-assert.ok(existsSync(PYTHON), 'no Python client venv: run tools/compat-install.sh')
-assert.ok(KCAT !== undefined, 'no kcat: apt-get install kcat')
+assert.ok(existsSync(PYTHON), 'no Python client venv: run tools/test-deps.sh (npm test does)')
+assert.ok(KCAT !== undefined, 'no kcat: run tools/test-deps.sh (npm test does; apt-get install kcat)')
 
 const weir = new CompatTarget('weir-groups-py-', { 'group.initial.rebalance.delay.ms': 300 })
 let bootstrap = ''

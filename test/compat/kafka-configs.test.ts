@@ -2,7 +2,7 @@
  * Topic and broker configs against a real Weir process with Kafka's own tools (`kafka-configs`,
  * `kafka-topics`, from the Apache Kafka jars of tools/kafka) and kafkajs's admin client:
  * IncrementalAlterConfigs, AlterConfigs and DescribeConfigs as those clients use them. Java is
- * required: without it these tests fail (CI installs it and the jars, see .ci/run).
+ * required: without it these tests fail (npm test installs it and the jars: tools/test-deps.sh).
  */
 // compat-cluster: skip per-node broker configs of one node; kafka-configs-cluster.test.ts is the cluster side
 import assert from 'node:assert/strict'
@@ -68,7 +68,9 @@ async function portPair(): Promise<number> {
 before(async () => {
   // Fail loudly, never skip, when the tools cannot run.
   const java = await run('java', ['-version']).catch((e: Error) => {
-    throw new Error(`java is required for the Kafka tool tests (CI installs it): ${e.message}`)
+    throw new Error(
+      `java is required for the Kafka tool tests (tools/test-deps.sh installs it): ${e.message}`,
+    )
   })
   assert.match(java.stderr + java.stdout, /version/)
   port = await portPair()

@@ -15,9 +15,10 @@ import { REPO } from '../support/weir-process.ts'
 const run = promisify(execFile)
 const PYTHON = join(REPO, '.cache/capture/venv/bin/python')
 const SCRIPT = join(REPO, 'test/compat/clients/python/kafka_python_data_path.py')
-// CI installs it (tools/compat-install.sh): a missing venv fails, never skips.
+// npm test installs it (tools/test-deps.sh, through tools/compat-install.sh): a missing venv fails,
+// never skips.
 const skip = false as const
-assert.ok(existsSync(PYTHON), 'no kafka-python venv: run tools/compat-install.sh')
+assert.ok(existsSync(PYTHON), 'no kafka-python venv: run tools/test-deps.sh (npm test does)')
 const weir = new CompatTarget('weir-kafka-python-')
 let bootstrap = ''
 

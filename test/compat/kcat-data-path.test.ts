@@ -1,7 +1,8 @@
 /**
  * kcat (librdkafka) against a real `weir start` process: produce keyed records with headers in
  * every codec (idempotent, acks=all), consume them back exactly once and in order, query offsets
- * by timestamp, and read everything again after a restart. Skipped when kcat is not installed.
+ * by timestamp, and read everything again after a restart. Fails when kcat is not installed
+ * (tools/test-deps.sh, the first step of npm test, installs it).
  */
 import assert from 'node:assert/strict'
 import { execFile, execFileSync } from 'node:child_process'
@@ -22,7 +23,10 @@ function kcatInstalled(): boolean {
   }
 }
 
-assert.ok(kcatInstalled(), 'kcat is not installed: apt-get install kcat (CI does)')
+assert.ok(
+  kcatInstalled(),
+  'kcat is not installed: run tools/test-deps.sh (npm test does; apt-get install kcat)',
+)
 
 describe('kcat against weir start', () => {
   const weir = new CompatTarget('weir-kcat-', {

@@ -1,6 +1,7 @@
 /**
- * bin/weir.js picks the compiled build (dist/) only when it is current: the real bin file, copied
- * into a temp tree with a stand-in `main` on each side, run by a real node process.
+ * bin/weir.js picks the compiled build (dist/) only when it is current, or when there are no sources
+ * (an installed package): the real bin file, copied into a temp tree with a stand-in `main` on each
+ * side, run by a real node process.
  */
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -78,4 +79,10 @@ test('a test file edited after the build does not make the build stale', () => {
 
 test('WEIR_FROM_SOURCE=1 runs the sources even with a current build', () => {
   assert.equal(weir({ WEIR_FROM_SOURCE: '1' }).out, 'source start --x')
+})
+
+test('without TypeScript sources (an installed package), the build runs, whatever its age', () => {
+  rmSync(join(root, 'src'), { recursive: true })
+  age(BUILT_MAIN, -1000)
+  assert.deepEqual(weir(), { out: 'built start --x', code: 3 })
 })

@@ -25,7 +25,7 @@ function batchRunReference(buf: Buffer, start: number, end: number): number {
   return at
 }
 
-/** Where tools/build-native.ts puts Weir's addon (npm ci and `npm run check` build it). */
+/** Where tools/build-native.js puts Weir's addon (npm ci and `npm run check` build it). */
 const ADDON = new URL('../../../build/native/crc32c.node', import.meta.url)
 
 describe('crc32c', () => {

@@ -12,7 +12,7 @@
  * Exports nothing where the C library is not glibc (no gnu_get_libc_version) or lacks one of these
  * (mallinfo2 came in glibc 2.33: mallinfo alone is then missing): every symbol is looked up with
  * dlsym at load, so the addon loads on any C library and the caller falls back to doing nothing.
- * Built by tools/build-native.ts into build/native/malloc-tuning.node (Linux); self-contained: the
+ * Built by tools/build-native.js into build/native/malloc-tuning.node (Linux); self-contained: the
  * few Node-API declarations it needs are below, so no headers are needed to build it.
  */
 #define _GNU_SOURCE

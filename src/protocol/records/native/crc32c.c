@@ -9,7 +9,7 @@
  *     position of the first batch that is cut short by `end` or whose CRC does not match. One call
  *     for all the batches of an append (a follower's fetch), instead of one per batch.
  *
- * Built by tools/build-native.ts into build/native/crc32c.node (x86-64 Linux with a C compiler);
+ * Built by tools/build-native.js into build/native/crc32c.node (x86-64 Linux with a C compiler);
  * src/protocol/records/crc32c.ts loads it, checks it against the pure-TS table, and falls back to
  * @node-rs/crc32, then to the table, when it is absent or wrong. Self-contained: the few Node-API
  * declarations it needs are below (a stable C ABI, resolved from the node binary at load), so no

@@ -2,10 +2,13 @@
  * Builds Weir's native addons into build/native/: CRC-32C (src/protocol/records/native/crc32c.c,
  * loaded by src/protocol/records/crc32c.ts) and glibc's allocator settings
  * (src/server/native/malloc-tuning.c, loaded by src/server/malloc-tuning.ts). Runs after `npm ci`
- * (postinstall) and before `npm run check`; does nothing for an addon whose output is newer than its
- * source.
+ * and after the installation of the package (postinstall), and before `npm run check`; does nothing
+ * for an addon whose output is newer than its source.
  *
- *   node tools/build-native.ts          # CC=clang to pick the compiler (default: cc)
+ *   node tools/build-native.js          # CC=clang to pick the compiler (default: cc)
+ *
+ * Plain JavaScript, not TypeScript like the rest of tools/: in an installed package it runs under
+ * node_modules/, where Node does not strip types, and under whatever Node the installing user has.
  *
  * Never fails the install: on a platform it does not build an addon for, without a C compiler, or on
  * a compiler error, it says so and exits 0, and the code falls back at run time (CRC-32C to
@@ -15,20 +18,21 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
-const root = join(import.meta.dirname, '..')
+const root = fileURLToPath(new URL('..', import.meta.url))
 const outDir = join(root, 'build/native')
 
-interface Addon {
-  readonly source: string
-  readonly out: string
-  /** Whether it is built on this platform and architecture. */
-  readonly builds: boolean
-  /** What the code does without it. */
-  readonly fallback: string
-}
+/**
+ * @typedef {object} Addon
+ * @property {string} source
+ * @property {string} out
+ * @property {boolean} builds whether it is built on this platform and architecture
+ * @property {string} fallback what the code does without it
+ */
 
-const ADDONS: readonly Addon[] = [
+/** @type {readonly Addon[]} */
+const ADDONS = [
   {
     source: 'src/protocol/records/native/crc32c.c',
     out: 'crc32c.node',
@@ -43,7 +47,8 @@ const ADDONS: readonly Addon[] = [
   },
 ]
 
-function build(addon: Addon): void {
+/** @param {Addon} addon */
+function build(addon) {
   const source = join(root, addon.source)
   const out = join(outDir, addon.out)
   if (!addon.builds) {
