@@ -10,6 +10,7 @@
  *   npm run bench:rolling-restart                     # Weir, then Kafka
  *   TARGETS=kafka ROUNDS=3 node bench/rolling-restart.ts
  *   INTERVAL_MS=0 node bench/rolling-restart.ts        # no pause between sends
+ *   STOP=kill node bench/rolling-restart.ts            # kill -9 each node instead of SIGTERM
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -22,6 +23,8 @@ import { type KafkaBroker, kafkaVersion, randomClusterId, startKafka } from '../
 const TARGETS = (process.env.TARGETS ?? 'weir,kafka').split(',').filter((t) => t !== '')
 const ROUNDS = Number(process.env.ROUNDS ?? 1)
 const INTERVAL_MS = Number(process.env.INTERVAL_MS ?? 1)
+/** `term` (a clean stop, the default) or `kill` (kill -9: failover from the ISR). */
+const KILL = process.env.STOP === 'kill'
 const options = {
   rounds: ROUNDS,
   intervalMs: INTERVAL_MS,
@@ -39,7 +42,8 @@ async function weir(): Promise<RollingResult> {
           id: n.id,
           port: n.port,
           stop: async () => {
-            await n.process.stop()
+            if (KILL) await n.process.kill()
+            else await n.process.stop()
           },
           start: () => n.process.start(60_000),
         })),
@@ -88,7 +92,11 @@ async function kafka(): Promise<RollingResult> {
       nodes: [1, 2, 3].map((id) => ({
         id,
         port: ports[2 * id - 2]!,
-        stop: () => brokers.get(id)!.stop(),
+        stop: async () => {
+          const b = brokers.get(id)!
+          if (KILL && b.pid !== undefined) process.kill(b.pid, 'SIGKILL')
+          await b.stop()
+        },
         start: async () => {
           brokers.set(id, await start(id, false))
         },
@@ -107,7 +115,9 @@ for (const t of TARGETS) {
   results.push({ target: t === 'kafka' ? `kafka ${kafkaVersion()}` : 'weir', result })
 }
 const gap = (r: RollingResult['default']) => Math.max(0, ...Object.values(r.maxAckGapMs))
-console.log(`\nrolling restart, 3 nodes, ${ROUNDS} round(s), a send every ${INTERVAL_MS} ms per producer:`)
+console.log(
+  `\nrolling ${KILL ? 'kill -9' : 'restart'}, 3 nodes, ${ROUNDS} round(s), a send every ${INTERVAL_MS} ms per producer:`,
+)
 for (const { target, result } of results) {
   const { noretry: n, default: d } = result
   console.log(
