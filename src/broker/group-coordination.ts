@@ -265,7 +265,9 @@ export class GroupCoordination {
       makeLeaveGroupHandler({ leaveGroup: (input) => c().leaveGroup(input) }),
       makeOffsetCommitHandler({ commitOffsets: (input) => c().commitOffsets(input), partitionExists }),
       makeOffsetFetchHandler({ fetchOffsets: (groupId, topics) => c().fetchOffsets(groupId, topics) }),
-      makeDescribeGroupsHandler({ describeGroups: (ids, ops) => c().describeGroups(ids, ops) }),
+      makeDescribeGroupsHandler({
+        describeGroups: (ids, ops, missingAsError) => c().describeGroups(ids, ops, missingAsError),
+      }),
       makeListGroupsHandler({ listGroups: (states, types) => c().listGroups(states, types) }),
       makeDeleteGroupsHandler({ deleteGroups: (ids) => c().deleteGroups(ids) }),
       makeOffsetDeleteHandler({ deleteOffsets: (input) => c().deleteOffsets(input), partitionExists }),

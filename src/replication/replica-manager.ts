@@ -1201,27 +1201,6 @@ export class ReplicaManager {
     })
   }
 
-  /** ListOffsets v0: offsets before a time, newest first. */
-  legacyListOffsets(
-    topic: string,
-    index: number,
-    params: { timestamp: bigint; maxNumOffsets: number; replicaId: number },
-  ): { errorCode: number; offsets: bigint[] } {
-    const p = this.#leaderFor(topic, index)
-    if (typeof p === 'number') return { errorCode: p, offsets: [] }
-    if (params.replicaId !== DEBUGGING_REPLICA_ID && !p.isLeader) {
-      return { errorCode: ErrorCode.NotLeaderOrFollower, offsets: [] }
-    }
-    return {
-      errorCode: ErrorCode.None,
-      offsets: p.legacyOffsetsBefore(
-        params.timestamp,
-        params.maxNumOffsets,
-        params.replicaId === CONSUMER_REPLICA_ID,
-      ),
-    }
-  }
-
   /** OffsetForLeaderEpoch for one partition. */
   lastOffsetForLeaderEpoch(
     topic: string,
