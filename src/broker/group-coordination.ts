@@ -312,7 +312,8 @@ export class GroupCoordination {
         fetchOffsets: (groupId, topics) => loaded([groupId], () => c().fetchOffsets(groupId, topics)),
       }),
       makeDescribeGroupsHandler({
-        describeGroups: (ids, ops) => loaded(ids, () => c().describeGroups(ids, ops)),
+        describeGroups: (ids, ops, missingAsError) =>
+          loaded(ids, () => c().describeGroups(ids, ops, missingAsError)),
       }),
       makeListGroupsHandler({ listGroups: (states, types) => c().listGroups(states, types) }),
       makeDeleteGroupsHandler({ deleteGroups: (ids) => loaded(ids, () => c().deleteGroups(ids)) }),

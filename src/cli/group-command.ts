@@ -138,6 +138,9 @@ async function describeGroup(client: ClusterClient, group: string): Promise<Desc
       const g = response.groups[0]
       if (g === undefined)
         throw new KafkaError(ErrorCode.UnknownServerError, 'DescribeGroups returned no group')
+      // DescribeGroups v6+ (KIP-1043) answers a group that does not exist so; older versions Dead.
+      if (g.errorCode === ErrorCode.GroupIdNotFound)
+        return { group, state: 'Dead', protocolType: '', protocol: '', members: [] }
       if (g.errorCode !== 0) throw new KafkaError(g.errorCode, `group '${group}'`)
       return {
         group,

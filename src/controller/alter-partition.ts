@@ -20,10 +20,10 @@ const RECOVERING = 1
 type PartitionIn = AlterPartitionResponseData.PartitionDataIn
 
 /**
- * Decides one AlterPartition request at `version` (0-3). Top-level STALE_BROKER_EPOCH when the
- * sender's registration does not carry `brokerEpoch`; per partition, Kafka's checks in Kafka's
- * order:
- * - UNKNOWN_TOPIC_OR_PARTITION (v0-1 by name) / UNKNOWN_TOPIC_ID (v2+) when it does not exist;
+ * Decides one AlterPartition request at `version` (2-3: topics by id). Top-level STALE_BROKER_EPOCH
+ * when the sender's registration does not carry `brokerEpoch`; per partition, Kafka's checks in
+ * Kafka's order:
+ * - UNKNOWN_TOPIC_ID when it does not exist;
  * - NOT_CONTROLLER when the request's leader or partition epoch is ahead of this image (this node
  *   is likely a stale controller);
  * - INVALID_REQUEST when the sender is not the leader;
@@ -31,8 +31,8 @@ type PartitionIn = AlterPartitionResponseData.PartitionDataIn
  * - INVALID_UPDATE_VERSION when its partition epoch differs;
  * - INVALID_REQUEST when the new ISR is empty, has duplicates, names a non-replica, leaves out the
  *   leader, or breaks the leader-recovery rules;
- * - INELIGIBLE_REPLICA (v2+; OPERATION_NOT_ATTEMPTED before) when a new member is unregistered,
- *   fenced, in controlled shutdown, or has another broker epoch than the one named (v3+).
+ * - INELIGIBLE_REPLICA when a new member is unregistered, fenced, in controlled shutdown, or has
+ *   another broker epoch than the one named (v3+).
  * A valid request whose ISR is the current one writes nothing and answers the current state.
  */
 export function alterPartition(
@@ -47,29 +47,27 @@ export function alterPartition(
   const records: PendingRecord[] = []
   const topics: AlterPartitionResponseData.TopicDataIn[] = []
   for (const t of req.topics) {
-    const topic: TopicImage | undefined =
-      version >= 2 ? image.topicsById.get(t.topicId) : image.topicsByName.get(t.topicName)
+    const topic: TopicImage | undefined = image.topicsById.get(t.topicId)
     const partitions: PartitionIn[] = []
-    const ident = version >= 2 ? { topicId: t.topicId } : { topicName: t.topicName }
     for (const pd of t.partitions) {
       const fail = (errorCode: number) =>
         partitions.push({ partitionIndex: pd.partitionIndex, errorCode, leaderId: NO_LEADER })
       const p = topic?.partitions.get(pd.partitionIndex)
       if (topic === undefined || p === undefined) {
-        fail(version >= 2 ? ErrorCode.UnknownTopicId : ErrorCode.UnknownTopicOrPartition)
+        fail(ErrorCode.UnknownTopicId)
         continue
       }
       const newIsr: Array<{ id: BrokerId; epoch: bigint }> =
         version >= 3
           ? pd.newIsrWithEpochs.map((s) => ({ id: s.brokerId, epoch: s.brokerEpoch }))
           : pd.newIsr.map((id) => ({ id, epoch: -1n }))
-      const error = validate(image, req.brokerId, p, pd, newIsr, version)
+      const error = validate(image, req.brokerId, p, pd, newIsr)
       if (error !== ErrorCode.None) {
         fail(error)
         continue
       }
       const isr = newIsr.map((s) => s.id)
-      const recovery = version >= 1 ? pd.leaderRecoveryState : p.leaderRecoveryState
+      const recovery = pd.leaderRecoveryState
       const isrChanged = isr.length !== p.isr.length || isr.some((id, i) => p.isr[i] !== id)
       const recoveryChanged = recovery !== p.leaderRecoveryState
       let partitionEpoch = p.partitionEpoch
@@ -94,7 +92,7 @@ export function alterPartition(
         partitionEpoch,
       })
     }
-    topics.push({ ...ident, partitions })
+    topics.push({ topicId: t.topicId, partitions })
   }
   return { records, response: { errorCode: ErrorCode.None, topics } }
 }
@@ -111,7 +109,6 @@ function validate(
   },
   pd: AlterPartitionRequestData.PartitionData,
   newIsr: ReadonlyArray<{ id: BrokerId; epoch: bigint }>,
-  version: number,
 ): number {
   // A request from the future: this controller's image is behind, so it is likely not the active one.
   if (pd.leaderEpoch > p.leaderEpoch || pd.partitionEpoch > p.partitionEpoch) return ErrorCode.NotController
@@ -122,14 +119,14 @@ function validate(
   if (ids.length === 0 || new Set(ids).size !== ids.length || ids.some((id) => !p.replicas.includes(id)))
     return ErrorCode.InvalidRequest
   if (!ids.includes(p.leader)) return ErrorCode.InvalidRequest
-  const recovery = version >= 1 ? pd.leaderRecoveryState : p.leaderRecoveryState
+  const recovery = pd.leaderRecoveryState
   if (recovery !== RECOVERED && recovery !== RECOVERING) return ErrorCode.InvalidRequest
   if (recovery === RECOVERING && ids.length > 1) return ErrorCode.InvalidRequest
   if (p.leaderRecoveryState === RECOVERED && recovery === RECOVERING) return ErrorCode.InvalidRequest
   for (const s of newIsr) {
     const b = image.brokers.get(s.id)
     if (b === undefined || b.fenced || b.inControlledShutdown || (s.epoch !== -1n && s.epoch !== b.epoch))
-      return version >= 2 ? ErrorCode.IneligibleReplica : ErrorCode.OperationNotAttempted
+      return ErrorCode.IneligibleReplica
   }
   return ErrorCode.None
 }

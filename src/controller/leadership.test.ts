@@ -257,7 +257,6 @@ test('controller: a reassignment completes once its adding replica joins the ISR
       brokerEpoch: 1n,
       topics: [
         {
-          topicName: t,
           topicId,
           partitions: [
             {

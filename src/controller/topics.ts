@@ -315,7 +315,7 @@ export function createTopics(
   return { records, response: { topics: results } }
 }
 
-/** DeleteTopics (all versions): by name (v0-5) or by name or id (v6+). */
+/** DeleteTopics (all versions): by name (v1-5) or by name or id (v6+). */
 export function deleteTopics(
   ctx: DecisionContext,
   req: DeleteTopicsRequestData.DeleteTopicsRequest,

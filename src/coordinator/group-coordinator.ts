@@ -492,13 +492,16 @@ export class GroupCoordinator {
     }))
   }
 
+  /** DescribeGroups; `missingAsError` as `GroupStateMachine.describeGroup` takes it (v6+). */
   describeGroups(
     groupIds: readonly GroupId[],
     includeAuthorizedOperations: boolean,
+    missingAsError = false,
   ): DescribeGroupsResponseData.DescribedGroupIn[] {
     return groupIds.map((groupId) => {
       const shard = this.#shardOf(groupId)
-      if (typeof shard !== 'number') return shard.machine.describeGroup(groupId, includeAuthorizedOperations)
+      if (typeof shard !== 'number')
+        return shard.machine.describeGroup(groupId, includeAuthorizedOperations, missingAsError)
       return {
         errorCode: shard,
         groupId,

@@ -1028,12 +1028,16 @@ describe('GroupStateMachine: describe and list', () => {
     assert.equal(d.protocolData, 'range')
     assert.deepEqual(d.members?.map((m) => m.memberId).sort(), [...members].sort())
     assert.ok(d.members?.every((m) => (m.memberAssignment?.length ?? 0) > 0 && m.clientHost === '/127.0.0.1'))
-    assert.equal(d.authorizedOperations, (1 << 3) | (1 << 6) | (1 << 8))
+    // READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS, as Kafka 4.0 answers.
+    assert.equal(d.authorizedOperations, 3400)
     h.join({})
     const p = h.machine.describeGroup(G, false)
     assert.equal(p.groupState, 'PreparingRebalance')
     assert.ok(p.members?.every((m) => m.memberAssignment?.length === 0 && m.memberMetadata?.length === 0))
     assert.equal(h.machine.describeGroup('nope' as GroupId, false).groupState, 'Dead')
+    const missing = h.machine.describeGroup('nope' as GroupId, true, true)
+    assert.equal(missing.errorCode, ErrorCode.GroupIdNotFound)
+    assert.equal(missing.authorizedOperations, -2147483648)
   })
 
   test('ListGroups filters by state and type without case', () => {

@@ -250,8 +250,11 @@ type PendingWrite =
 
 const UNKNOWN_MEMBER_ID = ''
 
-/** AclOperation bits a classic group supports (READ 3, DELETE 6, DESCRIBE 8), as Kafka reports them. */
-export const GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+/**
+ * AclOperation bits a group supports, as Kafka 4.0 reports them: READ 3, DELETE 6, DESCRIBE 8, and
+ * DESCRIBE_CONFIGS 10 and ALTER_CONFIGS 11 (group configs, KIP-848).
+ */
+export const GROUP_AUTHORIZED_OPERATIONS = [3, 6, 8, 10, 11].reduce((bits, op) => bits | (1 << op), 0)
 /** DescribeGroups' "not requested" value. */
 export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -1385,14 +1388,32 @@ export class GroupStateMachine {
 
   // ------------------------------------------------------------------------------- admin queries
 
+  /**
+   * DescribeGroups for one group. A group that does not exist is Dead, or with `missingAsError`
+   * (DescribeGroups v6+, KIP-1043) GROUP_ID_NOT_FOUND with a message, as Kafka answers.
+   */
   describeGroup(
     groupId: GroupId,
     includeAuthorizedOperations: boolean,
+    missingAsError = false,
   ): DescribeGroupsResponseData.DescribedGroupIn {
     const authorizedOperations = includeAuthorizedOperations
       ? GROUP_AUTHORIZED_OPERATIONS
       : AUTHORIZED_OPERATIONS_OMITTED
     const group = this.#groups.get(groupId)
+    if (group === undefined && missingAsError) {
+      return {
+        errorCode: ErrorCode.GroupIdNotFound,
+        errorMessage: `Group ${groupId} not found.`,
+        groupId,
+        groupState: GroupState.Dead,
+        protocolType: '',
+        protocolData: '',
+        members: [],
+        // Kafka fills in authorized operations only for the groups it found.
+        authorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
+      }
+    }
     if (group === undefined) {
       return {
         errorCode: ErrorCode.None,

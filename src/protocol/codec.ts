@@ -19,10 +19,8 @@ export function isFlexible(flexibleMin: number, version: number): boolean {
 
 /** Request header version for an API version (Kafka's ApiKeys.requestHeaderVersion). */
 export function requestHeaderVersion(api: Api<unknown, never, unknown, never>, version: number): number {
-  if (isFlexible(api.requestFlexibleMin, version)) return 2
-  // ControlledShutdown v0 predates the client id.
-  if (api.apiKey === ApiKey.ControlledShutdown && version === 0) return 0
-  return 1
+  // Header v0 (no client id) served only ControlledShutdown v0, an API Kafka 4.0 removed.
+  return isFlexible(api.requestFlexibleMin, version) ? 2 : 1
 }
 
 /** Response header version (ApiVersions always answers with v0 so any client can read it). */

@@ -37,9 +37,10 @@ export const METADATA_TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ' as Uuid
 const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA' as Uuid
 
 /**
- * KIP-996's PreVote is a field of Vote v2, which the vendored schemas (Vote v0-1) predate. Weir's
- * voters carry it as a tagged field of the partition, a tag far above any Kafka assigns; a Kafka
- * node would ignore it (a tagged field it does not know) and see a plain vote request.
+ * KIP-996's PreVote is a field of Vote v2. Weir's voters send Vote v1 and carry it as a tagged
+ * field of the partition, a tag far above any Kafka assigns, so that a node serving only Vote v0-1
+ * reads it too (a Kafka node would ignore the tag and see a plain vote request). Inbound, either
+ * form counts: v2's field or this tag.
  */
 export const PRE_VOTE_TAG = 10_000
 
@@ -63,8 +64,8 @@ export function voteRequestToWire(m: VoteRequest, clusterId: string): VoteReques
         partitions: [
           {
             partitionIndex: 0,
-            candidateEpoch: m.candidateEpoch,
-            candidateId: m.candidateId,
+            replicaEpoch: m.candidateEpoch,
+            replicaId: m.candidateId,
             lastOffsetEpoch: m.lastOffsetEpoch,
             lastOffset: m.lastOffset,
             ...(m.preVote ? { _unknownTaggedFields: [{ tag: PRE_VOTE_TAG, data: Buffer.from([1]) }] } : {}),
@@ -81,14 +82,14 @@ export function voteRequestFromWire(w: VoteRequestData.VoteRequest, a: Addressin
   const preVoteField = p._unknownTaggedFields?.find((t) => t.tag === PRE_VOTE_TAG)
   return {
     type: 'VoteRequest',
-    from: p.candidateId,
+    from: p.replicaId,
     to: a.self,
     correlationId: a.correlationId,
-    candidateEpoch: p.candidateEpoch,
-    candidateId: p.candidateId,
+    candidateEpoch: p.replicaEpoch,
+    candidateId: p.replicaId,
     lastOffsetEpoch: p.lastOffsetEpoch,
     lastOffset: p.lastOffset,
-    preVote: preVoteField !== undefined && preVoteField.data[0] === 1,
+    preVote: p.preVote || (preVoteField !== undefined && preVoteField.data[0] === 1),
   }
 }
 

@@ -37,7 +37,7 @@ export interface LeaderIdAndEpoch {
 /**
  * VoteRequest (api 52). KIP-595: `candidateEpoch` is the candidate's bumped epoch. KIP-996 (Vote v2,
  * `PreVote`): with `preVote` the sender does not bump its epoch and sends its current one; the
- * receiver changes no state. (The vendored schemas stop at v1: the shell needs v2 for `preVote`.)
+ * receiver changes no state. (On the wire: `src/quorum/raft-wire.ts`.)
  */
 export interface VoteRequest extends Envelope {
   readonly type: 'VoteRequest'

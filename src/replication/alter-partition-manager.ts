@@ -68,9 +68,9 @@ export class AlterPartitionManager {
   }
 
   async #send(batch: readonly IsrChangeRequest[]): Promise<void> {
-    const byTopic = new Map<Uuid, { topicName: TopicName; topicId: Uuid; partitions: IsrChangeRequest[] }>()
+    const byTopic = new Map<Uuid, { topicId: Uuid; partitions: IsrChangeRequest[] }>()
     for (const r of batch) {
-      const t = byTopic.get(r.topicId) ?? { topicName: r.topic, topicId: r.topicId, partitions: [] }
+      const t = byTopic.get(r.topicId) ?? { topicId: r.topicId, partitions: [] }
       t.partitions.push(r)
       byTopic.set(r.topicId, t)
     }
@@ -78,12 +78,11 @@ export class AlterPartitionManager {
       brokerId: this.#o.nodeId,
       brokerEpoch: this.#o.brokerEpoch(),
       topics: [...byTopic.values()].map((t) => ({
-        topicName: t.topicName,
         topicId: t.topicId,
         partitions: t.partitions.map((r) => ({
           partitionIndex: r.partition,
           leaderEpoch: r.change.leaderEpoch,
-          // v3's form (Weir's controllers serve v0-3; an encoder refuses newIsr at v3).
+          // v3's form (Weir's controllers serve v2-3; an encoder refuses newIsr at v3).
           newIsr: [],
           newIsrWithEpochs: r.change.members.map((m) => ({
             brokerId: m.brokerId,
@@ -112,9 +111,7 @@ export class AlterPartitionManager {
     }
     const answered = new Set<IsrChangeRequest>()
     for (const t of res.topics ?? []) {
-      const topic =
-        byTopic.get(t.topicId ?? ('' as Uuid)) ??
-        [...byTopic.values()].find((x) => x.topicName === t.topicName)
+      const topic = byTopic.get(t.topicId ?? ('' as Uuid))
       if (topic === undefined) continue
       for (const p of t.partitions ?? []) {
         const r = topic.partitions.find((x) => x.partition === p.partitionIndex)

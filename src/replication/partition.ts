@@ -832,34 +832,6 @@ export class Partition {
   }
 
   /**
-   * ListOffsets v0 (Kafka's legacy `fetchOffsetsBefore`): up to `maxNumOffsets` segment base
-   * offsets (and the log end) whose segments' largest timestamp is at or before `timestamp`,
-   * newest first; a consumer never sees past the high watermark.
-   */
-  legacyOffsetsBefore(timestamp: bigint, maxNumOffsets: number, fromConsumer: boolean): bigint[] {
-    const segments = this.log.segments
-    const points: Array<{ offset: bigint; ts: number }> = segments.map((s) => ({
-      offset: max(s.baseOffset, this.log.logStartOffset),
-      ts: s.maxTimestampMs,
-    }))
-    if ((segments.at(-1)?.size ?? 0) > 0)
-      points.push({ offset: this.log.logEndOffset, ts: this.#clock.nowMs() })
-    let start: number
-    if (timestamp === -1n) start = points.length - 1
-    else if (timestamp === -2n) start = 0
-    else {
-      start = points.length - 1
-      while (start >= 0 && points[start]!.ts > Number(timestamp)) start--
-    }
-    const out: bigint[] = []
-    for (let i = start; i >= 0 && out.length < maxNumOffsets; i--) out.push(points[i]!.offset)
-    out.sort((a, b) => (a > b ? -1 : a < b ? 1 : 0))
-    if (!fromConsumer) return out
-    const hw = this.#highWatermark
-    return out.some((o) => o > hw) ? [hw, ...out.filter((o) => o <= hw)] : out
-  }
-
-  /**
    * OffsetForLeaderEpoch (Kafka's `lastOffsetForLeaderEpoch`): the largest epoch at or below
    * `leaderEpoch` and the offset where it ended here; unknown answers (-1, -1) without an error.
    */

@@ -547,13 +547,6 @@ describe('replica manager', () => {
     assert.equal((await h.rm.deleteRecords(TOPIC, 0, 99n)).errorCode, ErrorCode.OffsetOutOfRange)
     assert.equal((await at(-2n)).offset, 3n)
     assert.equal((await h.fetch(0n))[0]!.errorCode, ErrorCode.OffsetOutOfRange)
-    assert.deepEqual(
-      await h.rm.legacyListOffsets(TOPIC, 0, { timestamp: -1n, maxNumOffsets: 5, replicaId: -1 }),
-      {
-        errorCode: 0,
-        offsets: [6n, 3n],
-      },
-    )
     await h.restart(true)
     assert.equal((await at(-2n)).offset, 3n, 'the low watermark survives a crash')
   })

@@ -1242,27 +1242,6 @@ export class ReplicaManager {
     })
   }
 
-  /** ListOffsets v0: offsets before a time, newest first. */
-  async legacyListOffsets(
-    topic: string,
-    index: number,
-    params: { timestamp: bigint; maxNumOffsets: number; replicaId: number },
-  ): Promise<{ errorCode: number; offsets: bigint[] }> {
-    const p = await this.#leaderFor(topic, index)
-    if (typeof p === 'number') return { errorCode: p, offsets: [] }
-    if (params.replicaId !== DEBUGGING_REPLICA_ID && !p.isLeader) {
-      return { errorCode: ErrorCode.NotLeaderOrFollower, offsets: [] }
-    }
-    return {
-      errorCode: ErrorCode.None,
-      offsets: p.legacyOffsetsBefore(
-        params.timestamp,
-        params.maxNumOffsets,
-        params.replicaId === CONSUMER_REPLICA_ID,
-      ),
-    }
-  }
-
   /** OffsetForLeaderEpoch for one partition. */
   async lastOffsetForLeaderEpoch(
     topic: string,

@@ -187,32 +187,6 @@ describe('DescribeConfigs', () => {
     assert.ok(bare.results[0]!.configs.every((c) => c.documentation === null && c.synonyms.length === 0))
   })
 
-  test('v0 carries isDefault instead of a source and no synonyms', async () => {
-    const { controller, call } = node()
-    await controller.incrementalAlterConfigs({
-      resources: [
-        {
-          resourceType: TOPIC,
-          resourceName: 't',
-          configs: [{ name: 'segment.bytes', configOperation: AlterConfigOp.Set, value: '1048576' }],
-        },
-      ],
-      validateOnly: false,
-    })
-    const res = await call(
-      apis.DescribeConfigs,
-      0,
-      describeReq([[TOPIC, 't', ['segment.bytes', 'cleanup.policy']]]),
-    )
-    assert.deepEqual(
-      res.results[0]!.configs.map((c) => [c.name, c.value, c.isDefault, c.readOnly, c.isSensitive]),
-      [
-        ['segment.bytes', '1048576', false, false, false],
-        ['cleanup.policy', 'delete', true, false, false],
-      ],
-    )
-  })
-
   test('unknown and illegal topics, other brokers and bad names answer as Kafka', async () => {
     const { call } = node()
     const res = await call(

@@ -356,22 +356,20 @@ describe('Produce and Fetch through the dispatcher', () => {
 })
 
 describe('offsets, producers and log dirs through the dispatcher', () => {
-  test('ListOffsets v0 (old style), v1, v4+ with leader epochs, v7 max timestamp', async () => {
+  test('ListOffsets v1, v4+ with leader epochs, v7 max timestamp', async () => {
     const node = await startNode()
     for (let i = 0; i < 3; i++) await call(node, apis.Produce, 9, produceBody(batch([`m${i}`, `n${i}`])))
-    const body = (timestamp: bigint, maxNumOffsets = 1) => ({
+    const body = (timestamp: bigint) => ({
       replicaId: -1 as BrokerId,
       isolationLevel: 0,
       topics: [
         {
           name: TOPIC,
-          partitions: [{ partitionIndex: 0, currentLeaderEpoch: -1, timestamp, maxNumOffsets }],
+          partitions: [{ partitionIndex: 0, currentLeaderEpoch: -1, timestamp }],
         },
       ],
       timeoutMs: 0,
     })
-    const v0 = await call(node, apis.ListOffsets, 0, body(-1n, 3))
-    assert.deepEqual(v0!.topics[0]!.partitions[0]!.oldStyleOffsets, [6n, 0n])
     const v1 = await call(node, apis.ListOffsets, 1, body(-2n))
     assert.equal(v1!.topics[0]!.partitions[0]!.offset, 0n)
     const latest = await call(node, apis.ListOffsets, 4, body(-1n))

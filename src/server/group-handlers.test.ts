@@ -171,7 +171,19 @@ describe('group handlers (injected frames)', () => {
       includeAuthorizedOperations: true,
     })
     assert.equal(described.groups[0]!.members[0]!.clientHost, '/127.0.0.1')
-    assert.equal(described.groups[0]!.authorizedOperations, 328)
+    assert.equal(described.groups[0]!.authorizedOperations, 3400)
+    // A group that does not exist: Dead up to v5, GROUP_ID_NOT_FOUND with a message from v6 (KIP-1043).
+    const missing = { groups: ['nobody' as GroupId], includeAuthorizedOperations: true }
+    const dead = (await call(node, apis.DescribeGroups, 5, missing)).groups[0]!
+    assert.deepEqual(
+      [dead.errorCode, dead.groupState, dead.authorizedOperations],
+      [ErrorCode.None, 'Dead', 3400],
+    )
+    const notFound = (await call(node, apis.DescribeGroups, 6, missing)).groups[0]!
+    assert.deepEqual(
+      [notFound.errorCode, notFound.errorMessage, notFound.groupState, notFound.authorizedOperations],
+      [ErrorCode.GroupIdNotFound, 'Group nobody not found.', 'Dead', -2147483648],
+    )
     const r4 = await call(node, apis.JoinGroup, 4, {
       groupId: 'other' as GroupId,
       sessionTimeoutMs: 10_000,
@@ -233,10 +245,14 @@ describe('group handlers (injected frames)', () => {
     node.coordinator.close()
   })
 
-  test('OffsetCommit and OffsetFetch across versions: v0 commits, leader epochs from v5, groups from v8', async () => {
+  test('OffsetCommit and OffsetFetch across versions: v2 commits, leader epochs from v5, groups from v8', async () => {
     const node = await startNode()
-    const c0 = await call(node, apis.OffsetCommit, 0, {
+    // The oldest version Kafka 4.0 serves, as a simple consumer (no generation, no member).
+    const c2 = await call(node, apis.OffsetCommit, 2, {
       groupId: G,
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      retentionTimeMs: -1n,
       topics: [
         { name: TOPIC, partitions: [{ partitionIndex: 0, committedOffset: 5n, committedMetadata: 'm' }] },
         {
@@ -246,7 +262,7 @@ describe('group handlers (injected frames)', () => {
       ],
     })
     assert.deepEqual(
-      c0.topics.map((t) => [t.name, t.partitions[0]!.errorCode]),
+      c2.topics.map((t) => [t.name, t.partitions[0]!.errorCode]),
       [
         [TOPIC, ErrorCode.None],
         ['ghost', ErrorCode.UnknownTopicOrPartition],

@@ -439,7 +439,7 @@ export async function waitVisible(
           topics: [
             {
               name: topic as TopicName,
-              partitions: [{ partitionIndex, currentLeaderEpoch: -1, timestamp: -1n, maxNumOffsets: 1 }],
+              partitions: [{ partitionIndex, currentLeaderEpoch: -1, timestamp: -1n }],
             },
           ],
           timeoutMs: 10_000,

@@ -61,26 +61,12 @@ const NOT_SERVED: readonly [number, string, number, number][] = [
   [81, 'RemoveRaftVoter', 0, 0],
 ]
 
-/** Versions Kafka 4.0 added after the schemas Weir's codec is generated from: [key, name, Kafka, Weir]. */
-const NEWER_MAX: readonly [number, string, number, number][] = [
-  [0, 'Produce', 12, 11],
-  [3, 'Metadata', 13, 12],
-  [15, 'DescribeGroups', 6, 5],
-  [60, 'DescribeCluster', 2, 1],
-]
-
-/** Versions Kafka 4.0 removed (KIP-896) that Weir still serves: [key, name, Kafka's first]. */
-const REMOVED_MIN: readonly [number, string, number][] = [
-  [2, 'ListOffsets', 1],
-  [8, 'OffsetCommit', 2],
-  [9, 'OffsetFetch', 1],
-  [11, 'JoinGroup', 2],
-  [19, 'CreateTopics', 2],
-  [20, 'DeleteTopics', 1],
-  [23, 'OffsetForLeaderEpoch', 2],
-  [32, 'DescribeConfigs', 1],
-  [35, 'DescribeLogDirs', 1],
-]
+/**
+ * Versions Kafka 4.0.0 removed (KIP-896) that Weir serves: [key, name, Kafka's first]. Kafka 4.0.1
+ * gave JoinGroup v0-1 back (KAFKA-19444: librdkafka before 2.11 with SASL/GSSAPI joins with them,
+ * and so do kafka-go's consumer groups), and Weir's codec is generated from 4.0.2's schemas.
+ */
+const REMOVED_MIN: readonly [number, string, number][] = [[11, 'JoinGroup', 2]]
 
 /** Features (KIP-584) Kafka 4.0 advertises for what Weir does not implement: [name, max, finalized]. */
 const FEATURES: readonly [string, number, number | null][] = [
@@ -105,17 +91,6 @@ export const allowances: readonly Allowance[] = [
       reason: `${name} is not implemented (yet).`,
     }),
   ),
-  ...NEWER_MAX.map(
-    ([apiKey, name, kafka, weir]): Allowance => ({
-      api: 'ApiVersions',
-      step: 'api-versions*',
-      path: `apiKeys[apiKey=${apiKey}].maxVersion`,
-      kafka,
-      weir,
-      doc: 'apiKeys[].maxVersion',
-      reason: `${name} v${kafka} came into Kafka 4.0.0 after the 4.0.0-SNAPSHOT schemas Weir's codec is generated from.`,
-    }),
-  ),
   ...REMOVED_MIN.map(
     ([apiKey, name, kafka]): Allowance => ({
       api: 'ApiVersions',
@@ -124,7 +99,7 @@ export const allowances: readonly Allowance[] = [
       kafka,
       weir: 0,
       doc: 'apiKeys[].minVersion',
-      reason: `Kafka 4.0 removed ${name} below v${kafka} (KIP-896); Weir still serves them for old clients.`,
+      reason: `Kafka 4.0.0 removed ${name} below v${kafka} (KIP-896) and 4.0.1 restored them; Weir serves 4.0.2's versions.`,
     }),
   ),
   ...FEATURES.flatMap(([name, max, finalized]): Allowance[] => [

@@ -168,7 +168,6 @@ function listOffsetsBody(
           partitionIndex: p.partition,
           currentLeaderEpoch: p.currentLeaderEpoch ?? -1,
           timestamp: p.timestamp,
-          maxNumOffsets: 1,
         })),
       },
     ],

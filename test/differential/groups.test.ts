@@ -197,7 +197,6 @@ scenario(
                 partitionIndex: p.partition,
                 committedOffset: p.offset,
                 committedLeaderEpoch: 0,
-                commitTimestamp: -1n,
                 committedMetadata: `meta-${p.partition}`,
               })),
           })),
@@ -295,6 +294,13 @@ scenario(
       groups: [GROUP, group('simple-group'), group('no-such-group')],
       includeAuthorizedOperations: false,
     })
+    // An unknown group is GROUP_ID_NOT_FOUND from v6 (KIP-1043), a Dead group before; authorized
+    // operations only for the groups found.
+    for (const v of [5, d].filter((x, i, all) => all.indexOf(x) === i && pair.serves(apis.DescribeGroups, x)))
+      await pair.both(`describe-groups/authorized-v${v}`, apis.DescribeGroups, v, {
+        groups: [GROUP, group('no-such-group')],
+        includeAuthorizedOperations: true,
+      })
     const l = pair.version(apis.ListGroups)
     await pair.both('list-groups/all', apis.ListGroups, l, { statesFilter: [], typesFilter: [] })
     if (l >= 4)

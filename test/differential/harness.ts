@@ -29,7 +29,10 @@ import { type KafkaBroker, startKafka } from '../../tools/kafka/kafka.ts'
 import { freePorts, REPO, tempDir, WeirProcess } from '../support/weir-process.ts'
 import { ABSENT, type Allowance, allowances } from './allowances.ts'
 
-/** The reference: Weir's schemas come from Kafka 4.0, which answers with the same versions. */
+/**
+ * The reference: Weir's schemas are Kafka 4.0.2's, whose protocol is 4.0.0's but for JoinGroup
+ * v0-1 (allowances.ts), so both answer at the same versions.
+ */
 export const KAFKA_REFERENCE_VERSION = '4.0.0'
 
 export type Side = 'kafka' | 'weir'

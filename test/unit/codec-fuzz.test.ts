@@ -9,10 +9,11 @@ import fc from 'fast-check'
 import { decodeRequest, encodeRequest } from '../../src/protocol/codec.ts'
 import { apiByKey } from '../../src/protocol/generated/apis.ts'
 import { DecodeError } from '../../src/protocol/wire/reader.ts'
+import { kafkaSchemaDir } from '../../tools/codegen/kafka-schemas.ts'
 import { loadDir } from '../../tools/codegen/schema.ts'
 import { messageArbitrary } from './schema-arbitrary.ts'
 
-const SCHEMA_DIR = join(import.meta.dirname, '../../../shared/kafka-protocol')
+const SCHEMA_DIR = await kafkaSchemaDir()
 const RUNS = Number(process.env.FUZZ_RUNS ?? 3000)
 
 function decodeSafely(frame: Buffer): void {

@@ -18,6 +18,20 @@ function inSchema(apiKey: number, version: number): boolean {
   return api !== undefined && version >= api.minVersion && version <= api.maxVersion
 }
 
+/**
+ * librdkafka 2.x asks Metadata v9+ for all topics with a 4-byte array count left unshrunk: Kafka,
+ * and Weir, read the body from its first bytes and ignore the 3 after it
+ * (codec-trailing-bytes.test.ts), so the re-encoding is the frame without them.
+ */
+function librdkafkaTrailingBytes(f: (typeof fixtures)[number], again: Buffer): boolean {
+  return (
+    /librdkafka/.test(f.meta.client ?? '') &&
+    f.apiKey === 3 &&
+    f.bytes.length === again.length + 3 &&
+    f.bytes.subarray(0, again.length).equals(again)
+  )
+}
+
 test('golden fixtures exist for several clients', () => {
   const clients = new Set(fixtures.map((f) => f.client))
   assert.ok(fixtures.length >= 50, `only ${fixtures.length} fixtures`)
@@ -36,7 +50,7 @@ test('golden requests decode to their recorded header and re-encode to the same 
     assert.equal(d.header.correlationId, f.correlationId, f.file)
     if (f.meta.clientId !== undefined) assert.equal(d.header.clientId, f.meta.clientId, f.file)
     const again = Buffer.concat(encodeRequest(d.api as never, d.header, d.body as never)).subarray(4)
-    assert.ok(again.equals(f.bytes), `${f.file}: re-encoding differs`)
+    assert.ok(again.equals(f.bytes) || librdkafkaTrailingBytes(f, again), `${f.file}: re-encoding differs`)
     checked++
   }
   assert.ok(checked > 0)

@@ -15,7 +15,7 @@ import { ErrorCode, errorInfo } from '../../src/protocol/generated/errors.ts'
 test("header versions follow Kafka's rules", () => {
   assert.equal(requestHeaderVersion(apis.Produce, 8), 1)
   assert.equal(requestHeaderVersion(apis.Produce, 9), 2)
-  assert.equal(requestHeaderVersion(apis.ControlledShutdown, 0), 0)
+  assert.equal(requestHeaderVersion(apis.Metadata, 0), 1)
   assert.equal(responseHeaderVersion(apis.Produce, 9), 1)
   assert.equal(responseHeaderVersion(apis.Metadata, 0), 0)
   // ApiVersions answers with header v0 even when the request is flexible.

@@ -9,10 +9,11 @@ import fc from 'fast-check'
 import * as generated from '../../src/protocol/generated/index.ts'
 import { Reader } from '../../src/protocol/wire/reader.ts'
 import { Writer } from '../../src/protocol/wire/writer.ts'
+import { kafkaSchemaDir } from '../../tools/codegen/kafka-schemas.ts'
 import { loadDir, type Schema } from '../../tools/codegen/schema.ts'
 import { messageArbitrary, subsetMismatch } from './schema-arbitrary.ts'
 
-const SCHEMA_DIR = join(import.meta.dirname, '../../../shared/kafka-protocol')
+const SCHEMA_DIR = await kafkaSchemaDir()
 const RUNS = Number(process.env.ROUNDTRIP_RUNS ?? 15)
 
 interface Codec {

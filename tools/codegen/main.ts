@@ -1,11 +1,13 @@
 /**
- * The codec generator: `node tools/codegen/main.ts <kafka-protocol dir> <out dir> [--check]`.
- * Reads Kafka's JSON schemas and writes src/protocol/generated/; with --check it writes nothing and
- * fails when the committed output differs from what it would write.
+ * The codec generator: `node tools/codegen/main.ts <out dir> [--check] [--schemas=<dir>]`.
+ * Reads Kafka's JSON schemas (the pinned release's, fetched by kafka-schemas.ts; or those in
+ * `--schemas=<dir>`, laid out alike) and writes src/protocol/generated/; with --check it writes
+ * nothing and fails when the committed output differs from what it would write.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { camel, Emitter, kebab } from './emit.ts'
+import { kafkaSchemaDir, readPins } from './kafka-schemas.ts'
 import { loadDir, type Schema, stripComments } from './schema.ts'
 
 const HEADER = (from: string): string =>
@@ -24,7 +26,7 @@ function pascal(kafkaName: string): string {
     .join('')
 }
 
-function errorsModule(schemaDir: string): string {
+function errorsModule(schemaDir: string, label: string): string {
   const list = JSON.parse(stripComments(readFileSync(join(schemaDir, 'errors.json'), 'utf8'))) as Array<{
     code: number
     name: string
@@ -32,7 +34,7 @@ function errorsModule(schemaDir: string): string {
     message: string | null
   }>
   const lines = [
-    HEADER('kafka-protocol/errors.json'),
+    HEADER(`${label}/errors.json`),
     '/** Kafka error codes by name: `ErrorCode.NotLeaderOrFollower` is 6. */',
     'export const ErrorCode = {',
   ]
@@ -63,15 +65,15 @@ function errorsModule(schemaDir: string): string {
   return lines.join('\n')
 }
 
-function moduleFor(schema: Schema, folder: string, schemaDir: string): Output {
+function moduleFor(schema: Schema, folder: string, schemaDir: string, label: string): Output {
   const file = `${kebab(schema.name)}.ts`
-  const source = `kafka-protocol/${relative(schemaDir, schema.file)}`
+  const source = `${label}/${relative(schemaDir, schema.file)}`
   return { path: join(folder, file), text: new Emitter(schema).emit(source, 2) }
 }
 
-function apisModule(requests: Schema[], responses: Map<number, Schema>): string {
+function apisModule(requests: Schema[], responses: Map<number, Schema>, label: string): string {
   const lines = [
-    HEADER('kafka-protocol/messages'),
+    HEADER(`${label}/messages`),
     "import type { Reader } from '../wire/reader.ts'",
     "import type { Writer } from '../wire/writer.ts'",
   ]
@@ -150,8 +152,8 @@ function apisModule(requests: Schema[], responses: Map<number, Schema>): string 
   return lines.join('\n')
 }
 
-function metadataRecordsModule(records: Schema[]): string {
-  const lines = [HEADER('kafka-protocol/metadata'), "import type { Reader } from '../wire/reader.ts'"]
+function metadataRecordsModule(records: Schema[], label: string): string {
+  const lines = [HEADER(`${label}/metadata`), "import type { Reader } from '../wire/reader.ts'"]
   lines.push("import type { Writer } from '../wire/writer.ts'")
   const sorted = [...records].sort((a, b) => (a.apiKey ?? 0) - (b.apiKey ?? 0))
   for (const s of sorted) lines.push(`import * as ${camel(s.name)} from './metadata/${kebab(s.name)}.ts'`)
@@ -199,8 +201,8 @@ function metadataRecordsModule(records: Schema[]): string {
 }
 
 /** Re-exports every schema module as `<Name>Data`, Kafka's own name for the generated classes. */
-function indexModule(outputs: readonly Output[]): string {
-  const lines = [HEADER('kafka-protocol'), "export * from './apis.ts'", "export * from './errors.ts'"]
+function indexModule(outputs: readonly Output[], label: string): string {
+  const lines = [HEADER(label), "export * from './apis.ts'", "export * from './errors.ts'"]
   lines.push("export * from './metadata-records.ts'")
   for (const o of outputs) {
     if (!o.path.includes('/')) continue
@@ -212,23 +214,24 @@ function indexModule(outputs: readonly Output[]): string {
   return lines.join('\n')
 }
 
-export function generate(schemaDir: string): Output[] {
+/** The generated files for the schemas in `schemaDir`; `label` names their source in each header. */
+export function generate(schemaDir: string, label: string): Output[] {
   const outputs: Output[] = []
   const messages = loadDir(join(schemaDir, 'messages'))
-  for (const s of messages) outputs.push(moduleFor(s, 'messages', schemaDir))
+  for (const s of messages) outputs.push(moduleFor(s, 'messages', schemaDir, label))
   const requests = messages.filter((s) => s.type === 'request')
   const responses = new Map(messages.filter((s) => s.type === 'response').map((s) => [s.apiKey!, s]))
-  outputs.push({ path: 'apis.ts', text: apisModule(requests, responses) })
+  outputs.push({ path: 'apis.ts', text: apisModule(requests, responses, label) })
 
   const metadata = loadDir(join(schemaDir, 'metadata'))
-  for (const s of metadata) outputs.push(moduleFor(s, 'metadata', schemaDir))
-  outputs.push({ path: 'metadata-records.ts', text: metadataRecordsModule(metadata) })
+  for (const s of metadata) outputs.push(moduleFor(s, 'metadata', schemaDir, label))
+  outputs.push({ path: 'metadata-records.ts', text: metadataRecordsModule(metadata, label) })
 
   for (const folder of ['group-coordinator', 'transaction-coordinator', 'raft']) {
-    for (const s of loadDir(join(schemaDir, folder))) outputs.push(moduleFor(s, folder, schemaDir))
+    for (const s of loadDir(join(schemaDir, folder))) outputs.push(moduleFor(s, folder, schemaDir, label))
   }
-  outputs.push({ path: 'errors.ts', text: errorsModule(schemaDir) })
-  outputs.push({ path: 'index.ts', text: indexModule(outputs) })
+  outputs.push({ path: 'errors.ts', text: errorsModule(schemaDir, label) })
+  outputs.push({ path: 'index.ts', text: indexModule(outputs, label) })
   return outputs
 }
 
@@ -239,15 +242,24 @@ function listFiles(dir: string, base = dir): string[] {
   )
 }
 
-function main(argv: string[]): number {
+async function main(argv: string[]): Promise<number> {
   const args = argv.filter((a) => !a.startsWith('--'))
   const check = argv.includes('--check')
-  const [schemaDir, outDir] = args
-  if (schemaDir === undefined || outDir === undefined) {
-    console.error('usage: node tools/codegen/main.ts <kafka-protocol dir> <out dir> [--check]')
+  const schemasArg = argv.find((a) => a.startsWith('--schemas='))?.slice('--schemas='.length)
+  const [outDir] = args
+  if (outDir === undefined || args.length > 1) {
+    console.error('usage: node tools/codegen/main.ts <out dir> [--check] [--schemas=<dir>]')
     return 2
   }
-  const outputs = generate(schemaDir)
+  let schemaDir: string
+  try {
+    schemaDir = schemasArg ?? (await kafkaSchemaDir())
+  } catch (e) {
+    console.error(`codegen: ${(e as Error).message}`)
+    return 1
+  }
+  const label = schemasArg === undefined ? `kafka-${readPins().version}` : 'kafka-schemas'
+  const outputs = generate(schemaDir, label)
   const wanted = new Map(outputs.map((o) => [o.path, o.text]))
   if (check) {
     const problems: string[] = []
@@ -274,4 +286,4 @@ function main(argv: string[]): number {
   return 0
 }
 
-if (import.meta.main) process.exitCode = main(process.argv.slice(2))
+if (import.meta.main) process.exitCode = await main(process.argv.slice(2))

@@ -190,7 +190,9 @@ export function loadSchema(path: string): Schema {
       return field
     })
   }
-  const fields = parseFields(json.fields, name)
+  // A removed API keeps its file, with no versions and no fields, so that its key is never reused.
+  const fields =
+    json.validVersions === 'none' && json.fields === undefined ? [] : parseFields(json.fields, name)
   for (const common of (json.commonStructs as Json[] | undefined) ?? []) {
     addStruct({ name: common.name as string, fields: parseFields(common.fields, `${name}.${common.name}`) })
   }
@@ -218,9 +220,11 @@ export function loadSchema(path: string): Schema {
   }
 }
 
+/** The schemas in `dir`, by file name; those of removed APIs (no valid versions) left out. */
 export function loadDir(dir: string): Schema[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
     .sort()
     .map((f) => loadSchema(join(dir, f)))
+    .filter((s) => !isEmpty(s.validVersions))
 }

@@ -1,5 +1,5 @@
 /**
- * AlterPartition v0-3 (KIP-497, KIP-841), controller listener only: a partition leader's ISR
+ * AlterPartition v2-3 (KIP-497, KIP-841), controller listener only: a partition leader's ISR
  * change, decided by the active controller and answered once its records commit. A node that is
  * not the active controller answers NOT_CONTROLLER so the leader looks for the active one.
  */

@@ -1,5 +1,5 @@
 /**
- * CreateTopics v0-7: validated and decided by the active controller (forwarded from a broker), with
+ * CreateTopics v2-7: validated and decided by the active controller (forwarded from a broker), with
  * explicit assignments, configs and validate-only mode; answered once the records commit.
  */
 import { apis } from '../../protocol/index.ts'

@@ -1,4 +1,4 @@
-/** DeleteTopics v0-6: by name or (v6) by topic id, decided by the active controller. */
+/** DeleteTopics v1-6: by name or (v6) by topic id, decided by the active controller. */
 import { apis } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { ControllerApi, FailureOf } from './controller-api.ts'

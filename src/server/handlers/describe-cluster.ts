@@ -1,13 +1,14 @@
 /**
- * DescribeCluster v0-1: the brokers (endpoint type 1) or, on a controller listener, the controllers
- * (endpoint type 2, KIP-919, which `--bootstrap-controller` tools use). A request for the other
- * kind answers MISMATCHED_ENDPOINT_TYPE, as Kafka does.
+ * DescribeCluster v0-2: the unfenced brokers (endpoint type 1; from v2, with `includeFencedBrokers`,
+ * the fenced ones too, each with `isFenced`, KIP-1073) or, on a controller listener, the
+ * controllers (endpoint type 2, KIP-919, which `--bootstrap-controller` tools use). A request for
+ * the other kind answers MISMATCHED_ENDPOINT_TYPE, as Kafka does.
  */
 import type { MetadataImage } from '../../metadata/index.ts'
 import type { BrokerId } from '../../model/index.ts'
 import { apis, type DescribeClusterResponseData, ErrorCode } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
-import { AUTHORIZED_OPERATIONS_OMITTED, brokersOn, CLUSTER_OPERATIONS } from './metadata.ts'
+import { AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS } from './metadata.ts'
 
 export const EndpointType = { Broker: 1, Controller: 2 } as const
 
@@ -22,6 +23,22 @@ export interface DescribeClusterView {
     readonly nodes: DescribeClusterResponseData.DescribeClusterBrokerIn[]
     readonly activeId: BrokerId
   }
+}
+
+/** The brokers with an endpoint on `listenerName`, by id; fenced ones only when asked. */
+function brokersOn(
+  image: MetadataImage,
+  listenerName: string,
+  includeFenced: boolean,
+): DescribeClusterResponseData.DescribeClusterBrokerIn[] {
+  const out: DescribeClusterResponseData.DescribeClusterBrokerIn[] = []
+  for (const b of [...image.brokers.values()].sort((x, y) => x.id - y.id)) {
+    if (b.fenced && !includeFenced) continue
+    const e = b.endpoints.find((x) => x.name === listenerName)
+    if (e !== undefined)
+      out.push({ brokerId: b.id, host: e.host, port: e.port, rack: b.rack, isFenced: b.fenced })
+  }
+  return out
 }
 
 export function makeDescribeClusterHandler(view: DescribeClusterView): Handler {
@@ -50,12 +67,7 @@ export function makeDescribeClusterHandler(view: DescribeClusterView): Handler {
       endpointType: wanted,
       clusterId: view.clusterId,
       controllerId: view.nodeId,
-      brokers: brokersOn(view.image(), ctx.listenerName).map((b) => ({
-        brokerId: b.nodeId ?? (-1 as BrokerId),
-        host: b.host ?? '',
-        port: b.port ?? 0,
-        rack: b.rack ?? null,
-      })),
+      brokers: brokersOn(view.image(), ctx.listenerName, ctx.apiVersion >= 2 && req.includeFencedBrokers),
       clusterAuthorizedOperations: ops,
     }
   })

@@ -1,5 +1,5 @@
 /**
- * DescribeConfigs v0-4: TOPIC resources, this node's BROKER resource (by node id) and the cluster
+ * DescribeConfigs v1-4: TOPIC resources, this node's BROKER resource (by node id) and the cluster
  * defaults (BROKER ''), with key filters, synonyms and documentation, as Kafka 4.0's ConfigHelper.
  * Not implemented: BROKER_LOGGER (Weir has no runtime log levels: INVALID_REQUEST once the broker id
  * checks pass), CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
@@ -59,22 +59,14 @@ function brokerIdOf(name: string): number | DescribeFailure {
   )
 }
 
-/** An entry as the request's version carries it: `isDefault` in v0 only, the source and synonyms v1+. */
-function wireEntry(
-  e: DescribeConfigsEntry,
-  version: number,
-): DescribeConfigsResponseData.DescribeConfigsResourceResultIn {
-  const common = {
+function wireEntry(e: DescribeConfigsEntry): DescribeConfigsResponseData.DescribeConfigsResourceResultIn {
+  return {
     name: e.name,
     value: e.value,
     readOnly: e.readOnly,
     isSensitive: e.isSensitive,
     configType: e.configType,
     documentation: e.documentation,
-  }
-  if (version === 0) return { ...common, isDefault: e.isDefault }
-  return {
-    ...common,
     configSource: e.configSource,
     synonyms: e.synonyms.map((s) => ({ name: s.name, value: s.value, source: s.source })),
   }
@@ -141,7 +133,7 @@ export function makeDescribeConfigsHandler(view: DescribeConfigsView): Handler {
     const image = view.image()
     const results: Result[] = req.resources.map((resource) => {
       const options: DescribeOptions = {
-        includeSynonyms: ctx.apiVersion >= 1 && req.includeSynonyms,
+        includeSynonyms: req.includeSynonyms,
         includeDocumentation: ctx.apiVersion >= 3 && req.includeDocumentation,
         // Kafka: null or empty means every key.
         keys:
@@ -158,7 +150,7 @@ export function makeDescribeConfigsHandler(view: DescribeConfigsView): Handler {
         errorCode: ErrorCode.None,
         // Kafka leaves the message at its default: '' (not null), as captured from Kafka 4.4.0.
         errorMessage: '',
-        configs: described.map((e) => wireEntry(e, ctx.apiVersion)),
+        configs: described.map((e) => wireEntry(e)),
       }
     })
     return { results }

@@ -1,5 +1,5 @@
 /**
- * DescribeLogDirs v0-4: each log directory of this broker with the partitions in it (size in bytes,
+ * DescribeLogDirs v1-4: each log directory of this broker with the partitions in it (size in bytes,
  * offset lag 0 for a current replica), all of them or those asked for, and from v4 the volume's
  * total and usable bytes. Not implemented: future replicas (AlterReplicaLogDirs), quotas.
  */

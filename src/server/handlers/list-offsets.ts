@@ -1,8 +1,8 @@
 /**
- * ListOffsets v0-10: earliest (-2), latest (-1: the high watermark, or the LSO under read_committed),
- * max timestamp (-3, v7+), earliest local (-4, the log start, v8+), by timestamp, with the leader epoch of the
- * offset from v4; v0 in its old form (segment offsets before a time). Not implemented: tiered
- * storage (-5, latest tiered, answers -1), quotas (throttle 0).
+ * ListOffsets v1-10: earliest (-2), latest (-1: the high watermark, or the LSO under read_committed),
+ * max timestamp (-3, v7+), earliest local (-4, the log start, v8+), by timestamp, with the leader
+ * epoch of the offset from v4. Not implemented: tiered storage (-5, latest tiered, answers -1),
+ * quotas (throttle 0).
  */
 import type { TopicName } from '../../model/index.ts'
 import { apis, ErrorCode, type ListOffsetsResponseData } from '../../protocol/index.ts'
@@ -24,11 +24,6 @@ const SPECIAL_TIMESTAMP_VERSION_MIN: ReadonlyMap<bigint, number> = new Map([
 
 export interface ListOffsetsView {
   listOffset(topic: TopicName, partition: number, params: ListOffsetParams): Promise<OffsetForTimestamp>
-  legacyListOffsets(
-    topic: TopicName,
-    partition: number,
-    params: { timestamp: bigint; maxNumOffsets: number; replicaId: number },
-  ): Promise<{ errorCode: number; offsets: bigint[] }>
 }
 
 type PartitionOut = ListOffsetsResponseData.ListOffsetsPartitionResponseIn
@@ -50,19 +45,6 @@ export function makeListOffsetsHandler(view: ListOffsetsView): Handler {
     for (const t of req.topics) {
       const partitions: PartitionOut[] = []
       for (const p of t.partitions) {
-        if (v === 0) {
-          const r = await view.legacyListOffsets(t.name, p.partitionIndex, {
-            timestamp: p.timestamp,
-            maxNumOffsets: p.maxNumOffsets,
-            replicaId: req.replicaId,
-          })
-          partitions.push({
-            partitionIndex: p.partitionIndex,
-            errorCode: r.errorCode,
-            oldStyleOffsets: r.offsets,
-          })
-          continue
-        }
         const failed = (errorCode: number): PartitionOut => ({
           partitionIndex: p.partitionIndex,
           errorCode,

@@ -1,8 +1,10 @@
 /**
- * Metadata v0-12: brokers reachable on the request's listener, topics with partitions, leaders,
+ * Metadata v0-13: brokers reachable on the request's listener, topics with partitions, leaders,
  * leader epochs, replicas, ISR and offline replicas, from the metadata image. Unknown topics are
  * created when `auto.create.topics.enable` and the client allow it (answered UNKNOWN_TOPIC_OR_PARTITION
- * until they exist, as a KRaft Kafka broker does). Not implemented: ACLs (every operation is authorized).
+ * until they exist, as a KRaft Kafka broker does). v13's top-level error code is always NONE: it
+ * exists for REBOOTSTRAP_REQUIRED (KIP-1102), which Weir never asks of clients. Not implemented:
+ * ACLs (every operation is authorized).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../../model/index.ts'

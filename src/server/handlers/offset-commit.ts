@@ -1,6 +1,6 @@
 /**
- * OffsetCommit v0-9 for classic groups and simple consumers (v0 commits without a generation; v1's
- * commit timestamps and v2-4's retention time kept as Kafka keeps them). Partitions of unknown
+ * OffsetCommit v2-9 for classic groups and simple consumers (v2-4's retention time kept as Kafka
+ * keeps it; Kafka 4.0 removed v0-1 and their client-set commit timestamps). Partitions of unknown
  * topics are UNKNOWN_TOPIC_OR_PARTITION. The consumer protocol's member epochs (KIP-848) are not
  * implemented: v9 behaves as v8 with GROUP_ID_NOT_FOUND for unknown groups.
  */
@@ -39,7 +39,7 @@ export function makeOffsetCommitHandler(view: OffsetCommitView): Handler {
           partitionIndex: p.partitionIndex,
           committedOffset: p.committedOffset,
           committedLeaderEpoch: v >= 6 ? p.committedLeaderEpoch : -1,
-          commitTimestamp: v === 1 ? p.commitTimestamp : -1n,
+          commitTimestamp: -1n,
           committedMetadata: p.committedMetadata,
         })),
       })
@@ -49,8 +49,8 @@ export function makeOffsetCommitHandler(view: OffsetCommitView): Handler {
         ? []
         : await view.commitOffsets({
             groupId: req.groupId,
-            generationId: v >= 1 ? req.generationIdOrMemberEpoch : -1,
-            memberId: v >= 1 ? req.memberId : '',
+            generationId: req.generationIdOrMemberEpoch,
+            memberId: req.memberId,
             groupInstanceId: v >= 7 ? req.groupInstanceId : null,
             retentionTimeMs: v >= 2 && v <= 4 ? Number(req.retentionTimeMs) : -1,
             apiVersion: v,

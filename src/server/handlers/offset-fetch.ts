@@ -1,5 +1,5 @@
 /**
- * OffsetFetch v0-9: committed offsets with leader epoch (v5+) and metadata; all of a group's offsets
+ * OffsetFetch v1-9: committed offsets with leader epoch (v5+) and metadata; all of a group's offsets
  * when topics are null (v2+); several groups at once (v8+, KIP-709). `requireStable` has nothing to
  * wait for (no transactional offsets yet) and v9's member epochs (KIP-848) are not checked.
  */
@@ -27,7 +27,7 @@ export function makeOffsetFetchHandler(view: OffsetFetchView): Handler {
     const topics = v >= 2 ? req.topics : (req.topics ?? [])
     const r = await view.fetchOffsets(req.groupId, topics)
     if (r.errorCode !== ErrorCode.None && v < 2) {
-      // v0-1 have no group-level error: every partition asked carries it.
+      // v1 has no group-level error: every partition asked carries it.
       return {
         throttleTimeMs: 0,
         topics: (topics ?? []).map((t) => ({

@@ -1,5 +1,5 @@
 /**
- * OffsetForLeaderEpoch v0-4: for each partition, the largest leader epoch at or below the one asked
+ * OffsetForLeaderEpoch v2-4: for each partition, the largest leader epoch at or below the one asked
  * and the offset where it ended on this leader (the log end for the current epoch), from the
  * leader-epoch cache; FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH against `currentLeaderEpoch`.
  * Consumers validate their position with it after a leader change. Not implemented: quotas.
@@ -8,7 +8,7 @@ import type { TopicName } from '../../model/index.ts'
 import { apis, type OffsetForLeaderEpochResponseData } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
-/** What v0-2 requests mean by their missing replica id (Kafka's default: a debugging replica). */
+/** What v2 requests mean by their missing replica id (Kafka's default: a debugging replica). */
 const DEBUGGING_REPLICA_ID = -2
 
 export interface OffsetForLeaderEpochView {
@@ -29,14 +29,14 @@ export function makeOffsetForLeaderEpochHandler(view: OffsetForLeaderEpochView):
         partitions: await Promise.all(
           t.partitions.map(async (p) => {
             const r = await view.lastOffsetForLeaderEpoch(t.topic, p.partition, {
-              currentLeaderEpoch: v >= 2 ? p.currentLeaderEpoch : -1,
+              currentLeaderEpoch: p.currentLeaderEpoch,
               leaderEpoch: p.leaderEpoch,
               replicaId,
             })
             return {
               errorCode: r.errorCode,
               partition: p.partition,
-              ...(v >= 1 ? { leaderEpoch: r.leaderEpoch } : {}),
+              leaderEpoch: r.leaderEpoch,
               endOffset: r.endOffset,
             }
           }),

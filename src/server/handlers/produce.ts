@@ -1,5 +1,5 @@
 /**
- * Produce v3-11: exactly one record batch (magic 2) per partition, appended as the producer's bytes
+ * Produce v3-12: exactly one record batch (magic 2) per partition, appended as the producer's bytes
  * (compression kept); acks 0 (no response), 1 and -1 (waits for the ISR and, with flush.on.ack, the
  * fsync). Not implemented: transactions (transactional batches: INVALID_TXN_STATE), recompression
  * to a topic `compression.type` other than `producer`, closing the connection after a failed acks=0

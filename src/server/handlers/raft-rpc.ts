@@ -1,8 +1,8 @@
 /**
- * Vote v0-1, BeginQuorumEpoch v0-1, EndQuorumEpoch v0-1, FetchSnapshot v0-1 and Fetch (of
- * `__cluster_metadata` only) on the controller listener: each turns the wire request into a raft
- * message for the quorum and its answer back into the wire response. Not implemented: KIP-853
- * dynamic voters (directory ids are ignored), Fetch of any other topic here.
+ * Vote v0-2 (v2 adds KIP-996's pre-vote), BeginQuorumEpoch v0-1, EndQuorumEpoch v0-1, FetchSnapshot
+ * v0-1 and Fetch (of `__cluster_metadata` only) on the controller listener: each turns the wire
+ * request into a raft message for the quorum and its answer back into the wire response. Not
+ * implemented: KIP-853 dynamic voters (directory ids are ignored), Fetch of any other topic here.
  */
 import type { NodeId } from '../../model/index.ts'
 import { type Api, apis, ErrorCode } from '../../protocol/index.ts'
