@@ -1,14 +1,15 @@
 /**
- * One segment of a partition log: `<base>.log` with its `.index` and `.timeindex`, Kafka's files.
- * Only the log's active segment takes appends; a closed segment is immutable. The log serializes calls.
+ * One segment of a partition log: `<base>.log` with its `.index` and `.timeindex`, Kafka's files,
+ * all three created together. Only the log's active segment takes appends; a closed segment is
+ * immutable. The log serializes calls.
  */
 import { type Disk, type DiskFile, isNotFound, joinPath } from '../io/index.ts'
 import { assert } from '../model/index.ts'
 import { BATCH_HEADER_BYTES, BatchOffsets, decodeBatch, LOG_OVERHEAD } from '../protocol/index.ts'
 import { type FileBatch, FileBatchReader, isProblem, type ReadMode } from './file-batch-reader.ts'
-import { OffsetIndex } from './offset-index.ts'
+import { OFFSET_INDEX_ENTRY_BYTES, OffsetIndex } from './offset-index.ts'
 import type { ReadBuffers } from './read-buffer-pool.ts'
-import { TimeIndex } from './time-index.ts'
+import { TIME_INDEX_ENTRY_BYTES, TimeIndex } from './time-index.ts'
 import type { WriteTail } from './write-tail.ts'
 
 /** File name parts, as Kafka names them. */
@@ -27,6 +28,12 @@ export const SegmentFile = {
 } as const
 
 const OFFSET_DIGITS = 20
+/**
+ * The active segment writes its new index entries to the index files once its log file has grown
+ * this much since they were last written (and at every flush): a crash leaves them at most this far
+ * behind the log, for two small writes per MiB of log.
+ */
+const INDEX_WRITE_BYTES = 1024 * 1024
 const INT32_MAX = 0x7fffffff
 const INT32_MAX_BIG = BigInt(INT32_MAX)
 const UINT32_RANGE = 0x100000000
@@ -117,6 +124,25 @@ export class LogSegment {
   /** Whether the index files on disk match the in-memory indexes. */
   indexFilesCurrent = false
   /**
+   * The index files, open while the segment takes appends (created with it, or opened when it
+   * becomes active again): entries are written through to them as the segment grows, never synced
+   * until the segment is sealed. Null for a closed segment, whose files are written whole.
+   */
+  #indexFiles: { readonly offset: DiskFile; readonly time: DiskFile } | null = null
+  /** Entries of each index in its file: a prefix of the in-memory entries. */
+  #offsetEntriesInFile = 0
+  #timeEntriesInFile = 0
+  /**
+   * Entries whose batches' writes have completed: only these go to the files, so that an index
+   * file never points past what the log file holds.
+   */
+  #offsetEntriesReady = 0
+  #timeEntriesReady = 0
+  /** `writtenSize` when entries were last written to the index files. */
+  #indexWrittenAt = 0
+  /** The index writes under way (a failure is kept for the next seal or close to throw). */
+  #indexWrites: Promise<void> = Promise.resolve()
+  /**
    * Where recent reads ended: the offset after a read's last batch -> that next batch's position.
    * Cleared by every cut of the file (positions past the cut are gone).
    */
@@ -146,7 +172,11 @@ export class LogSegment {
     this.#baseLow = Number(baseOffset & 0xffffffffn)
   }
 
-  /** Create an empty segment (its `.log` file); an existing empty file is reused. */
+  /**
+   * Create an empty segment: its `.index` and `.timeindex` (empty), then its `.log`, so that a
+   * crash leaves no log file without its index files (index files without their log are removed
+   * on load, as Kafka's orphans are). An existing empty log file is reused.
+   */
   static async create(
     disk: Disk,
     dir: string,
@@ -155,23 +185,45 @@ export class LogSegment {
     nowMs: number,
     suffix = '',
   ): Promise<LogSegment> {
-    const path = joinPath(dir, `${offsetFileName(baseOffset)}${SegmentFile.log}${suffix}`)
-    const file = await disk.open(path, { create: true })
-    if (file.size() !== 0) {
-      await file.close()
-      throw new Error(`segment file ${path} already exists with ${file.size()} bytes`)
+    const name = offsetFileName(baseOffset)
+    const path = joinPath(dir, `${name}${SegmentFile.log}${suffix}`)
+    const existing = await disk.stat(path).catch((e: unknown) => {
+      if (isNotFound(e)) return null
+      throw e
+    })
+    if (existing !== null && existing.size !== 0) {
+      throw new Error(`segment file ${path} already exists with ${existing.size} bytes`)
     }
-    for (const ext of [SegmentFile.index, SegmentFile.timeIndex]) {
-      await removeIfExists(disk, joinPath(dir, `${offsetFileName(baseOffset)}${ext}${suffix}`))
+    // Empty, not preallocated to segment.index.bytes as Kafka's are until trimmed: Kafka's readers
+    // take the zeros past the entries for entries (kafka-dump-log reads a file without entries as
+    // one, the base offset at position 0, and stops only at a second).
+    const indexFiles = await openIndexPair(
+      disk,
+      joinPath(dir, `${name}${SegmentFile.index}${suffix}`),
+      joinPath(dir, `${name}${SegmentFile.timeIndex}${suffix}`),
+      true,
+    )
+    let file: DiskFile
+    try {
+      file = await disk.open(path, { create: true })
+    } catch (e) {
+      await indexFiles.offset.close().catch(NOTHING)
+      await indexFiles.time.close().catch(NOTHING)
+      throw e
     }
     const segment = new LogSegment(disk, dir, baseOffset, file, settings, nowMs, suffix)
     segment.#offsetIndex = new OffsetIndex(settings.segmentIndexBytes)
     segment.#timeIndex = new TimeIndex(settings.segmentIndexBytes)
     segment.#nextRelative = 0
+    segment.#indexFiles = indexFiles
+    segment.indexFilesCurrent = true
     return segment
   }
 
-  /** Open an existing segment; its indexes load when first needed. */
+  /**
+   * Open an existing segment; its indexes load when first needed. Its index files stay closed
+   * unless it becomes the active segment (`openIndexFiles`).
+   */
   static async open(
     disk: Disk,
     dir: string,
@@ -217,6 +269,16 @@ export class LogSegment {
   /** Whether another batch would find no room in an index (the log rolls first). */
   get indexFull(): boolean {
     return (this.#offsetIndex?.isFull ?? false) || (this.#timeIndex?.isFull ?? false)
+  }
+
+  /** Entries in the offset index (0 when not loaded). */
+  get offsetIndexEntries(): number {
+    return this.#offsetIndex?.entries ?? 0
+  }
+
+  /** Entries in the time index (0 when not loaded). */
+  get timeIndexEntries(): number {
+    return this.#timeIndex?.entries ?? 0
   }
 
   /**
@@ -330,6 +392,10 @@ export class LogSegment {
    * problem, which is returned with the bytes before it; changes neither the file nor `size`.
    */
   async rebuild(mode: ReadMode): Promise<ScanOutcome> {
+    await this.#settleIndexWrites()
+    // Nothing of the new indexes goes to open files before the walk ends (they are rewritten then).
+    this.#offsetEntriesInFile = this.#offsetEntriesReady = 0
+    this.#timeEntriesInFile = this.#timeEntriesReady = 0
     const { segmentIndexBytes } = this.#settings
     this.#offsetIndex = new OffsetIndex(segmentIndexBytes)
     this.#timeIndex = new TimeIndex(segmentIndexBytes)
@@ -359,6 +425,8 @@ export class LogSegment {
       previousLast = b.lastOffset
       validBytes = b.position + b.size
     }
+    // Open index files (a segment created just before) hold the entries the walk found.
+    if (this.#indexFiles !== null) await this.#rewriteIndexFiles()
     return { validBytes, problem }
   }
 
@@ -486,6 +554,127 @@ export class LogSegment {
     assert(end === this.size, 'written bytes must match the registered batches')
     await this.issueWrite(buffers, n)
     this.completeWrite(end)
+    // Nothing registered is unwritten now: every entry may go to the index files.
+    this.#offsetEntriesReady = this.offsetIndexEntries
+    this.#timeEntriesReady = this.timeIndexEntries
+  }
+
+  /**
+   * The first `offsetEntries` and `timeEntries` index entries point at batches whose writes have
+   * completed (the counts when those writes were issued): they may go to the index files. Writes
+   * them once the log file has grown INDEX_WRITE_BYTES since the index files were last written, and
+   * returns that write (the caller handles its failure), else null.
+   */
+  entriesWritten(offsetEntries: number, timeEntries: number): Promise<void> | null {
+    this.#offsetEntriesReady = offsetEntries
+    this.#timeEntriesReady = timeEntries
+    if (this.writtenSize - this.#indexWrittenAt < INDEX_WRITE_BYTES) return null
+    return this.writeIndexEntries()
+  }
+
+  /**
+   * Write the entries that may go to the open index files and are not there yet, one positional
+   * write per index, not synced (as Kafka's memory-mapped indexes are not on append). Returns the
+   * write (the caller handles its failure), or null when there is nothing to write.
+   */
+  writeIndexEntries(): Promise<void> | null {
+    const files = this.#indexFiles
+    if (files === null) return null
+    this.#indexWrittenAt = this.writtenSize
+    const offsetFrom = this.#offsetEntriesInFile
+    const offsetTo = this.#offsetEntriesReady
+    const timeFrom = this.#timeEntriesInFile
+    const timeTo = this.#timeEntriesReady
+    let offsetWrite: Promise<void> | null = null
+    let timeWrite: Promise<void> | null = null
+    if (offsetTo > offsetFrom) {
+      // A copy: the in-memory entries past a truncation are overwritten by later appends.
+      const bytes = Buffer.from(
+        this.#offsetIndex!.bytes().subarray(
+          offsetFrom * OFFSET_INDEX_ENTRY_BYTES,
+          offsetTo * OFFSET_INDEX_ENTRY_BYTES,
+        ),
+      )
+      offsetWrite = files.offset.write([bytes], offsetFrom * OFFSET_INDEX_ENTRY_BYTES)
+      this.#offsetEntriesInFile = offsetTo
+    }
+    if (timeTo > timeFrom) {
+      const bytes = Buffer.from(
+        this.#timeIndex!.bytes().subarray(timeFrom * TIME_INDEX_ENTRY_BYTES, timeTo * TIME_INDEX_ENTRY_BYTES),
+      )
+      timeWrite = files.time.write([bytes], timeFrom * TIME_INDEX_ENTRY_BYTES)
+      this.#timeEntriesInFile = timeTo
+    }
+    const write =
+      offsetWrite !== null && timeWrite !== null
+        ? Promise.all([offsetWrite, timeWrite]).then(NOTHING)
+        : (offsetWrite ?? timeWrite)
+    if (write === null) return null
+    const all = Promise.all([this.#indexWrites, write]).then(NOTHING)
+    all.catch(NOTHING) // kept, not unhandled: seal and close throw it
+    this.#indexWrites = all
+    return write
+  }
+
+  /** Wait for the index writes under way, whatever their outcome. */
+  async #settleIndexWrites(): Promise<void> {
+    await this.#indexWrites.catch(NOTHING)
+  }
+
+  /** Make the open index files hold exactly the in-memory entries (not synced). */
+  async #rewriteIndexFiles(): Promise<void> {
+    const files = this.#indexFiles!
+    await this.#settleIndexWrites()
+    // Counted as in the files first: no write through starts while they are rewritten.
+    this.#offsetEntriesInFile = this.#offsetEntriesReady = this.#offsetIndex!.entries
+    this.#timeEntriesInFile = this.#timeEntriesReady = this.#timeIndex!.entries
+    this.#indexWrittenAt = this.writtenSize
+    const offsetBytes = Buffer.from(this.#offsetIndex!.bytes())
+    const timeBytes = Buffer.from(this.#timeIndex!.bytes())
+    await files.offset.truncate(0)
+    await files.time.truncate(0)
+    if (offsetBytes.length > 0) await files.offset.write([offsetBytes], 0)
+    if (timeBytes.length > 0) await files.time.write([timeBytes], 0)
+  }
+
+  /**
+   * Keep the index files open, for entries to be written through as the segment grows: the log
+   * calls this for a segment that becomes its active one (loaded, recovered, truncated back to).
+   * Files that do not hold the in-memory entries (rebuilt by recovery, cut by a truncation) are
+   * rewritten; missing ones created. Not synced: a crash recovers the active segment anyway.
+   */
+  async openIndexFiles(): Promise<void> {
+    if (this.#indexFiles !== null) return
+    await this.ensureIndexes()
+    const files = await openIndexPair(
+      this.#disk,
+      this.path(SegmentFile.index),
+      this.path(SegmentFile.timeIndex),
+      false,
+    )
+    this.#indexFiles = files
+    const offsetBytes = this.#offsetIndex!.entries * OFFSET_INDEX_ENTRY_BYTES
+    const timeBytes = this.#timeIndex!.entries * TIME_INDEX_ENTRY_BYTES
+    if (this.indexFilesCurrent && files.offset.size() === offsetBytes && files.time.size() === timeBytes) {
+      this.#offsetEntriesInFile = this.#offsetEntriesReady = this.#offsetIndex!.entries
+      this.#timeEntriesInFile = this.#timeEntriesReady = this.#timeIndex!.entries
+      this.#indexWrittenAt = this.writtenSize
+      return
+    }
+    await this.#rewriteIndexFiles()
+  }
+
+  /** Close the open index files once their writes are done; a failed write is thrown. */
+  async #closeIndexFiles(): Promise<void> {
+    const files = this.#indexFiles
+    if (files === null) return
+    this.#indexFiles = null
+    try {
+      await this.#indexWrites
+    } finally {
+      await files.offset.close().catch(NOTHING)
+      await files.time.close().catch(NOTHING)
+    }
   }
 
   /**
@@ -678,8 +867,23 @@ export class LogSegment {
     const found = await this.translateOffset(offset)
     if (found === null) return 0
     const removed = this.writtenSize - found.position
+    await this.#settleIndexWrites()
     this.#offsetIndex!.truncateToPosition(found.position)
     this.#timeIndex!.truncateToOffset(this.relative(found.header.baseOffset))
+    // The counts follow at once, so that no write of an entry past the cut starts meanwhile.
+    const offsetEntries = this.#offsetIndex!.entries
+    const timeEntries = this.#timeIndex!.entries
+    const cutOffsetFile = this.#offsetEntriesInFile > offsetEntries
+    const cutTimeFile = this.#timeEntriesInFile > timeEntries
+    this.#offsetEntriesInFile = Math.min(this.#offsetEntriesInFile, offsetEntries)
+    this.#timeEntriesInFile = Math.min(this.#timeEntriesInFile, timeEntries)
+    this.#offsetEntriesReady = Math.min(this.#offsetEntriesReady, offsetEntries)
+    this.#timeEntriesReady = Math.min(this.#timeEntriesReady, timeEntries)
+    // Open files lose the same entries (Kafka truncates its indexes in place too); a closed
+    // segment's files are rewritten when it becomes active (`openIndexFiles`).
+    const files = this.#indexFiles
+    if (files !== null && cutOffsetFile) await files.offset.truncate(offsetEntries * OFFSET_INDEX_ENTRY_BYTES)
+    if (files !== null && cutTimeFile) await files.time.truncate(timeEntries * TIME_INDEX_ENTRY_BYTES)
     await this.#truncateFile(found.position)
     this.size = this.writtenSize = this.#issuedSize = found.position
     this.indexFilesCurrent = false
@@ -696,7 +900,8 @@ export class LogSegment {
 
   /**
    * Make this segment inactive: the final time index entry (Kafka's onBecomeInactiveSegment),
-   * index files written and synced, the log file synced. The caller syncs the directory.
+   * index files written and synced (and closed), the log file synced. The caller syncs the
+   * directory. Every write to the segment must have completed.
    */
   async seal(): Promise<void> {
     await this.ensureIndexes()
@@ -705,11 +910,33 @@ export class LogSegment {
     }
     await this.sync()
     await this.writeIndexFiles()
+    await this.#closeIndexFiles()
   }
 
-  /** Write both index files (to `.tmp`, synced, renamed over the old ones). */
+  /**
+   * Write both index files whole and sync them: through the open files (the rest of their
+   * entries), else to `.tmp` files renamed over the old ones. Every write to the segment must have
+   * completed.
+   */
   async writeIndexFiles(): Promise<void> {
     await this.ensureIndexes()
+    const files = this.#indexFiles
+    if (files !== null) {
+      await this.#indexWrites
+      const offsetEntries = this.#offsetIndex!.entries
+      const timeEntries = this.#timeIndex!.entries
+      this.#offsetEntriesReady = offsetEntries
+      this.#timeEntriesReady = timeEntries
+      await this.writeIndexEntries()
+      const offsetBytes = offsetEntries * OFFSET_INDEX_ENTRY_BYTES
+      const timeBytes = timeEntries * TIME_INDEX_ENTRY_BYTES
+      if (files.offset.size() > offsetBytes) await files.offset.truncate(offsetBytes)
+      if (files.time.size() > timeBytes) await files.time.truncate(timeBytes)
+      await files.offset.sync()
+      await files.time.sync()
+      this.indexFilesCurrent = true
+      return
+    }
     const pairs: [string, Buffer][] = [
       [this.path(SegmentFile.index), Buffer.from(this.#offsetIndex!.bytes())],
       [this.path(SegmentFile.timeIndex), Buffer.from(this.#timeIndex!.bytes())],
@@ -774,19 +1001,24 @@ export class LogSegment {
     this.#suffix = suffix
   }
 
-  /** Close the file handle and remove the files (as currently named). */
+  /** Close the file handles and remove the files (as currently named). */
   async deleteFiles(): Promise<void> {
     this.#settings.tail?.cut(this)
+    await this.#closeIndexFiles().catch(NOTHING) // the files go: a failed index write no longer matters
     await this.#file.close()
     for (const ext of [SegmentFile.log, SegmentFile.index, SegmentFile.timeIndex]) {
       await removeIfExists(this.#disk, this.path(ext))
     }
   }
 
-  /** Close the file handle. */
+  /** Close the file handles (a failed index write is thrown once all are closed). */
   async close(): Promise<void> {
     this.#settings.tail?.cut(this)
-    await this.#file.close()
+    try {
+      await this.#closeIndexFiles()
+    } finally {
+      await this.#file.close()
+    }
   }
 
   /** Drop the in-memory indexes of a closed segment whose files are current (memory bound). */
@@ -799,6 +1031,7 @@ export class LogSegment {
 }
 
 const EMPTY = Buffer.alloc(0)
+const NOTHING = (): void => undefined
 /** Read positions remembered per segment: about one per consumer reading on through it. */
 const READ_HINTS_MAX = 16
 
@@ -807,6 +1040,22 @@ async function readIfExists(disk: Disk, path: string): Promise<Buffer | null> {
     return await disk.readFile(path)
   } catch (e) {
     if (isNotFound(e)) return null
+    throw e
+  }
+}
+
+/** Open (creating if missing; emptied with `truncate`) a segment's `.index` and `.timeindex`. */
+async function openIndexPair(
+  disk: Disk,
+  offsetPath: string,
+  timePath: string,
+  truncate: boolean,
+): Promise<{ readonly offset: DiskFile; readonly time: DiskFile }> {
+  const offset = await disk.open(offsetPath, { create: true, truncate })
+  try {
+    return { offset, time: await disk.open(timePath, { create: true, truncate }) }
+  } catch (e) {
+    await offset.close().catch(NOTHING)
     throw e
   }
 }

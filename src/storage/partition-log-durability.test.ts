@@ -61,15 +61,17 @@ describe('PartitionLog flush', () => {
       firstSync = () => resolve(undefined)
     })
     let writes = 0
-    disk.setHook((op) => {
+    // The log file's writes and fsyncs (a flush also writes index entries, to the index files).
+    disk.setHook((op, path) => {
+      if (!path.endsWith('.log')) return undefined
       if (op === 'sync') {
-        seen.push(disk.bytesWritten)
+        seen.push(log.activeSegment.writtenSize)
         firstSync()
       }
       if (op === 'write' && ++writes === 2) return synced
       return undefined
     })
-    const before = disk.bytesWritten
+    const before = log.activeSegment.writtenSize
     const value = 'x'.repeat(128 * 1024 - 100)
     const results = await Promise.all(
       Array.from({ length: 8 }, () => log.append(batch([{ value }]), { flush: true })),

@@ -290,6 +290,9 @@ interface InFlightRound {
   readonly endPosition: number
   readonly endOffset: bigint
   readonly records: number
+  /** The segment's index entries once this round was registered: written to the index files after it. */
+  readonly offsetEntries: number
+  readonly timeEntries: number
   /** The write has settled (completed or failed). */
   done: boolean
 }
@@ -630,6 +633,7 @@ export class PartitionLog {
     } else {
       segments = await this.#recover(segments)
     }
+    await segments[segments.length - 1]!.openIndexFiles()
     this.#segments = segments
     const last = segments[segments.length - 1]!
     const end = last.nextOffset!
@@ -1015,6 +1019,8 @@ export class PartitionLog {
     this.#inFlight.shift()
     releaseAll(f.round) // written: what the tail keeps of them it retained itself
     f.segment.completeWrite(f.endPosition)
+    const indexWrite = f.segment.entriesWritten(f.offsetEntries, f.timeEntries)
+    if (indexWrite !== null) indexWrite.catch((e: unknown) => this.#fail(e))
     this.#logEndOffset = f.endOffset
     this.#messagesWritten += f.records
     const round = f.round
@@ -1162,6 +1168,8 @@ export class PartitionLog {
       endPosition: segment.issuedSize,
       endOffset: this.#nextOffset,
       records,
+      offsetEntries: segment.offsetIndexEntries,
+      timeEntries: segment.timeIndexEntries,
       done: false,
     }
     const done = () => {
@@ -1338,11 +1346,16 @@ export class PartitionLog {
     const messages = this.#messagesWritten
     const truncations = this.#truncations
     try {
+      // The index entries of what is written go to the active segment's files too, unsynced (a
+      // crash recovers that segment from its log): after a process crash they are there.
+      // (No segment at all while a truncation replaces them all.)
+      const indexWrite = this.#segments.at(-1)?.writeIndexEntries() ?? null
       for (const s of this.#segments) if (s.unsynced) await s.sync()
       if (this.#dirDirty) {
         this.#dirDirty = false
         await this.#disk.syncDir(this.dir)
       }
+      await indexWrite
     } catch (e) {
       throw this.#fail(e)
     }
@@ -1455,8 +1468,8 @@ export class PartitionLog {
         if (doomed.length > 0) await this.#disk.syncDir(this.dir)
         const active = kept[kept.length - 1]!
         await active.truncateTo(offset)
-        await removeIfExists(this.#disk, active.path(SegmentFile.index))
-        await removeIfExists(this.#disk, active.path(SegmentFile.timeIndex))
+        // A closed segment becoming active again: its index files now hold the cut entries.
+        await active.openIndexFiles()
         await active.sync()
         await this.#disk.syncDir(this.dir)
         const end = active.nextOffset!

@@ -6,6 +6,28 @@ import { REPO } from './weir-process.ts'
 
 const run = promisify(execFile)
 
+/** What a tool run printed and how it exited (a failure is a result here, not an error). */
+export interface ToolRun {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `tool` (e.g. `kafka-topics`, or a class name) with `args`, whatever it exits with. */
+export async function runKafkaTool(...args: string[]): Promise<ToolRun> {
+  try {
+    const { stdout, stderr } = await run(join(REPO, 'tools/kafka/tool.sh'), args, {
+      timeout: 120_000,
+      maxBuffer: 64 * 1024 * 1024,
+    })
+    return { code: 0, stdout, stderr }
+  } catch (e) {
+    const err = e as { code?: unknown; stdout?: string; stderr?: string; message: string }
+    if (typeof err.code !== 'number') throw e // not run at all, or timed out
+    return { code: err.code, stdout: err.stdout ?? '', stderr: err.stderr ?? '' }
+  }
+}
+
 /** Runs `tool` (e.g. `kafka-topics`) with `args`; its stdout, or an error with both outputs. */
 export async function kafkaTool(...args: string[]): Promise<string> {
   try {
