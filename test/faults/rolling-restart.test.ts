@@ -9,7 +9,9 @@
  * leader while the stopping node still answered (never a refused or cut connection, never while a
  * node is down, restarting or rejoining); the default producer sees no error, no duplicate, and no
  * partition goes long without an acknowledgement; every acknowledged record is read back where
- * its ack said. `bench/rolling-restart.ts` runs the same against Apache Kafka and prints both.
+ * its ack said. The same with kill -9 instead of SIGTERM: only the sends in flight to the killed
+ * leader fail (NetworkException), never one refused by a new leader as NOT_LEADER_OR_FOLLOWER.
+ * `bench/rolling-restart.ts` (`STOP=kill` for the second) runs the same against Apache Kafka.
  *
  *   ROLLING_RESTART_ROUNDS=3 node --test test/faults/rolling-restart.test.ts
  */
@@ -63,4 +65,40 @@ test('rolling restart under Java producers: only leadership moves fail a send wi
   assert.deepEqual({ failed: retrying.failed, duplicates: retrying.duplicates }, { failed: 0, duplicates: 0 })
   for (const [partition, gapMs] of Object.entries(retrying.maxAckGapMs))
     assert.ok(gapMs <= ACK_GAP_MS_MAX, `partition ${partition} went ${gapMs} ms without an ack:${timeline}`)
+})
+
+test('kill -9 of each node in turn under Java producers: the new leaders never refuse a send as NOT_LEADER_OR_FOLLOWER', {
+  timeout: 180_000 + ROUNDS * 180_000,
+}, async () => {
+  await cluster?.kill()
+  cluster = await WeirCluster.start({ nodes: 3, prefix: 'weir-rolling-kill-' })
+  const c = cluster
+  const result = await rollingRestart(
+    {
+      name: 'weir',
+      bootstrap: c.bootstrap,
+      nodes: c.nodes.map((n) => ({
+        id: n.id,
+        port: n.port,
+        stop: () => n.process.kill(),
+        start: () => n.process.start(60_000),
+      })),
+    },
+    { rounds: ROUNDS, log: (line) => console.log(line) },
+  )
+  console.log(JSON.stringify({ ...result, timeline: undefined }))
+  const { noretry, default: retrying } = result
+  for (const r of [noretry, retrying]) {
+    assert.ok(r.acked > 1000, `the producer kept sending: ${r.acked} acknowledged`)
+    assert.deepEqual(r.lostSamples, [], 'acknowledged records read back where their ack said')
+    assert.equal(r.lost, 0)
+  }
+  // Only the sends in flight to the killed leader fail (its connection is cut): a new leader
+  // answers as the leader from the moment Metadata names it.
+  assert.deepEqual(
+    result.failures.filter((f) => f.exception !== 'NetworkException'),
+    [],
+    `only the killed leader's cut connections:\n${result.timeline.join('\n')}`,
+  )
+  assert.deepEqual({ failed: retrying.failed, duplicates: retrying.duplicates }, { failed: 0, duplicates: 0 })
 })
