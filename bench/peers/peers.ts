@@ -563,7 +563,7 @@ async function franzLatency(
 /**
  * franz-go consume from offset 0, no group: records/s from the first record received and from the
  * process start. `-pools` (kgo.WithPools, a record-slice pool) is its fastest path measured here
- * (docs/performance.md, "franz-go"); `--franz-args` adds more.
+ * (docs/performance.md, "Running the benchmarks"); `--franz-args` adds more.
  */
 async function franzConsume(k: KafkaLike, topic: string, n: number) {
   const extra = opts['franz-args'].split(' ').filter((x) => x !== '')

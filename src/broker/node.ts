@@ -205,7 +205,7 @@ export class WeirNode {
     // One pacer for the node's listeners: a minor GC per 8 MiB of requests read. The full one per
     // 64 MiB that it also ran where V8 counts ArrayBuffers in its global limit (`weir start`) freed
     // promoted produce frames; with frames pooled it cost produce CPU for no RSS (docs/performance.md,
-    // session 8), and `WEIR_READ_GC_MAJORS=1` brings it back (read-gc-pacer.ts).
+    // "Memory"), and `WEIR_READ_GC_MAJORS=1` brings it back (read-gc-pacer.ts).
     const collect = v8Gc()
     const readGc =
       collect === null

@@ -347,7 +347,7 @@ export class Partition {
   /**
    * The log's write tail: the broker's 12 MiB where other replicas fetch from it (they run several
    * MB behind a pipelining producer at acks=all), 1 MiB, a few fetches of a tailing consumer, where
-   * none do: it is memory that would otherwise be freed (docs/performance.md, session 6).
+   * none do: it is memory that would otherwise be freed (docs/performance.md, "Memory").
    */
   #boundTail(a: PartitionAssignment): void {
     this.log.setTailBytesMax(a.replicas.length > 1 ? BROKER_TAIL_BYTES_MAX : TAIL_BYTES_MAX_DEFAULT)

@@ -241,7 +241,7 @@ export class ReplicaManager {
    * became led is woken (`#followerWatchers`).
    * Otherwise a follower's long poll for its other partitions, sent before it knew of the new one,
    * held every acks=all write to it for up to replica.fetch.wait.max.ms (a new topic's first
-   * writes on 3 nodes: p99 300-400 ms at 20,000 records/s; docs/performance.md, session 8).
+   * writes on 3 nodes: p99 300-400 ms at 20,000 records/s; docs/performance.md, "Known bottlenecks").
    */
   readonly #joining = new Map<BrokerId, Map<string, number>>()
   /**

@@ -1,7 +1,7 @@
 /**
  * The replica fetcher's link to a leader over the wire: Fetch (v12+, for `lastFetchedEpoch` and
  * divergence; v15+ carries `replicaState` with this broker's epoch) and ListOffsets as a replica,
- * on the leader's inter-broker listener from its registration. Sessionless full fetches (session 0,
+ * on the leader's inter-broker listener from its registration. Sessionless full fetches (session id 0,
  * epoch -1). It connects lazily and reconnects after a failure.
  */
 import { type FrameBuffers, KafkaConnection } from '../client/index.ts'

@@ -3,8 +3,8 @@
  * Buffer (Node gives server sockets no reusable read buffer), and a produce frame that spans reads
  * is assembled into one more: they die within a request, but V8 frees their memory only at a GC,
  * and the JS allocation that normally starts one is small beside them, so tens of MB of dead reads
- * piled up before the external-memory volume started a full collection (docs/performance.md, "Peak
- * RSS under load"). A minor GC every `everyBytes` frees them young, for about a millisecond each.
+ * piled up before the external-memory volume started a full collection (docs/performance.md,
+ * "Memory"). A minor GC every `everyBytes` frees them young, for about a millisecond each.
  */
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -12,8 +12,8 @@ import { runInNewContext } from 'node:vm'
 /** 8 MiB of requests between minor GCs: a 1 ms scavenge per 8 MiB is ~1% of a core at 100 MB/s. */
 export const GC_EVERY_READ_BYTES_DEFAULT = 8 * 1024 * 1024
 /**
- * With `WEIR_READ_GC_MAJORS=1` (off by default since session 8: produce frames are pooled, and the
- * full GCs cost produce CPU for no peak RSS), where V8 counts ArrayBuffers in its global limit
+ * With `WEIR_READ_GC_MAJORS=1` (off by default: with produce frames pooled, the full GCs cost
+ * produce CPU for no lower peak RSS), where V8 counts ArrayBuffers in its global limit
  * (`tuneV8ForBroker`), every 8th collection (64 MiB of requests) is a full one. Frames that outlived a few scavenges (held by an acks=all request or
  * the write tail) are promoted, and once dead only a full GC frees them; the global limit lets them
  * pile up (peak RSS of a 1M x 100 B kcat produce 133 MB without the flag, 172 with it, 139 with it

@@ -63,7 +63,7 @@ describe('tuneV8ForBroker', () => {
     const untuned = youngGenerationMBAfterChurn(false)
     const tuned = youngGenerationMBAfterChurn(true)
     assert.ok(untuned >= 16, `V8's default: ${untuned} MB`)
-    // Pinned: 2-2.5 MB alone, 6 MB once in a loaded CI run; V8's default grows to 32 MB here.
+    // Pinned: 2-2.5 MB alone, 6 MB once under the full suite's load; V8's default grows to 32 MB here.
     assert.ok(tuned <= 8, `pinned: ${tuned} MB`)
   })
 

@@ -17,7 +17,7 @@
  * 176 MB peak in a bench:peers run. A broker allocates little on its JS heap (batches stay bytes;
  * the read pacer scavenges every 8 MiB of requests anyway), so once warm the small young generation
  * costs nothing measurable; a fresh process spends ~40% more CPU on its first few million records
- * (docs/performance.md, session 6). The flag cannot cap the size (V8
+ * (docs/performance.md, "Memory"). The flag cannot cap the size (V8
  * reads `--max-semi-space-size` only when the heap is set up), hence the collection first, which
  * also drops what start-up left: ~20-30 ms, once. WEIR_V8_YOUNG_GENERATION_PINNED=0 leaves V8's
  * default.

@@ -295,7 +295,7 @@ function filterBatch(
   rule: RetainRule,
   stats: CleanerStats,
 ): Buffer | null {
-  if (isControl(header.attributes)) return bytes // transaction markers: kept (transactions are a later issue)
+  if (isControl(header.attributes)) return bytes // transaction markers: kept (transactions are not implemented yet)
   const { records } = decodeBatch(bytes, 0, { verifyCrc: false })
   stats.recordsRead += records.length
   const horizonMs = hasDeleteHorizon(header.attributes) ? Number(header.baseTimestamp) : null

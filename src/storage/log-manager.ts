@@ -58,7 +58,7 @@ export interface LogManagerOptions {
   readonly defaultLogConfig?: LogConfig
   /** The config of a topic's logs (topic overrides over the defaults). */
   readonly topicConfig?: (topic: string) => LogConfig
-  /** Leader-epoch and producer-state hooks for a partition (a later issue). */
+  /** Leader-epoch and producer-state hooks for a partition (replication's). */
   readonly hooksFor?: (topic: string, partition: number) => LogHooks
   /**
    * How far the cleaner may go in a partition (exclusive): its high watermark, so records not yet

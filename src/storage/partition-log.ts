@@ -38,7 +38,7 @@ export const ListOffsetsTimestamp = {
 } as const
 
 /**
- * Where leader-epoch and producer state plug in (a later issue). Called in offset order, inside the
+ * Where leader-epoch and producer state (replication's) plug in. Called in offset order, inside the
  * log's serialization, before the call that caused them resolves.
  */
 export interface LogHooks {

@@ -8,7 +8,7 @@
  * - produce frames that span socket reads (the connection assembles them in a pooled buffer): each
  *   was a new buffer of up to 1 MB that the log's write and its write tail kept alive past a young
  *   collection, so that V8 ran a full mark-compact per ~10 MB produced (docs/performance.md,
- *   session 8).
+ *   "Memory").
  *
  * A lent buffer can have several holders (a produce frame: the connection until its response is
  * written, the log until the bytes are written, the write tail while it keeps them, each fetch
