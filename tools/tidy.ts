@@ -1,7 +1,9 @@
 /**
  * tidy: checks that src/ keeps the shape DESIGN.md draws: the import arrows between modules, entry
  * through each module's index.ts, node:* only at the edges, time and randomness only through the
- * io ports, kebab-case file names, and an index.ts and README.md per module.
+ * io ports, kebab-case file names, and an index.ts and README.md per module. And that src/, docs/
+ * and every README.md describe the software, not the process that built it ("session 8",
+ * "issue 10", "another engineer").
  *
  * Run: `node tools/tidy.ts [root]` (root defaults to the repository). Prints `file:line: message`
  * per violation and exits 1 if there is any.
@@ -83,6 +85,27 @@ const MODULE_FILES = ['index.ts', 'README.md'] as const
 
 const KEBAB_CASE = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
 
+/**
+ * Phrases that speak of how Weir was built (a work session, a numbered issue, the people) instead
+ * of what it is: a document or comment gives the reason for a choice, and the history is in git.
+ * Kafka's own sessions are not matched: `session.timeout.ms`, a session of 10 s or 2000 ms, fetch
+ * session id 0, group and broker sessions.
+ */
+const PROCESS_TALK: readonly RegExp[] = [
+  /\bsessions?\s+\d+\b(?!\s*(?:ms|s|seconds?|minutes?)\b)/gi,
+  /\bthis\s+session\b/gi,
+  /\b(?:other|another)\s+engineers?\b/gi,
+  /\bissues?\s+\d+\b/gi,
+  /\ba\s+later\s+issue\b/gi,
+  /\bfound\s+by\s+(?:a\s+)?review\b/gi,
+]
+
+/** Files under src/ whose text (comments included) PROCESS_TALK checks; docs/ and READMEs: `.md`. */
+const PROSE_IN_SRC = /\.(?:ts|js|mjs|md|c|h)$/
+
+/** Folders never searched for READMEs: dependencies, build output, dot-folders (.git, .cache). */
+const SKIPPED_FOLDERS: ReadonlySet<string> = new Set(['node_modules', 'dist', 'build'])
+
 // ---------------------------------------------------------------------------------------------
 
 export type Rule =
@@ -92,6 +115,7 @@ export type Rule =
   | 'banned-call'
   | 'file-name'
   | 'module-layout'
+  | 'process-talk'
 
 export interface Violation {
   /** Path relative to the root, with `/` separators. */
@@ -110,7 +134,7 @@ function isModuleName(name: string): boolean {
   return Object.hasOwn(MODULE_IMPORTS, name)
 }
 
-/** Check `rootDir/src`. Violations come sorted by file, line and rule. */
+/** Check `rootDir/src`, and the prose of src/, docs/ and every README.md. Violations come sorted by file, line and rule. */
 export function tidy(rootDir: string): Violation[] {
   const violations: Violation[] = []
   const srcDir = join(rootDir, 'src')
@@ -121,6 +145,9 @@ export function tidy(rootDir: string): Violation[] {
   for (const { path, isDirectory } of walk(srcDir, 'src')) {
     checkName(path, isDirectory, violations)
     if (!isDirectory) checkSource(path, readFileSync(join(rootDir, path), 'utf8'), violations)
+  }
+  for (const path of proseFiles(rootDir)) {
+    checkProcessTalk(path, readFileSync(join(rootDir, path), 'utf8'), violations)
   }
   return violations.sort(
     (a, b) =>
@@ -143,6 +170,48 @@ function* walk(dir: string, relDir: string): Generator<{ path: string; isDirecto
       yield* walk(join(dir, entry.name), path)
     } else if (entry.isFile() && entry.name.endsWith('.ts')) {
       yield { path, isDirectory: false }
+    }
+  }
+}
+
+/** Every file of any kind under `dir`, in name order, skipping SKIPPED_FOLDERS and dot-entries. */
+function* allFiles(dir: string, relDir: string): Generator<string> {
+  const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => compare(a.name, b.name))
+  for (const entry of entries) {
+    if (entry.name.startsWith('.') || SKIPPED_FOLDERS.has(entry.name)) continue
+    const path = relDir === '' ? entry.name : `${relDir}/${entry.name}`
+    if (entry.isDirectory()) yield* allFiles(join(dir, entry.name), path)
+    else if (entry.isFile()) yield path
+  }
+}
+
+/** The files PROCESS_TALK reads: src/'s sources and prose, docs/'s Markdown, every README.md. */
+function proseFiles(rootDir: string): string[] {
+  const paths = new Set<string>()
+  for (const path of allFiles(rootDir, '')) {
+    const isSrc = path.startsWith('src/') && PROSE_IN_SRC.test(path)
+    const isDoc = path.startsWith('docs/') && path.endsWith('.md')
+    if (isSrc || isDoc || path === 'README.md' || path.endsWith('/README.md')) paths.add(path)
+  }
+  return [...paths]
+}
+
+/**
+ * Reports each PROCESS_TALK phrase, also one wrapped over lines: a line break and what continues a
+ * comment (`//`, `*`, `#`) count as spaces, replaced by as many so that offsets keep their lines.
+ */
+function checkProcessTalk(path: string, text: string, out: Violation[]): void {
+  const joined = text.replace(/\n[ \t]*(?:\/\/+|\*(?!\/)|#+)?/g, (gap) => ' '.repeat(gap.length))
+  for (const pattern of PROCESS_TALK) {
+    for (const match of joined.matchAll(pattern)) {
+      let line = 1
+      for (let i = text.indexOf('\n'); i >= 0 && i < match.index; i = text.indexOf('\n', i + 1)) line++
+      out.push({
+        file: path,
+        line,
+        rule: 'process-talk',
+        message: `'${match[0].replace(/\s+/g, ' ')}' speaks of how Weir was built: describe the software (its history is in git)`,
+      })
     }
   }
 }

@@ -402,6 +402,94 @@ describe('tidy: names and layout', () => {
   })
 })
 
+describe('tidy: process talk', () => {
+  const phrases = [
+    'as measured in session 8',
+    'Session 9 (2026-12-01): every consume after its produce',
+    'the figures of sessions 7 and 8',
+    'with the failover work of this session',
+    'while other engineers ran their builds',
+    "another engineer's uncommitted changes",
+    "issue 10's consume target",
+    'Issue 3: the append path',
+    'transactions are a later issue',
+    'one way to reuse a frame early, found by review',
+    'found by a review of the change',
+  ]
+
+  it('reports each phrase in src/ (code and prose), docs/ and any README.md, on its line', () => {
+    const prose = phrases.join('\n')
+    const lines = (file: string) => phrases.map((_, i) => `${file}:${i + 1} process-talk`)
+    assert.deepEqual(
+      check(['storage'], {
+        'src/storage/segment.ts': phrases.map((p) => `// ${p}`).join('\n'),
+        'src/storage/notes.md': prose,
+        'docs/performance.md': prose,
+        'README.md': prose,
+        'bench/peers/README.md': prose,
+      }),
+      [
+        ...lines('README.md'),
+        ...lines('bench/peers/README.md'),
+        ...lines('docs/performance.md'),
+        ...lines('src/storage/notes.md'),
+        ...lines('src/storage/segment.ts'),
+      ],
+    )
+  })
+
+  it('catches a phrase wrapped over lines, in a comment or in Markdown', () => {
+    assert.deepEqual(
+      check(['storage'], {
+        'src/storage/segment.ts':
+          '/**\n * Hooks plug in here (a later\n * issue).\n */\n// measured in session\n// 8\n',
+        'docs/notes.md': 'Left to a\nlater issue.\n',
+      }),
+      [
+        'docs/notes.md:1 process-talk',
+        'src/storage/segment.ts:2 process-talk',
+        'src/storage/segment.ts:5 process-talk',
+      ],
+    )
+  })
+
+  it("does not report Kafka's sessions or other uses of the words", () => {
+    const text = [
+      '// session.timeout.ms and broker.session.timeout.ms',
+      '// The follower keeps heartbeating (session 10 s) but never rejoins.',
+      '// a session of 2000 ms; sessions 45 seconds long; a 9 s session',
+      '// Sessionless full fetches (session id 0, epoch -1)',
+      '// a new session, InitProducerId; the last broker session; fetch sessions',
+      '// completions fed back in issue order; the token issue timestamp',
+      '// the engineers of Kafka; tests reviewed by review tools',
+    ].join('\n')
+    assert.deepEqual(check(['storage'], { 'src/storage/segment.ts': text, 'docs/kafka.md': text }), [])
+  })
+
+  it('reads only src/, docs/ and README.md files', () => {
+    assert.deepEqual(
+      check(['storage'], {
+        'test/unit/x.test.ts': '// session 8',
+        'tools/notes.md': 'issue 10',
+        'bench/notes.md': 'another engineer',
+        'node_modules/pkg/README.md': 'session 8',
+        'dist/src/README.md': 'session 8',
+        '.cache/README.md': 'session 8',
+        'test/sim/README.md': 'as in this session',
+      }),
+      ['test/sim/README.md:1 process-talk'],
+    )
+  })
+
+  it('names the phrase in its message', () => {
+    const [v] = tidy(tree(['storage'], { 'docs/perf.md': 'Figures from\nsession 8.\n' }))
+    assert.match(
+      formatViolation(v!),
+      /^docs\/perf\.md:2: 'session 8' speaks of how Weir was built.*\(process-talk\)$/,
+    )
+  })
+})
+
 describe('tokenizer', () => {
   it('tells regular expressions from division', () => {
     const kinds = (s: string) => tokenize(s).map((t) => `${t.kind}:${t.value}`)
