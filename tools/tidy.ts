@@ -1,9 +1,9 @@
 /**
- * tidy: checks that src/ keeps the shape DESIGN.md draws: the import arrows between modules, entry
- * through each module's index.ts, node:* only at the edges, time and randomness only through the
- * io ports, kebab-case file names, and an index.ts and README.md per module. And that src/, docs/
- * and every README.md describe the software, not the process that built it ("session 8",
- * "issue 10", "another engineer").
+ * tidy: checks that src/ keeps the shape docs/DESIGN.md and docs/ARCHITECTURE.md draw: the import
+ * arrows between modules, entry through each module's index.ts, node:* only at the edges, time and
+ * randomness only through the io ports, kebab-case file names, and an index.ts and README.md per
+ * module. And that src/, docs/ and every README.md describe the software, not the process that
+ * built it ("session 8", "issue 10", "another engineer").
  *
  * Run: `node tools/tidy.ts [root]` (root defaults to the repository). Prints `file:line: message`
  * per violation and exits 1 if there is any.
@@ -13,7 +13,8 @@ import { isBuiltin } from 'node:module'
 import { join, posix, resolve } from 'node:path'
 
 // ---------------------------------------------------------------------------------------------
-// The rules, in one place. Change DESIGN.md and this table together.
+// The rules, in one place. Change docs/ARCHITECTURE.md (the module map of docs/DESIGN.md) and this
+// table together.
 // ---------------------------------------------------------------------------------------------
 
 /**
@@ -27,10 +28,10 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   raft: '', // the KRaft core: pure
   metadata: 'protocol',
   config: '', // the catalog of Kafka config keys: pure, imports only model
-  storage: 'protocol io config', // DESIGN.md says protocol/records; all of protocol is allowed
+  storage: 'protocol io config', // record batches and error codes; all of protocol is allowed
   client: 'protocol io', // Kafka-protocol requests to other nodes over the Transport port
   quorum: 'raft storage protocol io client',
-  controller: 'quorum metadata protocol io config', // not drawn in DESIGN.md: appends records via the quorum
+  controller: 'quorum metadata protocol io config', // appends records via the quorum
   replication: 'storage metadata protocol io client config',
   coordinator: 'replication storage metadata protocol io config',
   server: 'io protocol storage raft quorum metadata controller replication coordinator client config',
