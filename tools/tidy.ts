@@ -236,7 +236,7 @@ function checkModuleLayout(srcDir: string, out: Violation[]): void {
         file: path,
         line: 1,
         rule: 'module-layout',
-        message: `unknown module '${entry.name}': not in DESIGN.md's module map (add it there and to tidy's MODULE_IMPORTS)`,
+        message: `unknown module '${entry.name}': not in docs/ARCHITECTURE.md's module map (add it there and to tidy's MODULE_IMPORTS)`,
       })
       continue
     }

@@ -69,7 +69,7 @@ describe('tidy: import arrows', () => {
     assert.ok(violations.every((v) => v.rule === 'import-arrow'))
   })
 
-  it('spells out the arrows of DESIGN.md', () => {
+  it('spells out the arrows of docs/ARCHITECTURE.md', () => {
     const may = (from: string, to: string) => to === 'model' || MODULE_IMPORTS[from]!.includes(to)
     assert.equal(may('protocol', 'io'), false)
     assert.equal(may('raft', 'storage'), false)
