@@ -148,8 +148,33 @@ async function connections(cluster: EmbeddedCluster, node: number, n: number): P
   return Promise.all(Array.from({ length: n }, (_, i) => openConnection({ host, port }, `serving-${i}`)))
 }
 
+/** Creates `topic` with PARTITIONS partitions, partition `i` on replicas `replicasOf(i)` (the first leads). */
+async function createTopic(
+  conn: KafkaConnection,
+  topic: string,
+  replicasOf: (i: number) => number[],
+): Promise<void> {
+  const created = await conn.request(apis.CreateTopics, 5, {
+    topics: [
+      {
+        name: topic as TopicName,
+        numPartitions: -1,
+        replicationFactor: -1,
+        assignments: Array.from({ length: PARTITIONS }, (_, partitionIndex) => ({
+          partitionIndex,
+          brokerIds: replicasOf(partitionIndex) as BrokerId[],
+        })),
+        configs: [],
+      },
+    ],
+    timeoutMs: 10_000,
+    validateOnly: false,
+  })
+  assert.equal(created.topics[0]?.errorCode, ErrorCode.None, `created ${topic}`)
+}
+
 /**
- * Creates `topic` with partition `i` led by `leaderOf(i)` and sends every partition API to each
+ * Creates `topic` with partition `i` led by `replicasOf(i)[0]` and sends every partition API to each
  * leader the moment Metadata (asked of that leader) names it.
  */
 async function createAndHitAtOnce(
@@ -164,23 +189,7 @@ async function createAndHitAtOnce(
     if (!byLeader.has(leader)) byLeader.set(leader, await connections(cluster, leader - 1, 7))
   }
   try {
-    const created = await admin[0]!.request(apis.CreateTopics, 5, {
-      topics: [
-        {
-          name: topic as TopicName,
-          numPartitions: -1,
-          replicationFactor: -1,
-          assignments: Array.from({ length: PARTITIONS }, (_, partitionIndex) => ({
-            partitionIndex,
-            brokerIds: replicasOf(partitionIndex) as BrokerId[],
-          })),
-          configs: [],
-        },
-      ],
-      timeoutMs: 10_000,
-      validateOnly: false,
-    })
-    assert.equal(created.topics[0]?.errorCode, ErrorCode.None, `created ${topic}`)
+    await createTopic(admin[0]!, topic, replicasOf)
     await Promise.all(
       [...byLeader].map(async ([leader, conns]) => {
         const mine = Array.from({ length: PARTITIONS }, (_, i) => i).filter(
@@ -312,23 +321,7 @@ describe('three nodes', () => {
       [3, await connections(c, 2, 7)],
     ])
     try {
-      const created = await admin[0]!.request(apis.CreateTopics, 5, {
-        topics: [
-          {
-            name: topic as TopicName,
-            numPartitions: -1,
-            replicationFactor: -1,
-            assignments: Array.from({ length: PARTITIONS }, (_, partitionIndex) => ({
-              partitionIndex,
-              brokerIds: [1, 2 + (partitionIndex % 2), 3 - (partitionIndex % 2)] as BrokerId[],
-            })),
-            configs: [],
-          },
-        ],
-        timeoutMs: 10_000,
-        validateOnly: false,
-      })
-      assert.equal(created.topics[0]?.errorCode, ErrorCode.None)
+      await createTopic(admin[0]!, topic, (i) => [1, 2 + (i % 2), 3 - (i % 2)])
       // Wait for a full ISR everywhere, so that either survivor may be elected.
       const fullIsr = performance.now() + 20_000
       for (;;) {
