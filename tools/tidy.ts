@@ -36,6 +36,7 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   coordinator: 'replication storage metadata protocol io config',
   server: 'io protocol storage raft quorum metadata controller replication coordinator client config',
   broker: 'io protocol storage raft quorum metadata controller replication coordinator server client config',
+  security: 'protocol io config', // authentication (SASL, TLS principals) and authorization: pure but for hashing
   cli: 'protocol io client config broker', // over the wire to clusters; `weir start` hosts a node (broker)
   console: 'protocol io client',
 })
@@ -57,6 +58,7 @@ const NODE_IMPORT_MODULES: ReadonlySet<string> = new Set(['io', 'server', 'broke
 /** Single exceptions to NODE_IMPORT_MODULES: a folder and the builtins it may import. */
 const NODE_IMPORT_ALLOWANCES: readonly { dir: string; specifiers: readonly string[]; why: string }[] = [
   { dir: 'src/protocol/records/', specifiers: ['node:zlib', 'node:buffer'], why: 'record compression' },
+  { dir: 'src/security/', specifiers: ['node:crypto'], why: 'hashes, HMACs and signatures (randomness comes from the Random port)' },
 ]
 
 /** Modules that may read real time and randomness and set real timers; the rest use the io ports. */
