@@ -13,10 +13,15 @@ const users = plainUsersFromJaas(
 )
 
 function server(connectionsMaxReauthMs = 0): PlainSaslServer {
-  return new PlainSaslServer({ authenticate: plainAuthenticatorFromUsers(users), nowMs: () => 0, connectionsMaxReauthMs })
+  return new PlainSaslServer({
+    authenticate: plainAuthenticatorFromUsers(users),
+    nowMs: () => 0,
+    connectionsMaxReauthMs,
+  })
 }
 
-const message = (authzid: string, user: string, password: string) => Buffer.from(`${authzid}\0${user}\0${password}`)
+const message = (authzid: string, user: string, password: string) =>
+  Buffer.from(`${authzid}\0${user}\0${password}`)
 
 describe('parsePlainMessage', () => {
   it('splits authzid, authcid and password, keeping the password as bytes', () => {
