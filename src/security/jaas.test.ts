@@ -56,6 +56,7 @@ describe('parseJaasConfig', () => {
       ['a', 'Login module control flag not specified in JAAS config'],
       ['a ;', 'Login module control flag is not available in the JAAS config'],
       ['a maybe;', "Invalid login module control flag 'maybe' in JAAS config"],
+      ['a "hunter2";', 'Invalid login module control flag in JAAS config'],
       ['a required k="v"', 'JAAS config entry not terminated by semi-colon'],
       ['a required k=3600;', "Value not specified for key 'k' in JAAS config"],
       ['a required k;', "Value not specified for key 'k' in JAAS config"],
@@ -67,6 +68,23 @@ describe('parseJaasConfig', () => {
     for (const [text, message] of cases) {
       assert.throws(() => parseJaasConfig(text), { name: 'JaasConfigError', message }, text)
     }
+  })
+
+  it("parses as Kafka 4.0's JaasConfig does (its results captured with jshell)", () => {
+    const ok = (text: string) =>
+      parseJaasConfig(text).map((e) => [e.loginModule, e.controlFlag, Object.fromEntries(e.options)])
+    assert.deepEqual(ok('a required k="unterminated\n;'), [['a', 'required', { k: 'unterminated' }]])
+    assert.deepEqual(ok('a required \u00e9=\u00fc;'), [['a', 'required', { '\u00e9': '\u00fc' }]])
+    assert.deepEqual(ok("a required;b required k='v';"), [
+      ['a', 'required', {}],
+      ['b', 'required', { k: 'v' }],
+    ])
+    const failures: [string, string][] = [
+      ['a required k=-x;', "Value not specified for key 'k' in JAAS config"],
+      ['a required k=1abc;', "Value not specified for key 'k' in JAAS config"],
+      ['a required k=x/y;', 'JAAS config entry not terminated by semi-colon'],
+    ]
+    for (const [text, message] of failures) assert.throws(() => parseJaasConfig(text), { message }, text)
   })
 
   it('never names a value in an error', () => {

@@ -158,7 +158,9 @@ function controlFlag(token: Token): JaasControlFlag {
   if (lower === 'required' || lower === 'requisite' || lower === 'sufficient' || lower === 'optional') {
     return lower
   }
-  throw new JaasConfigError(`Invalid login module control flag '${flag}' in JAAS config`)
+  // A quoted flag is likely a misplaced value, which may be a password: Kafka would echo it.
+  const shown = token.type === 'word' ? ` '${flag}'` : ''
+  throw new JaasConfigError(`Invalid login module control flag${shown} in JAAS config`)
 }
 
 function parseEntry(first: Token, tokenizer: JaasTokenizer): JaasEntry {
