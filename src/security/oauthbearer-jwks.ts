@@ -238,7 +238,7 @@ export class RefreshingJwks implements JwksKeySource {
   /** The first fetch; rejects if it fails or is not a key set. Then refreshes on the clock. */
   async init(): Promise<void> {
     this.#keys = await this.#fetchKeySet()
-    this.#schedule(this.#options.refreshMs ?? 3_600_000)
+    if (this.#timer === null) this.#schedule(this.#options.refreshMs ?? 3_600_000)
   }
 
   keySet(): JSONWebKeySet {

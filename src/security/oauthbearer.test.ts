@@ -137,6 +137,15 @@ describe('unsecured validator', () => {
     assert.deepEqual([...token.scope], ['a', 'b'])
   })
 
+  it('reads sections in either base64 alphabet', async () => {
+    const v = unsecuredValidator(defaults, () => NOW_MS)
+    const claims = { sub: '??>>', exp: NOW_S + 60 } // encodes with '/' and '+', or '_' and '-'
+    const standard = `${Buffer.from('{"alg":"none"}').toString('base64')}.${Buffer.from(JSON.stringify(claims)).toString('base64')}.`
+    assert.match(standard, /[+/]/)
+    assert.equal((await v.validate(standard)).principalName, '??>>')
+    assert.equal((await v.validate(unsecured(claims))).principalName, '??>>')
+  })
+
   it("refuses bad tokens with Kafka's reasons", async () => {
     const v = unsecuredValidator({ ...defaults, requiredScope: ['write'], clockSkewMs: 1000 }, () => NOW_MS)
     const good = { sub: 'alice', exp: NOW_S + 60, scope: 'write' }

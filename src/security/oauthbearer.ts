@@ -247,14 +247,16 @@ export function unsecuredValidatorOptionsFromJaas(entry: JaasEntry): UnsecuredVa
   }
 }
 
-const BASE64URL = /^[A-Za-z0-9_-]*={0,2}$/
+/** Either alphabet: RFC 7515 says base64url, Kafka 4.0 decodes with Java's basic (standard) decoder. */
+const BASE64_EITHER = /^[A-Za-z0-9+/_-]*={0,2}$/
 
 /** One JOSE section as a JSON object. */
 function decodeSection(section: string): Record<string, unknown> {
-  if (!BASE64URL.test(section)) throw new OAuthBearerValidationError('malformed Base64 URL encoded value')
+  if (!BASE64_EITHER.test(section)) throw new OAuthBearerValidationError('malformed Base64 URL encoded value')
   let value: unknown
   try {
-    value = JSON.parse(Buffer.from(section, 'base64url').toString('utf8'))
+    // Node's base64 decoder reads both alphabets.
+    value = JSON.parse(Buffer.from(section, 'base64').toString('utf8'))
   } catch {
     throw new OAuthBearerValidationError('malformed JSON')
   }
