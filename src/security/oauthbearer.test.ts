@@ -137,6 +137,23 @@ describe('unsecured validator', () => {
     assert.deepEqual([...token.scope], ['a', 'b'])
   })
 
+  it("accepts a token made by Kafka 4.0's OAuthBearerUnsecuredLoginCallbackHandler", async () => {
+    // jshell, kafka-clients-4.0.0.jar: unsecuredLoginStringClaim_sub="al?ce>>",
+    // unsecuredLoginListClaim_scope=",read,write", unsecuredLoginLifetimeSeconds="3600"
+    const kafkaToken =
+      'eyJhbGciOiJub25lIn0.eyJleHAiOjEuNzk2MTc2MTgyMjE5RTksImlhdCI6MS43OTYxNzI1ODIyMjFFOSwic2NvcGUiOlsicmVhZCIsIndyaXRlIl0sInN1YiI6ImFsP2NlPj4ifQ.'
+    const v = unsecuredValidator({ ...defaults, requiredScope: ['write'] }, () => 1_796_172_583_130)
+    const token = await v.validate(kafkaToken)
+    assert.equal(token.principalName, 'al?ce>>')
+    assert.equal(token.lifetimeMs, 1_796_176_182_219)
+    assert.equal(token.startTimeMs, 1_796_172_582_221)
+    assert.deepEqual([...token.scope], ['read', 'write'])
+    const step = await new OAuthBearerSaslServer({ validator: v, nowMs: () => 1_796_172_583_130 }).evaluate(
+      initial(kafkaToken),
+    )
+    assert.equal(step.kind === 'complete' && step.sessionLifetimeMs, 3_599_089)
+  })
+
   it('reads sections in either base64 alphabet', async () => {
     const v = unsecuredValidator(defaults, () => NOW_MS)
     const claims = { sub: '??>>', exp: NOW_S + 60 } // encodes with '/' and '+', or '_' and '-'
