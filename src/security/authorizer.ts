@@ -107,16 +107,6 @@ function principalKeys(principal: KafkaPrincipal): readonly string[] {
   return own === WILDCARD_PRINCIPAL ? [own] : [own, WILDCARD_PRINCIPAL]
 }
 
-/** The resource types an ACL may have; ANY and UNKNOWN only filter. */
-const CONCRETE_RESOURCE_TYPES: readonly ResourceType[] = [
-  ResourceType.Topic,
-  ResourceType.Group,
-  ResourceType.Cluster,
-  ResourceType.TransactionalId,
-  ResourceType.DelegationToken,
-  ResourceType.User,
-]
-
 export class StandardAuthorizer {
   readonly #superUsers: ReadonlySet<string>
   readonly #noAclResult: AuthorizationResult
@@ -235,7 +225,7 @@ export class StandardAuthorizer {
   #candidates(filter: AclBindingFilter): StandardAcl[] | null {
     const name = filter.resourceName
     if (name === null) return null
-    const types = filter.resourceType === ResourceType.Any ? CONCRETE_RESOURCE_TYPES : [filter.resourceType]
+    const types = filter.resourceType === ResourceType.Any ? [...this.#byType.keys()] : [filter.resourceType]
     const out: StandardAcl[] = []
     for (const type of types) {
       const index = this.#byType.get(type)

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { ANONYMOUS_PRINCIPAL, userPrincipal } from './principal.ts'
+import { SslPrincipalMappingError, sslPrincipal } from './ssl-principal.ts'
+import { SslPrincipalMapper } from './ssl-principal-mapper.ts'
 import {
   certificateSubject,
   escapeRfc2253,
@@ -132,5 +135,20 @@ describe('x500 names as Java prints them', () => {
   test("Node's subject object, for the keyword attributes", () => {
     const subject = { C: 'US', O: 'Acme, Inc.', OU: ['eng', 'ops'], CN: 'alice', emailAddress: 'a@b' }
     assert.equal(x500NameFromSubject(subject), 'CN=alice,OU=ops,OU=eng,O=Acme\\, Inc.,C=US')
+  })
+
+  test('the principal of a TLS client, as DefaultKafkaPrincipalBuilder builds it', () => {
+    const cert = der(certificates[2]!.pem) // CN=alice,OU=eng,O=acme,C=US
+    const mapper = SslPrincipalMapper.fromRules('RULE:^CN=(.*?),OU=eng,.*$/$1/U,DEFAULT')
+    assert.deepEqual(sslPrincipal(mapper, cert), userPrincipal('ALICE'))
+    assert.deepEqual(
+      sslPrincipal(SslPrincipalMapper.fromRules(undefined), cert),
+      userPrincipal('CN=alice,OU=eng,O=acme,C=US'),
+    )
+    assert.equal(sslPrincipal(mapper, null), ANONYMOUS_PRINCIPAL)
+    assert.throws(
+      () => sslPrincipal(SslPrincipalMapper.fromRules('RULE:^O=.*$/x/'), cert),
+      SslPrincipalMappingError,
+    )
   })
 })
