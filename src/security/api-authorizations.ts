@@ -285,16 +285,27 @@ const transactionApis: readonly ApiAuthorization[] = [
 ]
 
 const adminApis: readonly ApiAuthorization[] = [
-  entry(ApiKey.CreateTopics, [
-    clusterFirst(Create, topic(Create, 'topics.name')),
-    topic(DescribeConfigs, 'topics.name', {
-      when: 'the configs in the response; denied: topicConfigErrorCode',
-    }),
-  ]),
-  entry(ApiKey.DeleteTopics, [
-    topic(Describe, 'topics.topicId', { when: 'named by topic id; denied: no name in the response' }),
-    topic(Delete, 'topics.name'),
-  ]),
+  entry(
+    ApiKey.CreateTopics,
+    [
+      clusterFirst(Create, topic(Create, 'topics.name')),
+      topic(DescribeConfigs, 'topics.name', {
+        when: 'the configs in the response; denied: topicConfigErrorCode',
+      }),
+    ],
+    'decided by the controller (forwarded in an Envelope)',
+  ),
+  entry(
+    ApiKey.DeleteTopics,
+    [
+      clusterFirst(
+        Delete,
+        topic(Describe, 'topics.topicId', { when: 'named by topic id; denied: no name in the response' }),
+      ),
+      clusterFirst(Delete, topic(Delete, 'topics.name')),
+    ],
+    'decided by the controller (forwarded in an Envelope); DELETE on CLUSTER covers both checks',
+  ),
   entry(ApiKey.CreatePartitions, [topic(Alter, 'topics.name')]),
   entry(ApiKey.DescribeConfigs, configChecks(DescribeConfigs)),
   entry(ApiKey.AlterConfigs, configChecks(AlterConfigs)),
