@@ -154,3 +154,40 @@ export const TOO_MANY_ACLS_TO_DELETE: AclError = {
   errorCode: ErrorCode.UnknownServerError,
   message: `Cannot remove more than ${ACLS_PER_DELETE_MAX} acls in a single delete operation.`,
 }
+
+/** The ACLs of one resource pattern, as a DescribeAcls response lists them. */
+export interface AclsOfPattern {
+  readonly resourceType: ResourceType
+  readonly resourceName: string
+  readonly patternType: PatternType
+  readonly acls: readonly Pick<StandardAcl, 'principal' | 'host' | 'operation' | 'permissionType'>[]
+}
+
+/**
+ * ACLs grouped by resource pattern for a DescribeAcls response (Kafka's
+ * DescribeAclsResponse.aclsResources), patterns and entries in the order given. Kafka lists them in
+ * the order of a Java HashMap, which varies between runs; `acls(filter)` gives Kafka's ACL order.
+ */
+export function groupByPattern(acls: readonly StandardAcl[]): AclsOfPattern[] {
+  const groups = new Map<string, { pattern: StandardAcl; acls: AclsOfPattern['acls'][number][] }>()
+  for (const acl of acls) {
+    const key = JSON.stringify([acl.resourceType, acl.resourceName, acl.patternType])
+    let group = groups.get(key)
+    if (group === undefined) {
+      group = { pattern: acl, acls: [] }
+      groups.set(key, group)
+    }
+    group.acls.push({
+      principal: acl.principal,
+      host: acl.host,
+      operation: acl.operation,
+      permissionType: acl.permissionType,
+    })
+  }
+  return [...groups.values()].map(({ pattern, acls: entries }) => ({
+    resourceType: pattern.resourceType,
+    resourceName: pattern.resourceName,
+    patternType: pattern.patternType,
+    acls: entries,
+  }))
+}

@@ -26,6 +26,7 @@ import {
   checkCreateAclsRequest,
   deleteAclsFilters,
   describeAclsFilter,
+  groupByPattern,
   validateAclCreation,
 } from './acl-requests.ts'
 import { ANONYMOUS_PRINCIPAL, formatPrincipal, PrincipalFormatError, parsePrincipal } from './principal.ts'
@@ -239,5 +240,45 @@ describe('CreateAcls, DescribeAcls and DeleteAcls refusals', () => {
     assert.ok('malformed' in describeAclsFilter({ ...wireFilter, patternTypeFilter: 0 }))
     assert.ok('malformed' in deleteAclsFilters([wireFilter, { ...wireFilter, operation: 0 }]))
     assert.deepEqual(deleteAclsFilters([wireFilter]), [ANY_ACL_FILTER])
+  })
+
+  test('DescribeAcls groups the ACLs by pattern', () => {
+    const read = acl(Topic, 'a', Literal)
+    const write = { ...read, operation: AclOperation.Write }
+    const prefixed = acl(Topic, 'a', Prefixed)
+    assert.deepEqual(groupByPattern([read, prefixed, write]), [
+      {
+        resourceType: Topic,
+        resourceName: 'a',
+        patternType: Literal,
+        acls: [
+          {
+            principal: 'User:alice',
+            host: '*',
+            operation: AclOperation.Read,
+            permissionType: AclPermissionType.Allow,
+          },
+          {
+            principal: 'User:alice',
+            host: '*',
+            operation: AclOperation.Write,
+            permissionType: AclPermissionType.Allow,
+          },
+        ],
+      },
+      {
+        resourceType: Topic,
+        resourceName: 'a',
+        patternType: Prefixed,
+        acls: [
+          {
+            principal: 'User:alice',
+            host: '*',
+            operation: AclOperation.Read,
+            permissionType: AclPermissionType.Allow,
+          },
+        ],
+      },
+    ])
   })
 })
