@@ -1,8 +1,8 @@
 /**
  * What Kafka refuses in CreateAcls, DescribeAcls and DeleteAcls, at each of its three stages:
  * parsing (an UNKNOWN code anywhere: Kafka fails to parse the request and closes the connection),
- * building the bindings (ANY or MATCH in a CreateAcls binding: the whole request answers
- * UNKNOWN_SERVER_ERROR, as Kafka's IllegalArgumentException does), and per binding
+ * building the bindings (ANY or MATCH in a CreateAcls binding: every creation answers
+ * UNKNOWN_SERVER_ERROR without a message, as for Kafka's IllegalArgumentException), and per binding
  * (INVALID_REQUEST for a CLUSTER name other than `kafka-cluster` or an empty name).
  */
 
@@ -31,10 +31,13 @@ type AclCreation = CreateAclsRequestData.AclCreation
 type DeleteAclsFilter = DeleteAclsRequestData.DeleteAclsFilter
 type DescribeAclsRequest = DescribeAclsRequestData.DescribeAclsRequest
 
-/** An error answered for one binding or filter (or for every one), with Kafka's message. */
+/**
+ * An error answered for one binding or filter (or for every one), with Kafka's message: null for
+ * UNKNOWN_SERVER_ERROR, whose message Kafka never sends (ApiError.fromThrowable).
+ */
 export interface AclError {
   readonly errorCode: ErrorCode
-  readonly message: string
+  readonly message: string | null
 }
 
 /**
@@ -44,7 +47,7 @@ export interface AclError {
  */
 export type CreateAclsRefusal =
   | { readonly kind: 'malformed'; readonly message: string }
-  | { readonly kind: 'every-creation'; readonly error: AclError }
+  | { readonly kind: 'every-creation'; readonly error: AclError; readonly reason: string }
 
 /** The wire codes of one binding or filter, as the four enums read them. */
 interface AclCodes {
@@ -93,8 +96,13 @@ export function checkCreateAclsRequest(creations: readonly AclCreation[]): Creat
   if (acls.some(hasUnknown)) return { kind: 'malformed', message: 'CreatableAcls contain unknown elements' }
   for (const acl of acls) {
     const problem = bindingProblem(acl)
-    if (problem !== null)
-      return { kind: 'every-creation', error: { errorCode: ErrorCode.UnknownServerError, message: problem } }
+    if (problem !== null) {
+      return {
+        kind: 'every-creation',
+        error: { errorCode: ErrorCode.UnknownServerError, message: null },
+        reason: problem,
+      }
+    }
   }
   return null
 }
@@ -149,11 +157,11 @@ export function deleteAclsFilters(
 /** The most ACLs one DeleteAcls may remove in Kafka (QuorumController's MAX_RECORDS_PER_USER_OP). */
 export const ACLS_PER_DELETE_MAX = 10_000
 
-/** The error Kafka answers a DeleteAcls filter that matches more than ACLS_PER_DELETE_MAX ACLs. */
-export const TOO_MANY_ACLS_TO_DELETE: AclError = {
-  errorCode: ErrorCode.UnknownServerError,
-  message: `Cannot remove more than ${ACLS_PER_DELETE_MAX} acls in a single delete operation.`,
-}
+/**
+ * The error Kafka answers a DeleteAcls filter once the request's filters match more than
+ * ACLS_PER_DELETE_MAX ACLs (its BoundedListTooLongException, sent without its message).
+ */
+export const TOO_MANY_ACLS_TO_DELETE: AclError = { errorCode: ErrorCode.UnknownServerError, message: null }
 
 /** The ACLs of one resource pattern, as a DescribeAcls response lists them. */
 export interface AclsOfPattern {
