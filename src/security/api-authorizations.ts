@@ -1,5 +1,5 @@
 /**
- * What Kafka 4.0 authorizes for each API (KafkaApis on brokers, ControllerApis on controllers), as
+ * What Kafka authorizes for each API (KafkaApis on brokers, ControllerApis on controllers, as read in Kafka's sources of the 4.0 line), as
  * data the handlers consume: the resource type, the operation, which part of the request names the
  * resource, the error a denial answers and how it shows (the whole request, one resource, or the
  * resource left out). And the authorized-operations bitfields of Metadata, DescribeCluster,
