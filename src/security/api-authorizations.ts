@@ -1,9 +1,10 @@
 /**
- * What Kafka authorizes for each API (KafkaApis on brokers, ControllerApis on controllers, as read in Kafka's sources of the 4.0 line), as
- * data the handlers consume: the resource type, the operation, which part of the request names the
- * resource, the error a denial answers and how it shows (the whole request, one resource, or the
- * resource left out). And the authorized-operations bitfields of Metadata, DescribeCluster,
- * DescribeGroups and ConsumerGroupDescribe (Kafka's AuthHelper.authorizedOperations).
+ * What Kafka authorizes for each API (KafkaApis on brokers, ControllerApis on controllers, as read
+ * in Kafka's sources of the 4.0 line), as data the handlers consume: the resource type, the
+ * operation, which part of the request names the resource, the error a denial answers and how it
+ * shows (the whole request, one resource, or the resource left out). And the authorized-operations
+ * bitfields of Metadata, DescribeCluster, DescribeGroups and ConsumerGroupDescribe (Kafka's
+ * AuthHelper.authorizedOperations).
  */
 import { ApiKey, ErrorCode } from '../protocol/index.ts'
 import { AclOperation, CLUSTER_RESOURCE_NAME, ResourceType } from './acl.ts'
