@@ -6,7 +6,7 @@
  * and applies what the controller answers or metadata records say.
  */
 import type { Clock } from '../io/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import { assert, type BrokerId, type TopicName, type Uuid } from '../model/index.ts'
 import {
   BATCH_HEADER_BYTES,
   type BatchHeader,
@@ -335,7 +335,9 @@ export class Partition {
     }
     for (const id of [...this.#followers.keys()]) if (!a.replicas.includes(id)) this.#followers.delete(id)
     const end = this.log.logEndOffset
-    if (this.#highWatermark > end) this.#highWatermark = end
+    // A leader's high watermark never moves back, and a follower's only where truncation cut below
+    // it (which lowered it then): either way it is within the log, and leading takes it as it is.
+    assert(this.#highWatermark <= end, 'a high watermark past the log end at makeLeader')
     if (this.#highWatermark < this.log.logStartOffset) this.#highWatermark = this.log.logStartOffset
     // With flush.on.ack the high watermark counts this replica's durable end: the tail it fetched
     // as a follower was never flushed, and without a new append nothing would flush it.
@@ -368,7 +370,8 @@ export class Partition {
     this.#isr = a.isr
     this.#followers.clear()
     this.#boundTail(a)
-    if (this.#highWatermark > this.log.logEndOffset) this.#highWatermark = this.log.logEndOffset
+    // As leader it was at most the (durable) log end; as follower it moves back only on truncation.
+    assert(this.#highWatermark <= this.log.logEndOffset, 'a high watermark past the log end at makeFollower')
     this.watchers.wake()
   }
 
@@ -394,6 +397,8 @@ export class Partition {
       hw = min(hw, f.logEndOffset)
     }
     if (hw <= this.#highWatermark) return false
+    // The least end offset over the ISR counts this leader's own, so it never passes the log end.
+    assert(hw <= this.log.logEndOffset, "a leader's high watermark past its log end")
     this.#highWatermark = hw
     this.lastHighWatermarkMoveMs = this.#clock.monotonicMs()
     this.watchers.wake()
@@ -506,6 +511,12 @@ export class Partition {
       case ErrorCode.None:
         this.#pendingIsr = null
         if (answer.leaderEpoch !== this.#leaderEpoch || answer.partitionEpoch <= this.#partitionEpoch) break
+        // The controller accepts only an ISR of assigned replicas holding the leader that sent it, and
+        // a change still pending was sent with the replicas this leader still has.
+        assert(
+          answer.isr.includes(this.#nodeId) && answer.isr.every((id) => this.#replicas.includes(id)),
+          'an accepted ISR without its leader or with a replica not assigned',
+        )
         this.#isr = answer.isr
         this.#partitionEpoch = answer.partitionEpoch
         this.#recovering = false
@@ -577,6 +588,7 @@ export class Partition {
       return
     }
     await this.log.truncateTo(offset)
+    assert(this.log.logEndOffset <= offset, 'a truncation left offsets at or past its cut')
     if (this.#highWatermark > this.log.logEndOffset) this.#highWatermark = this.log.logEndOffset
     this.watchers.wake()
   }

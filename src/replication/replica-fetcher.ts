@@ -6,7 +6,7 @@
  * high watermark) and backs off on errors. Network only through the `LeaderLink` port.
  */
 import type { Clock, TimerHandle } from '../io/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import { assert, type BrokerId, type TopicName, type Uuid } from '../model/index.ts'
 import { ErrorCode, LOG_OVERHEAD } from '../protocol/index.ts'
 import { UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts'
 import type { Partition } from './partition.ts'
@@ -313,6 +313,12 @@ export class ReplicaFetcher {
             s.delayedUntilMs = this.#clock.monotonicMs() + this.#settings.backoffMs
             return
           }
+          // The batches started at the fetch offset (#apply checked the log still ends there), so
+          // the next fetch starts past it: only truncation moves a follower's fetch offset back.
+          assert(
+            p.logEndOffset > spec.fetchOffset,
+            "a follower's append left its log end at the fetch offset",
+          )
         }
         p.updateFollowerHighWatermark(a.highWatermark)
         if (a.logStartOffset >= 0n) await p.maybeIncrementLogStartOffset(a.logStartOffset)
@@ -338,10 +344,12 @@ export class ReplicaFetcher {
       case ErrorCode.UnknownTopicOrPartition:
         // This broker's metadata names that leader in this epoch, so either the leader has not
         // applied it or opened the partition yet (a topic just created: milliseconds), or it moved
-        // on and this broker's metadata will re-assign the partition. Ask again at 50 ms, doubling
-        // to the backoff: a full second's wait held every acks=all write to a new topic for that
-        // second whenever a follower's first fetch beat the leader's reconciliation (about half
-        // of the 3-node bench:peers rounds).
+        // on and this broker's metadata will re-assign the partition. Ask again after
+        // METADATA_LAG_RETRY_MS, doubling up to the backoff, since every acks=all write to a new
+        // topic waits for this follower: the full backoff (a second) held them for that second
+        // whenever a follower's first fetch beat the leader's reconciliation (about half of the
+        // 3-node bench:peers rounds), and a 50 ms start still held them 150 ms when the leader
+        // took that long to open the new log.
         s.delayedUntilMs =
           this.#clock.monotonicMs() +
           Math.min(this.#settings.backoffMs, METADATA_LAG_RETRY_MS * 2 ** s.notLeaderRetries)
@@ -374,6 +382,9 @@ export class ReplicaFetcher {
       else if (mine.epoch !== d.epoch) offset = minOffset(mine.endOffset, end)
       else offset = minOffset(d.endOffset, mine.endOffset)
     }
+    // An epoch of this log ends at most at its end (the latest at the end, the others where the
+    // next starts), so divergence only ever cuts the log back.
+    assert(offset <= end, 'a divergence truncation past the log end')
     const epochBefore = p.state.epochs.latestEpoch
     if (offset < end)
       this.#log(
