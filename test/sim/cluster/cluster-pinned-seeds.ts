@@ -55,7 +55,7 @@ export const PINNED_CLUSTER_SEEDS: readonly PinnedClusterSeed[] = [
   {
     seed: 3361,
     found:
-      'replication: a replication-offset-checkpoint written before a power loss cut the log named a high watermark past the new log end; an incarnation that appended a new history and crashed before its next checkpoint left it there, so the next restart took uncommitted batches of the new history as below its high watermark. A checkpointed high watermark past the log end is now rewritten durably before the partition takes writes (ReplicaManager #clampCheckpointedHighWatermark). Found when gating the replica manager on registration (5448) changed the timing',
+      'replication: a replication-offset-checkpoint written before a power loss cut the log named a high watermark past the new log end; an incarnation that appended a new history and crashed before its next checkpoint left it there, so the next restart took uncommitted batches of the new history as below its high watermark. A checkpointed high watermark past the log end is now rewritten durably before the partition takes writes (HighWatermarkCheckpoints.clamp in replication/high-watermark-checkpoints.ts). Found when gating the replica manager on registration (5448) changed the timing',
   },
   {
     seed: 3710,
