@@ -3,6 +3,7 @@
  * sizes, and the changes a log makes (roll, truncation, retention, a compaction's swap). The array
  * is replaced on every change, never mutated, so a reader holding it keeps a consistent snapshot.
  */
+import { assert } from '../model/index.ts'
 import type { LogSegment } from './log-segment.ts'
 
 export class LogSegments {
@@ -65,6 +66,9 @@ export class LogSegments {
 
   /** Replace them all (a load, a full truncation); `list` in increasing base-offset order. */
   reset(list: readonly LogSegment[]): void {
+    for (let i = 1; i < list.length; i++) {
+      assert(list[i - 1]!.baseOffset < list[i]!.baseOffset, 'segments are in increasing base-offset order')
+    }
     this.#list = list
   }
 
@@ -78,6 +82,11 @@ export class LogSegments {
   /** A roll: `segment` becomes the active one, after the active one or, with `replaceActive`, in its place. */
   roll(segment: LogSegment, replaceActive: boolean): void {
     const kept = replaceActive ? this.#list.slice(0, -1) : this.#list
+    const last = kept[kept.length - 1]
+    assert(
+      last === undefined || last.baseOffset < segment.baseOffset,
+      'a new segment starts past the last one',
+    )
     this.#list = [...kept, segment]
   }
 
@@ -90,6 +99,7 @@ export class LogSegments {
 
   /** Remove the `count` oldest segments (retention); returns them. */
   removeOldest(count: number): readonly LogSegment[] {
+    assert(count < this.#list.length, 'retention never removes the active segment')
     const doomed = this.#list.slice(0, count)
     this.#list = this.#list.slice(count)
     return doomed
@@ -98,6 +108,13 @@ export class LogSegments {
   /** Put `cleaned` in place of the `count` segments from `at` (a compaction's swap). */
   swap(at: number, count: number, cleaned: LogSegment): void {
     const segments = this.#list
+    const before = segments[at - 1]
+    const after = segments[at + count]
+    assert(
+      (before === undefined || before.baseOffset < cleaned.baseOffset) &&
+        (after === undefined || cleaned.baseOffset < after.baseOffset),
+      'a cleaned segment keeps the base-offset order',
+    )
     this.#list = [...segments.slice(0, at), cleaned, ...segments.slice(at + count)]
   }
 }

@@ -455,6 +455,7 @@ export class PartitionLog {
       this.#warn(`log ${this.dir}: log start offset ${this.#logStartOffset} is past the recovered end ${end}`)
       await this.#truncateFully(this.#logStartOffset)
     }
+    this.#assertOffsets()
   }
 
   /**
@@ -467,6 +468,17 @@ export class PartitionLog {
     segments: readonly LogSegment[] = this.#local.segments.all,
   ): Promise<void> {
     return scanBatchHeaders(segments, fromOffset, fn, this.#local.settings.readBufferBytes)
+  }
+
+  /**
+   * What holds whenever no roll is half done: the log start and the recovery point at or below the
+   * log end, the next offset at or past it. (A follower's batch past the log end that rolls moves
+   * the first two to its offset before the round completes and moves the log end past it.)
+   */
+  #assertOffsets(): void {
+    assert(this.#logStartOffset <= this.#logEndOffset, 'logStartOffset <= logEndOffset')
+    assert(this.#recoveryPoint <= this.#logEndOffset, 'recoveryPoint <= logEndOffset')
+    assert(this.#logEndOffset <= this.#nextOffset, 'logEndOffset <= nextOffset')
   }
 
   #warn(message: string): void {
@@ -668,7 +680,9 @@ export class PartitionLog {
     f.segment.completeWrite(f.endPosition)
     const indexWrite = f.segment.entriesWritten(f.offsetEntries, f.timeEntries)
     if (indexWrite !== null) indexWrite.catch((e: unknown) => this.#fail(e))
+    assert(f.endOffset >= this.#logEndOffset, 'the log end offset only increases')
     this.#logEndOffset = f.endOffset
+    this.#assertOffsets()
     this.#messagesWritten += f.records
     const round = f.round
     let needFlush = this.#messagesWritten - this.#messagesFlushed >= this.#config.flushMessages
@@ -798,6 +812,9 @@ export class PartitionLog {
         recordCount: p.recordCount,
       }
     }
+    // The offsets written into the batches (counted from the segment's base) are those reported:
+    // each append's base offset was the next offset.
+    assert(base + BigInt(next) === nextOffset, 'written offsets match the assigned ones')
     this.#nextOffset = nextOffset
     this.#addInFlight(round, segment, segment.issueWrite(buffers, bytes), records)
   }
@@ -808,6 +825,11 @@ export class PartitionLog {
     write: Promise<void>,
     records: number,
   ): void {
+    const previous = this.#inFlight[this.#inFlight.length - 1]
+    assert(
+      this.#nextOffset >= (previous === undefined ? this.#logEndOffset : previous.endOffset),
+      'the next offset only increases',
+    )
     const f: InFlightRound = {
       round,
       segment,
@@ -870,7 +892,9 @@ export class PartitionLog {
           await segment.write(buffers)
           buffers = []
           bytes = 0
-          this.#nextOffset = this.#logEndOffset = segment.baseOffset + BigInt(next)
+          const written = segment.baseOffset + BigInt(next)
+          assert(written >= this.#logEndOffset, 'the log end offset only increases')
+          this.#nextOffset = this.#logEndOffset = written
           segment = await this.#roll(firstOffset ?? this.#nextOffset, nowMs)
           first = 0
         }
@@ -1104,6 +1128,7 @@ export class PartitionLog {
         this.#nextOffset = this.#logEndOffset = end
         if (this.#logStartOffset > end) this.#logStartOffset = end
         if (this.#recoveryPoint > end) this.#recoveryPoint = end
+        this.#assertOffsets()
         this.#hooks.onTruncateTo?.(end)
       } catch (e) {
         throw this.#fail(e)
@@ -1179,6 +1204,7 @@ export class PartitionLog {
         this.#logStartOffset = newStart
         this.#hooks.onLogStartOffset?.(newStart)
       }
+      this.#assertOffsets()
       try {
         await this.#local.retire(doomed)
       } catch (e) {
