@@ -1,6 +1,8 @@
 /**
  * A partition's log: the segments in `<log.dirs>/<topic>-<partition>/`. Assigns offsets to batches
  * kept as bytes, reads by offset and time, group-commits flushes, recovers, truncates, retains.
+ * The facade (Kafka's UnifiedLog): it holds the offsets and the write pipeline, and leaves opening
+ * to `LogLoader`, an append's checks to `LogValidator` and the segments on disk to `LocalLog`.
  */
 import type { Clock, Disk } from '../io/index.ts'
 import { assert } from '../model/index.ts'
