@@ -1,33 +1,24 @@
 /**
  * A partition's log: the segments in `<log.dirs>/<topic>-<partition>/`. Assigns offsets to batches
  * kept as bytes, reads by offset and time, group-commits flushes, recovers, truncates, retains.
+ * The facade (Kafka's UnifiedLog): it holds the offsets and the write pipeline, and leaves opening
+ * to `LogLoader`, an append's checks to `LogValidator` and the segments on disk to `LocalLog`.
  */
-import { type Clock, type Disk, isNotFound, joinPath, parentDir, type TimerHandle } from '../io/index.ts'
+import type { Clock, Disk } from '../io/index.ts'
 import { assert } from '../model/index.ts'
-import {
-  type BatchHeader,
-  BatchOffsets,
-  type BatchScanError,
-  decodeBatch,
-  ERRORS,
-  ErrorCode,
-  LOG_OVERHEAD,
-  type ScanOptions,
-  setMaxTimestampAndLogAppendTime,
-} from '../protocol/index.ts'
+import { type BatchHeader, BatchOffsets, ErrorCode } from '../protocol/index.ts'
 import { appendedHeader } from './appended-header.ts'
-import { FileBatchReader, isProblem } from './file-batch-reader.ts'
-import { type LogConfig, NEVER_MS } from './log-config.ts'
-import {
-  type FoundTimestamp,
-  LogSegment,
-  parseSegmentFileName,
-  SegmentFile,
-  type SegmentSettings,
-} from './log-segment.ts'
+import { LocalLog, scanBatchHeaders } from './local-log.ts'
+import type { LogConfig } from './log-config.ts'
+import { LogLoader, type RecoveryReport } from './log-loader.ts'
+import { type FoundTimestamp, type LogSegment, SegmentFile } from './log-segment.ts'
+import { LogValidator } from './log-validator.ts'
+import { type InFlightRound, PendingAppend, releaseAll, settle } from './pending-append.ts'
 import type { ReadBuffers } from './read-buffer-pool.ts'
-import { type AppendScan, readInt64AsNumber, scanAppend } from './scan-append.ts'
+import { type AppendScan, batchSize, readInt64AsNumber } from './scan-append.ts'
 import { TAIL_BYTES_MAX_DEFAULT, TailBudget, WriteTail } from './write-tail.ts'
+
+export type { RecoveryReport } from './log-loader.ts'
 
 /** Special timestamps of ListOffsets (Kafka's ListOffsetsRequest constants). */
 export const ListOffsetsTimestamp = {
@@ -156,15 +147,6 @@ export type ReadResult =
       readonly logEndOffset: bigint
     }
 
-/** A segment tail cut during recovery. */
-export interface RecoveryReport {
-  readonly segmentBaseOffset: bigint
-  readonly truncatedBytes: number
-  readonly problem: string
-  /** Later segments deleted because they followed the cut. */
-  readonly segmentsDeleted: number
-}
-
 /** The log failed on its disk and serves nothing more (Kafka's KAFKA_STORAGE_ERROR). */
 export class LogOfflineError extends Error {
   override name = 'LogOfflineError'
@@ -184,9 +166,6 @@ export class UnexpectedAppendOffsetError extends Error {
   }
 }
 
-const ERROR_CODE_BY_NAME = new Map<string, Exclude<ErrorCode, 0>>(
-  ERRORS.filter((e) => e.code !== 0).map((e) => [e.name, e.code as Exclude<ErrorCode, 0>]),
-)
 const READ_BUFFER_BYTES_DEFAULT = 1024 * 1024
 const APPEND_QUEUE_BYTES_MAX_DEFAULT = 64 * 1024 * 1024
 /** One write round takes at most this many queued bytes (one writev). */
@@ -221,91 +200,7 @@ const EMPTY = Buffer.alloc(0)
 const INT32_MAX = 0x7fffffff
 const INT32_MAX_BIG = BigInt(INT32_MAX)
 
-/** One append call waiting in the queue: its bytes (whole, validated batches) and its promise. */
-class PendingAppend {
-  readonly buf: Buffer
-  readonly batchCount: number
-  /** False for replication: the batches keep their offsets. */
-  readonly assignOffsets: boolean
-  readonly leaderEpoch: number | undefined
-  readonly flush: boolean
-  readonly recordCount: number
-  /** Offsets the batches span (sum of lastOffsetDelta + 1). */
-  readonly offsetCount: number
-  /** Largest batch maxTimestamp (the LogAppendTime when stamped), -1 when none. */
-  readonly maxTimestampMs: number
-  readonly logAppendTimeMs: number
-  result: AppendResult | null = null
-  error: unknown = null
-  readonly resolve: (r: AppendResult) => void
-  readonly reject: (e: unknown) => void
-  /** The pool `buf` is retained from until its write settled, or null. */
-  #pool: ReadBuffers | null
-
-  constructor(
-    buf: Buffer,
-    scan: AppendScan,
-    options: AppendOptions,
-    logAppendTimeMs: number,
-    resolve: (r: AppendResult) => void,
-    reject: (e: unknown) => void,
-    pool: ReadBuffers | undefined,
-  ) {
-    this.buf = buf
-    this.#pool = pool !== undefined && pool.retain(buf) ? pool : null
-    this.batchCount = scan.batches
-    this.recordCount = scan.records
-    this.offsetCount = scan.offsets
-    this.maxTimestampMs = logAppendTimeMs >= 0 ? logAppendTimeMs : scan.maxTimestampMs
-    this.assignOffsets = options.origin !== 'replication'
-    this.leaderEpoch = options.leaderEpoch
-    this.flush = options.flush === true
-    this.logAppendTimeMs = logAppendTimeMs
-    this.resolve = resolve
-    this.reject = reject
-  }
-
-  /**
-   * The log is done with `buf`: its write completed or failed, or it was never issued. Once only.
-   * (Where a write of it may still be under way, it is never called: the pool only lends less.)
-   */
-  release(): void {
-    const pool = this.#pool
-    if (pool === null) return
-    this.#pool = null
-    pool.release(this.buf)
-  }
-}
-
-function releaseAll(appends: readonly PendingAppend[]): void {
-  for (const p of appends) p.release()
-}
-
-/** A write round handed to the disk and not yet completed (the log completes them in order). */
-interface InFlightRound {
-  readonly round: readonly PendingAppend[]
-  readonly segment: LogSegment
-  readonly write: Promise<void>
-  /** The segment's written size and the log end offset once this round and those before complete. */
-  readonly endPosition: number
-  readonly endOffset: bigint
-  readonly records: number
-  /** The segment's index entries once this round was registered: written to the index files after it. */
-  readonly offsetEntries: number
-  readonly timeEntries: number
-  /** The write has settled (completed or failed). */
-  done: boolean
-}
-
 const NO_WRITE = Promise.resolve()
-/** A follower's batches: as stored in a log, and an empty fetch is no error. */
-const REPLICATION_SCAN: ScanOptions = { origin: 'log', requireBatch: false }
-
-interface ScanOptionsFor {
-  readonly maxMessageBytes: number
-  readonly client: ScanOptions
-  readonly log: ScanOptions
-}
 
 /**
  * The big-endian int32 at `buf[at]`, a validated batch's header field (so in bounds): byte stores,
@@ -318,41 +213,25 @@ function setInt32(buf: Buffer, at: number, value: number): void {
   buf[at + 3] = value
 }
 
-/** Resolve (or reject, for a refused append) every append of a written round. */
-function settle(round: readonly PendingAppend[]): void {
-  for (const p of round) {
-    if (p.error !== null) p.reject(p.error)
-    else p.resolve(p.result!)
-  }
-}
-
-function scanError(e: BatchScanError): AppendResult {
-  return {
-    errorCode: ERROR_CODE_BY_NAME.get(e.errorName) ?? ErrorCode.CorruptMessage,
-    errorMessage: e.message,
-  }
-}
-
 export class PartitionLog {
   readonly dir: string
-  readonly #disk: Disk
   readonly #clock: Clock
   #config: LogConfig
+  /** The segments on disk. */
+  readonly #local: LocalLog
+  readonly #validator: LogValidator
   readonly #hooks: LogHooks
   readonly #options: PartitionLogOptions
   /** Recently written bytes of the active segment (null: none kept). */
   readonly #tail: WriteTail | null
   /** The tail's bound as the log was opened with it (`setTailBytesMax` never goes above it). */
   readonly #tailBytesMaxOpened: number
-  /** Sorted by base offset; replaced (never mutated) so readers keep a consistent snapshot. */
-  #segments: readonly LogSegment[] = []
   #logStartOffset = 0n
   /** Next offset to assign (includes appends being written). */
   #nextOffset = 0n
   /** Offset after the last batch written: what readers may see. */
   #logEndOffset = 0n
   #recoveryPoint = 0n
-  #dirDirty = false
   #offline: Error | null = null
   #closed = false
   #closing = false
@@ -386,14 +265,6 @@ export class PartitionLog {
   /** Callers waiting for the lock: the writer lets them in between its rounds. */
   #lockWaiters = 0
   #spaceWaiters: (() => void)[] = []
-  /** Scratch for `scanAppend` (one append validates at a time: it is synchronous). */
-  readonly #scan: AppendScan = { batches: 0, records: 0, offsets: 0, maxTimestampMs: -1 }
-  /** `scanAppend` options by origin, made again when max.message.bytes changes. */
-  #scanOptionsFor: ScanOptionsFor | null = null
-  /** LogAppendTime stamped by the last `#validate` (-1 under CreateTime). */
-  #logAppendTimeMs = -1
-  /** The latest time the clock gave this log (ms): a lower bound of the time now. */
-  #clockSeenMs = Number.MIN_SAFE_INTEGER
 
   // Group commit.
   #flushRound: Promise<void> | null = null
@@ -403,12 +274,8 @@ export class PartitionLog {
   #lastFlushMs: number
   #truncations = 0
 
-  /** Physical deletions waiting for `file.delete.delay.ms`. */
-  #deleteTimers = new Map<LogSegment, TimerHandle>()
-
   private constructor(dir: string, config: LogConfig, options: PartitionLogOptions) {
     this.dir = dir
-    this.#disk = options.disk
     this.#clock = options.clock
     this.#config = config
     this.#hooks = options.hooks ?? {}
@@ -419,6 +286,15 @@ export class PartitionLog {
       tailBytesMax > 0
         ? new WriteTail(options.tailBudget ?? new TailBudget(tailBytesMax), tailBytesMax, options.pool)
         : null
+    this.#local = new LocalLog(dir, config, {
+      disk: options.disk,
+      clock: options.clock,
+      readBufferBytes: options.readBufferBytes ?? READ_BUFFER_BYTES_DEFAULT,
+      tail: this.#tail,
+      beforeReap: () => this.#flushRound?.catch(() => undefined),
+      warn: (message) => this.#warn(message),
+    })
+    this.#validator = new LogValidator(options.clock)
     this.#lastFlushMs = options.clock.nowMs()
     this.#earlyRoundBytes = options.earlyRoundBytes ?? EARLY_ROUND_BYTES_DEFAULT
     assert(this.#earlyRoundBytes > 0, 'earlyRoundBytes must be positive')
@@ -436,15 +312,6 @@ export class PartitionLog {
     const log = new PartitionLog(dir, config, options)
     await log.#load()
     return log
-  }
-
-  get #settings(): SegmentSettings {
-    return {
-      indexIntervalBytes: this.#config.indexIntervalBytes,
-      segmentIndexBytes: this.#config.segmentIndexBytes,
-      readBufferBytes: this.#options.readBufferBytes ?? READ_BUFFER_BYTES_DEFAULT,
-      ...(this.#tail === null ? {} : { tail: this.#tail }),
-    }
   }
 
   get config(): LogConfig {
@@ -468,6 +335,7 @@ export class PartitionLog {
   /** Apply a changed topic config (segment and retention settings apply from now on). */
   updateConfig(config: LogConfig): void {
     this.#config = config
+    this.#local.config = config
   }
 
   /** First offset readable. */
@@ -487,18 +355,16 @@ export class PartitionLog {
 
   /** Bytes in all segments. */
   get sizeBytes(): number {
-    let n = 0
-    for (const s of this.#segments) n += s.size
-    return n
+    return this.#local.segments.sizeBytes
   }
 
   /** The segments, oldest first (a snapshot: the array is never mutated). */
   get segments(): readonly LogSegment[] {
-    return this.#segments
+    return this.#local.segments.all
   }
 
   get activeSegment(): LogSegment {
-    return this.#segments[this.#segments.length - 1]!
+    return this.#local.segments.active
   }
 
   /** Records appended but not yet flushed. */
@@ -565,158 +431,56 @@ export class PartitionLog {
   // ---------------------------------------------------------------- load and recovery
 
   async #load(): Promise<void> {
-    const disk = this.#disk
-    const dir = this.dir
-    const nowMs = this.#clock.nowMs()
-    if (!(await disk.exists(dir))) {
-      await disk.mkdir(dir)
-      await disk.syncDir(parentDir(dir))
-    }
-    const names = await disk.list(dir)
-    const logBases: bigint[] = []
-    const swapBases: bigint[] = []
-    const present = new Set(names)
-    for (const name of names) {
-      const parsed = parseSegmentFileName(name)
-      if (parsed === null) continue
-      const { suffix, ext, baseOffset } = parsed
-      if (suffix === SegmentFile.deleted || suffix === SegmentFile.cleaned || suffix === SegmentFile.tmp) {
-        await removeIfExists(disk, joinPath(dir, name))
-      } else if (suffix === SegmentFile.swap) {
-        if (ext === SegmentFile.log) swapBases.push(baseOffset)
-      } else if (ext === SegmentFile.log) {
-        logBases.push(baseOffset)
-      } else if (
-        (ext === SegmentFile.index || ext === SegmentFile.timeIndex) &&
-        !present.has(name.replace(ext, SegmentFile.log))
-      ) {
-        await removeIfExists(disk, joinPath(dir, name)) // an index without its log
-      }
-    }
-    const settings = this.#settings
-    let segments: LogSegment[] = []
-    for (const base of logBases.sort(compareBigint))
-      segments.push(await LogSegment.open(disk, dir, base, settings, nowMs))
-
-    // A cleaning interrupted after its swap files were complete: finish it (Kafka's LogLoader).
-    for (const base of swapBases.sort(compareBigint)) {
-      const swap = await LogSegment.open(disk, dir, base, settings, nowMs, SegmentFile.swap)
-      const { problem } = await swap.rebuild('validate')
-      if (problem !== null) {
-        await swap.deleteFiles() // a swap file is synced before it is named .swap: this is damage
-        this.#warn(`log ${dir}: discarded damaged swap segment ${base}: ${problem}`)
-        continue
-      }
-      const end = swap.nextOffset!
-      const replaced = segments.filter((s) => s.baseOffset >= base && s.baseOffset < end)
-      for (const s of replaced) {
-        await s.changeSuffix(SegmentFile.deleted)
-        await s.deleteFiles()
-      }
-      await swap.writeIndexFiles()
-      await swap.changeSuffix('')
-      segments = segments.filter((s) => !replaced.includes(s))
-      segments.push(swap)
-      segments.sort((a, b) => compareBigint(a.baseOffset, b.baseOffset))
-      await disk.syncDir(dir)
-    }
-
-    const lso = this.#options.logStartOffset ?? 0n
-    if (segments.length === 0) {
-      segments.push(await LogSegment.create(disk, dir, lso, settings, nowMs))
-      await disk.syncDir(dir)
-    }
-
-    if (this.#options.hadCleanShutdown === true) {
-      for (const s of segments.slice(0, -1)) await s.loadLargestTimestamp()
-      await segments[segments.length - 1]!.loadEnd()
-    } else {
-      segments = await this.#recover(segments)
-    }
-    await segments[segments.length - 1]!.openIndexFiles()
-    this.#segments = segments
-    const last = segments[segments.length - 1]!
-    const end = last.nextOffset!
+    const options = this.#options
+    const onBatch = this.#hooks.onBatch
+    const loaded = await new LogLoader(this.dir, {
+      disk: options.disk,
+      clock: this.#clock,
+      settings: this.#local.settings,
+      recoveryPoint: options.recoveryPoint,
+      logStartOffset: options.logStartOffset,
+      hadCleanShutdown: options.hadCleanShutdown,
+      onBatch: onBatch === undefined ? undefined : (h) => this.#hooks.onBatch?.(h, 'recovery'),
+      warn: (message) => this.#warn(message),
+    }).load()
+    this.recoveryReports.push(...loaded.recoveryReports)
+    const segments = this.#local.segments
+    segments.reset(loaded.segments)
+    const end = segments.active.nextOffset!
     this.#nextOffset = this.#logEndOffset = end
     this.#recoveryPoint = end
-    this.#logStartOffset = lso > segments[0]!.baseOffset ? lso : segments[0]!.baseOffset
+    const lso = options.logStartOffset ?? 0n
+    const first = segments.first.baseOffset
+    this.#logStartOffset = lso > first ? lso : first
     if (this.#logStartOffset > end) {
       // The checkpointed start is past everything that survived: start afresh there (Kafka does).
-      this.#warn(`log ${dir}: log start offset ${this.#logStartOffset} is past the recovered end ${end}`)
+      this.#warn(`log ${this.dir}: log start offset ${this.#logStartOffset} is past the recovered end ${end}`)
       await this.#truncateFully(this.#logStartOffset)
     }
-  }
-
-  /** Scan segments from the one holding the recovery point; cut at the first bad byte. */
-  async #recover(segments: LogSegment[]): Promise<LogSegment[]> {
-    const rp = this.#options.recoveryPoint ?? 0n
-    let first = 0
-    for (let i = 0; i < segments.length; i++) if (segments[i]!.baseOffset <= rp) first = i
-    for (const s of segments.slice(0, first)) await s.loadLargestTimestamp()
-    const kept = segments.slice(0, first)
-    const recovered: LogSegment[] = []
-    for (let i = first; i < segments.length; i++) {
-      const segment = segments[i]!
-      const { truncatedBytes, problem } = await segment.recover()
-      await segment.sync()
-      kept.push(segment)
-      recovered.push(segment)
-      if (this.#hooks.onBatch !== undefined) await this.#replayBatches(segment)
-      if (truncatedBytes > 0 || problem !== null) {
-        const later = segments.slice(i + 1)
-        for (const s of later) {
-          await s.changeSuffix(SegmentFile.deleted)
-          await s.deleteFiles()
-        }
-        const report: RecoveryReport = {
-          segmentBaseOffset: segment.baseOffset,
-          truncatedBytes,
-          problem: problem ?? 'unknown',
-          segmentsDeleted: later.length,
-        }
-        this.recoveryReports.push(report)
-        this.#warn(
-          `log ${this.dir}: recovery cut ${truncatedBytes} bytes from segment ${segment.baseOffset} (${report.problem}) and deleted ${later.length} later segments`,
-        )
-        break
-      }
-    }
-    // Closed segments recovered here get their index files; the last stays active.
-    const last = kept[kept.length - 1]
-    for (const s of recovered) if (s !== last) await s.seal()
-    await this.#disk.syncDir(this.dir)
-    return kept
-  }
-
-  async #replayBatches(segment: LogSegment): Promise<void> {
-    await this.scanBatchHeaders(segment.baseOffset, (h) => this.#hooks.onBatch?.(h, 'recovery'), [segment])
+    this.#assertOffsets()
   }
 
   /**
    * Call `fn` with the header of every batch from the one holding `fromOffset` to the end: how
    * leader-epoch and producer state rebuild past their own snapshots.
    */
-  async scanBatchHeaders(
+  scanBatchHeaders(
     fromOffset: bigint,
     fn: (header: BatchHeader) => void,
-    segments: readonly LogSegment[] = this.#segments,
+    segments: readonly LogSegment[] = this.#local.segments.all,
   ): Promise<void> {
-    for (const s of segments) {
-      if (s.nextOffset !== null && s.nextOffset <= fromOffset) continue
-      const start = await s.translateOffset(fromOffset)
-      if (start === null) continue
-      const reader = new FileBatchReader(
-        s.file,
-        start.position,
-        s.writtenSize,
-        this.#settings.readBufferBytes,
-      )
-      for (;;) {
-        const b = await reader.next('header')
-        if (b === null || isProblem(b)) break
-        fn(b.header)
-      }
-    }
+    return scanBatchHeaders(segments, fromOffset, fn, this.#local.settings.readBufferBytes)
+  }
+
+  /**
+   * What holds whenever no roll is half done: the log start and the recovery point at or below the
+   * log end, the next offset at or past it. (A follower's batch past the log end that rolls moves
+   * the first two to its offset before the round completes and moves the log end past it.)
+   */
+  #assertOffsets(): void {
+    assert(this.#logStartOffset <= this.#logEndOffset, 'logStartOffset <= logEndOffset')
+    assert(this.#recoveryPoint <= this.#logEndOffset, 'recoveryPoint <= logEndOffset')
+    assert(this.#logEndOffset <= this.#nextOffset, 'logEndOffset <= nextOffset')
   }
 
   #warn(message: string): void {
@@ -742,15 +506,16 @@ export class PartitionLog {
    */
   append(batches: Buffer, options: AppendOptions = {}): Promise<AppendResult> {
     let refused: AppendResult | null
+    const validator = this.#validator
     try {
       this.#checkUsable()
-      refused = this.#validate(batches, options)
+      refused = validator.validate(batches, options.origin ?? 'client', this.#config)
     } catch (e) {
       return Promise.reject(e)
     }
     if (refused !== null) return Promise.resolve(refused)
-    const scan = this.#scan
-    const logAppendTimeMs = this.#logAppendTimeMs
+    const scan = validator.scan
+    const logAppendTimeMs = validator.logAppendTimeMs
     if (scan.batches === 0) {
       return Promise.resolve({
         errorCode: 0,
@@ -771,110 +536,6 @@ export class PartitionLog {
         new PendingAppend(batches, scan, options, logAppendTimeMs, resolve, reject, this.#options.pool),
       )
     })
-  }
-
-  /**
-   * Check an append's batches (structure and CRC, then the log's own rules) and stamp LogAppendTime;
-   * fills `#scan`. Returns the refusal, or null.
-   */
-  #validate(batches: Buffer, options: AppendOptions): AppendResult | null {
-    const origin = options.origin ?? 'client'
-    const config = this.#config
-    const replication = origin === 'replication'
-    const error = scanAppend(batches, this.#scanOptions(origin, config), this.#scan)
-    if (error !== null) return scanError(error)
-    if (batches.length > config.segmentBytes && !replication) {
-      return {
-        errorCode: ErrorCode.RecordListTooLarge,
-        errorMessage: `${batches.length} bytes of batches exceed segment.bytes ${config.segmentBytes}`,
-      }
-    }
-    this.#logAppendTimeMs = -1
-    const count = this.#scan.batches
-    if (replication) {
-      let previousLast = -1n
-      for (let i = 0, at = 0; i < count; i++, at += batchSize(batches, at)) {
-        const baseOffset = batches.readBigInt64BE(at)
-        if (baseOffset <= previousLast) {
-          return { errorCode: ErrorCode.CorruptMessage, errorMessage: 'batch offsets are not increasing' }
-        }
-        previousLast = baseOffset + BigInt(batches.readInt32BE(at + BatchOffsets.lastOffsetDelta))
-      }
-      return null
-    }
-    const logAppendTime = config.messageTimestampType === 'LogAppendTime'
-    // Under the default bounds (NEVER_MS, Kafka's Long.MAX_VALUE) only a maxTimestamp past NEVER_MS
-    // can be refused (the clock is below it): the clock is read for such a batch only.
-    const boundsNever =
-      config.messageTimestampAfterMaxMs >= NEVER_MS && config.messageTimestampBeforeMaxMs >= NEVER_MS
-    // Under Kafka 4's defaults (before: never, after: 1 h) only the after bound applies, and a time
-    // the clock gave earlier vouches for acceptance: `max - earlier <= after` implies `max - now <=
-    // after` while the clock goes forward (a step back is seen at the next round's reading). The
-    // clock is read here only for a batch that looks too new (it was read per append: ~4% of its CPU).
-    const afterOnly = config.messageTimestampBeforeMaxMs >= NEVER_MS
-    const compact = config.cleanupPolicy.compact
-    if (!logAppendTime && !compact) {
-      // The largest maxTimestamp (from the scan) passes for every batch: no walk over them.
-      const maxMs = this.#scan.maxTimestampMs
-      if (
-        boundsNever
-          ? maxMs <= NEVER_MS
-          : afterOnly && maxMs - this.#clockSeenMs <= config.messageTimestampAfterMaxMs
-      )
-        return null
-    }
-    let nowMs: number | null = null
-    for (let i = 0, at = 0; i < count; i++, at += batchSize(batches, at)) {
-      if (logAppendTime) {
-        nowMs ??= this.#readClock()
-        this.#logAppendTimeMs = nowMs
-        setMaxTimestampAndLogAppendTime(batches, at, BigInt(nowMs), { baseTimestamp: false })
-      } else if (!boundsNever) {
-        const maxMs = readInt64AsNumber(batches, at + BatchOffsets.maxTimestamp)
-        if (afterOnly && nowMs === null && maxMs - this.#clockSeenMs <= config.messageTimestampAfterMaxMs) {
-          // Accepted against an earlier reading of the clock: accepted now.
-        } else {
-          nowMs ??= this.#readClock()
-          const refused = checkTimestamps(batches, at, nowMs, config)
-          if (refused !== null) return { errorCode: ErrorCode.InvalidTimestamp, errorMessage: refused }
-        }
-      } else if (readInt64AsNumber(batches, at + BatchOffsets.maxTimestamp) > NEVER_MS) {
-        nowMs ??= this.#readClock()
-        const refused = checkTimestamps(batches, at, nowMs, config)
-        if (refused !== null) return { errorCode: ErrorCode.InvalidTimestamp, errorMessage: refused }
-      }
-      if (compact) {
-        const refused = checkKeys(batches, at)
-        if (refused !== null) return refused
-      }
-    }
-    return null
-  }
-
-  /**
-   * The clock's time (ms), remembered (`#clockSeenMs`). Read at least once per write round, so a
-   * wall clock stepped back (NTP) is seen by the next round's appends.
-   */
-  #readClock(): number {
-    const nowMs = this.#clock.nowMs()
-    this.#clockSeenMs = nowMs
-    return nowMs
-  }
-
-  /** The checks an append's batches get (no object made per append). */
-  #scanOptions(origin: 'client' | 'coordinator' | 'replication', config: LogConfig): ScanOptions {
-    if (origin === 'replication') return REPLICATION_SCAN
-    let cached = this.#scanOptionsFor
-    if (cached === null || cached.maxMessageBytes !== config.maxMessageBytes) {
-      const batchBytesMax = config.maxMessageBytes
-      cached = {
-        maxMessageBytes: batchBytesMax,
-        client: { origin: 'client', batchBytesMax },
-        log: { origin: 'log', batchBytesMax },
-      }
-      this.#scanOptionsFor = cached
-    }
-    return origin === 'client' ? cached.client : cached.log
   }
 
   /** The slow path of `append`: wait for room in the append queue (`appendQueueBytesMax`). */
@@ -1021,7 +682,9 @@ export class PartitionLog {
     f.segment.completeWrite(f.endPosition)
     const indexWrite = f.segment.entriesWritten(f.offsetEntries, f.timeEntries)
     if (indexWrite !== null) indexWrite.catch((e: unknown) => this.#fail(e))
+    assert(f.endOffset >= this.#logEndOffset, 'the log end offset only increases')
     this.#logEndOffset = f.endOffset
+    this.#assertOffsets()
     this.#messagesWritten += f.records
     const round = f.round
     let needFlush = this.#messagesWritten - this.#messagesFlushed >= this.#config.flushMessages
@@ -1088,7 +751,7 @@ export class PartitionLog {
     if (!segment.hasIndexRoomFor(batches)) return false
     if (Number(this.#nextOffset - segment.baseOffset) + offsets - 1 > INT32_MAX) return false
     // Read once per round (also what CreateTime bounds are judged against until the next).
-    const nowMs = this.#readClock()
+    const nowMs = this.#validator.readClock()
     const rolling = segment.rollingBasedTimestampMs
     const waitedMs = rolling !== null && rolling >= 0 ? maxTimestampMs - rolling : nowMs - segment.createdMs
     return waitedMs <= config.segmentMs
@@ -1151,6 +814,9 @@ export class PartitionLog {
         recordCount: p.recordCount,
       }
     }
+    // The offsets written into the batches (counted from the segment's base) are those reported:
+    // each append's base offset was the next offset.
+    assert(base + BigInt(next) === nextOffset, 'written offsets match the assigned ones')
     this.#nextOffset = nextOffset
     this.#addInFlight(round, segment, segment.issueWrite(buffers, bytes), records)
   }
@@ -1161,6 +827,11 @@ export class PartitionLog {
     write: Promise<void>,
     records: number,
   ): void {
+    const previous = this.#inFlight[this.#inFlight.length - 1]
+    assert(
+      this.#nextOffset >= (previous === undefined ? this.#logEndOffset : previous.endOffset),
+      'the next offset only increases',
+    )
     const f: InFlightRound = {
       round,
       segment,
@@ -1186,7 +857,7 @@ export class PartitionLog {
    * segment spans at most 2^31 offsets); BigInts are made once per append, for its result.
    */
   async #issueRound(round: PendingAppend[]): Promise<void> {
-    const nowMs = this.#readClock()
+    const nowMs = this.#validator.readClock()
     const onBatch = this.#hooks.onBatch
     let segment = this.activeSegment
     let buffers: Buffer[] = []
@@ -1223,7 +894,9 @@ export class PartitionLog {
           await segment.write(buffers)
           buffers = []
           bytes = 0
-          this.#nextOffset = this.#logEndOffset = segment.baseOffset + BigInt(next)
+          const written = segment.baseOffset + BigInt(next)
+          assert(written >= this.#logEndOffset, 'the log end offset only increases')
+          this.#nextOffset = this.#logEndOffset = written
           segment = await this.#roll(firstOffset ?? this.#nextOffset, nowMs)
           first = 0
         }
@@ -1278,33 +951,23 @@ export class PartitionLog {
   }
 
   /**
-   * Close the active segment and start one at `baseOffset`. The old segment is synced with its
-   * indexes before the new file exists, so after any crash every segment but the last is whole.
+   * Close the active segment and start one at `baseOffset` (`LocalLog.roll`: the old segment is
+   * synced with its indexes before the new file exists).
    */
-  async #roll(baseOffset: bigint, nowMs: number): Promise<LogSegment> {
-    const old = this.activeSegment
-    const disk = this.#disk
-    let kept: readonly LogSegment[] = this.#segments
-    if (old.isEmpty) {
-      // An empty active segment is replaced rather than kept (offsets jumped past it).
-      kept = kept.slice(0, -1)
-      await old.changeSuffix(SegmentFile.deleted)
-      await old.deleteFiles()
-    } else {
-      await old.seal()
-    }
-    await disk.syncDir(this.dir)
-    const segment = await LogSegment.create(disk, this.dir, baseOffset, this.#settings, nowMs)
-    this.#segments = [...kept, segment]
-    if (kept.length === 0 && this.#logStartOffset < baseOffset) {
+  #roll(baseOffset: bigint, nowMs: number): Promise<LogSegment> {
+    return this.#local.roll(baseOffset, nowMs, () => this.#afterRoll(baseOffset))
+  }
+
+  /** The log's side of a roll to `baseOffset`; `LocalLog.roll` awaits what it returns before it resolves. */
+  #afterRoll(baseOffset: bigint): Promise<void> | undefined {
+    if (this.#local.segments.length === 1 && this.#logStartOffset < baseOffset) {
+      // The only segment was empty and replaced: the log now starts at the new one.
       this.#logStartOffset = baseOffset
       this.#hooks.onLogStartOffset?.(baseOffset)
     }
-    this.#dirDirty = true
     // Every earlier segment is synced (each roll seals the one before): all below is durable.
     if (baseOffset > this.#recoveryPoint) this.#recoveryPoint = baseOffset
-    await this.#hooks.onRoll?.(baseOffset)
-    return segment
+    return this.#hooks.onRoll?.(baseOffset)
   }
 
   // ---------------------------------------------------------------- flush
@@ -1345,15 +1008,17 @@ export class PartitionLog {
     const upTo = this.#logEndOffset
     const messages = this.#messagesWritten
     const truncations = this.#truncations
+    const local = this.#local
     try {
       // The index entries of what is written go to the active segment's files too, unsynced (a
       // crash recovers that segment from its log): after a process crash they are there.
-      // (No segment at all while a truncation replaces them all.)
-      const indexWrite = this.#segments.at(-1)?.writeIndexEntries() ?? null
-      for (const s of this.#segments) if (s.unsynced) await s.sync()
-      if (this.#dirDirty) {
-        this.#dirDirty = false
-        await this.#disk.syncDir(this.dir)
+      // (No segment at all while a truncation replaces them all.) Inline, not a LocalLog method:
+      // an await of one more async function would delay every group commit by a few microtasks.
+      const indexWrite = local.segments.all.at(-1)?.writeIndexEntries() ?? null
+      for (const s of local.segments.all) if (s.unsynced) await s.sync()
+      if (local.dirDirty) {
+        local.dirDirty = false
+        await local.syncDir()
       }
       await indexWrite
     } catch (e) {
@@ -1368,7 +1033,7 @@ export class PartitionLog {
   async flushIfDue(nowMs: number): Promise<boolean> {
     if (this.#offline !== null || this.#closed) return false
     if (nowMs - this.#lastFlushMs < this.#config.flushMs) return false
-    if (this.#recoveryPoint >= this.#logEndOffset && !this.#dirDirty) return false
+    if (this.#recoveryPoint >= this.#logEndOffset && !this.#local.dirDirty) return false
     await this.flush()
     return true
   }
@@ -1391,17 +1056,19 @@ export class PartitionLog {
       options.maxOffset !== undefined && options.maxOffset < logEndOffset ? options.maxOffset : logEndOffset
     const ok = (records: Buffer): ReadResult => ({ errorCode: 0, records, logStartOffset, logEndOffset })
     if (offset >= maxOffset) return ok(EMPTY)
-    const segments = this.#segments
+    // The segments walked here, not in LocalLog: a fetch then awaits no async function more.
+    const segments = this.#local.segments
+    const all = segments.all
     const minOneBatch = options.minOneBatch !== false
-    for (let i = Math.max(0, floorSegment(segments, offset)); i < segments.length; i++) {
-      const segment = segments[i]!
+    for (let i = Math.max(0, segments.floorIndex(offset)); i < all.length; i++) {
+      const segment = all[i]!
       if (segment.baseOffset >= maxOffset) break
       let bytes: Buffer | null
       try {
         bytes = await segment.read(offset, maxBytes, maxOffset, minOneBatch, options.buffers)
       } catch (e) {
         // A segment deleted by retention while we read: the offset is now below the log start.
-        if (this.#offline === null && !this.#segments.includes(segment)) {
+        if (this.#offline === null && !this.#local.segments.includes(segment)) {
           return { errorCode: ErrorCode.OffsetOutOfRange, logStartOffset: this.#logStartOffset, logEndOffset }
         }
         throw this.#fail(e)
@@ -1423,7 +1090,7 @@ export class PartitionLog {
     if (timestampMs === ListOffsetsTimestamp.earliest || timestampMs === ListOffsetsTimestamp.earliestLocal) {
       return { offset: this.#logStartOffset, timestampMs: -1, leaderEpoch: -1 }
     }
-    const segments = this.#segments
+    const segments = this.#local.segments.all
     if (timestampMs === ListOffsetsTimestamp.maxTimestamp) {
       let best: LogSegment | null = null
       for (const s of segments) if (best === null || s.maxTimestampMs > best.maxTimestampMs) best = s
@@ -1454,28 +1121,16 @@ export class PartitionLog {
       if (offset >= this.#nextOffset) return
       await this.#flushRound?.catch(() => undefined)
       try {
-        if (offset <= this.#segments[0]!.baseOffset) {
+        if (offset <= this.#local.segments.first.baseOffset) {
           await this.#truncateFully(offset)
           return
         }
         this.#truncations++
-        const doomed = this.#segments.filter((s) => s.baseOffset > offset)
-        const kept = this.#segments.filter((s) => s.baseOffset <= offset)
-        this.#segments = kept
-        await this.#retire(doomed)
-        // The later segments' renames are durable before the cut is: else a crash after the cut's
-        // sync brings them back behind a cut segment, a hole in the offsets.
-        if (doomed.length > 0) await this.#disk.syncDir(this.dir)
-        const active = kept[kept.length - 1]!
-        await active.truncateTo(offset)
-        // A closed segment becoming active again: its index files now hold the cut entries.
-        await active.openIndexFiles()
-        await active.sync()
-        await this.#disk.syncDir(this.dir)
-        const end = active.nextOffset!
+        const end = await this.#local.truncateTo(offset)
         this.#nextOffset = this.#logEndOffset = end
         if (this.#logStartOffset > end) this.#logStartOffset = end
         if (this.#recoveryPoint > end) this.#recoveryPoint = end
+        this.#assertOffsets()
         this.#hooks.onTruncateTo?.(end)
       } catch (e) {
         throw this.#fail(e)
@@ -1501,12 +1156,7 @@ export class PartitionLog {
 
   async #truncateFully(offset: bigint): Promise<void> {
     this.#truncations++
-    const doomed = this.#segments
-    this.#segments = []
-    await this.#retire(doomed)
-    const segment = await LogSegment.create(this.#disk, this.dir, offset, this.#settings, this.#clock.nowMs())
-    await this.#disk.syncDir(this.dir)
-    this.#segments = [segment]
+    await this.#local.truncateFully(offset)
     this.#nextOffset = this.#logEndOffset = offset
     this.#logStartOffset = offset
     this.#recoveryPoint = offset
@@ -1547,68 +1197,23 @@ export class PartitionLog {
   async deleteOldSegments(nowMs: number = this.#clock.nowMs()): Promise<number> {
     this.#checkUsable()
     return this.#exclusive(async () => {
-      const segments = this.#segments
-      const config = this.#config
-      const closed = segments.slice(0, -1)
-      let count = 0
-      // Below the log start offset: the next segment starts at or before it.
-      while (count < closed.length && segments[count + 1]!.baseOffset <= this.#logStartOffset) count++
-      if (config.cleanupPolicy.delete) {
-        if (config.retentionMs >= 0) {
-          while (count < closed.length) {
-            const ts = closed[count]!.maxTimestampMs
-            if (ts < 0 || nowMs - ts <= config.retentionMs) break
-            count++
-          }
-        }
-        if (config.retentionBytes >= 0) {
-          let excess = this.sizeBytes - config.retentionBytes
-          for (let i = 0; i < count; i++) excess -= closed[i]!.size
-          while (count < closed.length && excess - closed[count]!.size >= 0) {
-            excess -= closed[count]!.size
-            count++
-          }
-        }
-      }
+      const segments = this.#local.segments
+      const count = segmentsToDelete(segments.all, this.#config, this.#logStartOffset, nowMs)
       if (count === 0) return 0
-      const doomed = closed.slice(0, count)
-      this.#segments = segments.slice(count)
-      const newStart = this.#segments[0]!.baseOffset
+      const doomed = segments.removeOldest(count)
+      const newStart = segments.first.baseOffset
       if (newStart > this.#logStartOffset) {
         this.#logStartOffset = newStart
         this.#hooks.onLogStartOffset?.(newStart)
       }
+      this.#assertOffsets()
       try {
-        await this.#retire(doomed)
+        await this.#local.retire(doomed)
       } catch (e) {
         throw this.#fail(e)
       }
       return count
     })
-  }
-
-  /**
-   * Rename segments to `.deleted` now and remove them after `file.delete.delay.ms` (Kafka's
-   * asynchronous delete): readers holding them finish first.
-   */
-  async #retire(doomed: readonly LogSegment[]): Promise<void> {
-    for (const s of doomed) await s.changeSuffix(SegmentFile.deleted)
-    for (const s of doomed) {
-      const timer = this.#clock.setTimer(this.#config.fileDeleteDelayMs, () => {
-        this.#deleteTimers.delete(s)
-        void this.#reap(s)
-      })
-      this.#deleteTimers.set(s, timer)
-    }
-  }
-
-  async #reap(segment: LogSegment): Promise<void> {
-    try {
-      await this.#flushRound?.catch(() => undefined)
-      await segment.deleteFiles()
-    } catch (e) {
-      this.#warn(`log ${this.dir}: could not remove deleted segment ${segment.baseOffset}: ${String(e)}`)
-    }
   }
 
   // ---------------------------------------------------------------- cleaner support
@@ -1622,38 +1227,23 @@ export class PartitionLog {
   async replaceSegments(old: readonly LogSegment[], cleaned: LogSegment): Promise<boolean> {
     this.#checkUsable()
     return this.#exclusive(async () => {
-      const segments = this.#segments
-      const at = segments.indexOf(old[0]!)
-      const stillThere =
-        at >= 0 && old.every((s, i) => segments[at + i] === s) && at + old.length < segments.length
-      if (!stillThere) {
+      const at = this.#local.segments.indexOfClosedRun(old)
+      if (at < 0) {
         await cleaned.deleteFiles()
         return false
       }
       try {
-        await cleaned.changeSuffix(SegmentFile.swap)
-        await this.#disk.syncDir(this.dir)
-        await this.#retire(old)
-        await cleaned.changeSuffix('')
-        await this.#disk.syncDir(this.dir)
+        await this.#local.swapIn(at, old, cleaned)
       } catch (e) {
         throw this.#fail(e)
       }
-      this.#segments = [...segments.slice(0, at), cleaned, ...segments.slice(at + old.length)]
       return true
     })
   }
 
   /** Create a segment file for the cleaner (suffix `.cleaned`). */
   createCleanedSegment(baseOffset: bigint): Promise<LogSegment> {
-    return LogSegment.create(
-      this.#disk,
-      this.dir,
-      baseOffset,
-      this.#settings,
-      this.#clock.nowMs(),
-      SegmentFile.cleaned,
-    )
+    return this.#local.createSegment(baseOffset, this.#clock.nowMs(), SegmentFile.cleaned)
   }
 
   // ---------------------------------------------------------------- close
@@ -1667,30 +1257,23 @@ export class PartitionLog {
     this.#closing = true
     await this.#idle()
     const clean = await this.#exclusive(async () => {
-      for (const timer of this.#deleteTimers.values()) this.#clock.clearTimer(timer)
-      this.#deleteTimers.clear()
+      this.#local.cancelDeletes()
       let ok = this.#offline === null
       if (ok) {
         try {
           await this.flush()
-          await this.activeSegment.seal()
-          await this.#disk.syncDir(this.dir)
+          await this.#local.sealActive()
         } catch (e) {
           this.#fail(e)
           ok = false
         }
       }
-      for (const s of this.#segments) await s.close().catch(() => undefined)
+      await this.#local.closeFiles()
       return ok
     })
     this.#closed = true
     return clean
   }
-}
-
-/** Bytes of the (validated) batch at `at`. */
-function batchSize(buf: Buffer, at: number): number {
-  return LOG_OVERHEAD + buf.readInt32BE(at + BatchOffsets.batchLength)
 }
 
 /** `offset - base` when it can be a segment's relative offset, else a number past INT32_MAX. */
@@ -1699,65 +1282,39 @@ function relativeOrOutside(offset: bigint, base: bigint): number {
   return rel <= INT32_MAX_BIG ? Number(rel) : INT32_MAX + 1
 }
 
-/** CreateTime bounds (message.timestamp.before/after.max.ms), judged on the batch header at `at`. */
-function checkTimestamps(buf: Buffer, at: number, nowMs: number, config: LogConfig): string | null {
-  const max = readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
-  const base = readInt64AsNumber(buf, at + BatchOffsets.baseTimestamp)
-  if (max >= 0 && max - nowMs > config.messageTimestampAfterMaxMs) {
-    return `timestamp ${max} is more than message.timestamp.after.max.ms ${config.messageTimestampAfterMaxMs} ahead of the broker's time ${nowMs}`
-  }
-  if (base >= 0 && nowMs - base > config.messageTimestampBeforeMaxMs) {
-    return `timestamp ${base} is more than message.timestamp.before.max.ms ${config.messageTimestampBeforeMaxMs} behind the broker's time ${nowMs}`
-  }
-  return null
-}
-
-/** A compacted log refuses records without a key (Kafka's LogValidator: CORRUPT_MESSAGE). */
-function checkKeys(buf: Buffer, at: number): AppendResult | null {
-  let records: ReturnType<typeof decodeBatch>['records']
-  try {
-    records = decodeBatch(buf, at, { verifyCrc: false }).records
-  } catch (e) {
-    return { errorCode: ErrorCode.CorruptMessage, errorMessage: `undecodable batch: ${String(e)}` }
-  }
-  for (const r of records) {
-    if (r.key === null) {
-      return {
-        errorCode: ErrorCode.CorruptMessage,
-        errorMessage: 'compacted topic cannot accept message without key',
-      }
+/**
+ * How many of the oldest closed segments (never the active one) retention deletes: those wholly
+ * below the log start offset, and under `cleanup.policy=delete` those whose largest timestamp is
+ * older than `retention.ms` or that put the log over `retention.bytes`.
+ */
+function segmentsToDelete(
+  segments: readonly LogSegment[],
+  config: LogConfig,
+  logStartOffset: bigint,
+  nowMs: number,
+): number {
+  const closed = segments.slice(0, -1)
+  let count = 0
+  // Below the log start offset: the next segment starts at or before it.
+  while (count < closed.length && segments[count + 1]!.baseOffset <= logStartOffset) count++
+  if (!config.cleanupPolicy.delete) return count
+  if (config.retentionMs >= 0) {
+    while (count < closed.length) {
+      const ts = closed[count]!.maxTimestampMs
+      if (ts < 0 || nowMs - ts <= config.retentionMs) break
+      count++
     }
   }
-  return null
-}
-
-/** Index of the segment with the largest base offset <= `offset`, or -1. */
-function floorSegment(segments: readonly LogSegment[], offset: bigint): number {
-  let lo = 0
-  let hi = segments.length - 1
-  let found = -1
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1
-    if (segments[mid]!.baseOffset <= offset) {
-      found = mid
-      lo = mid + 1
-    } else {
-      hi = mid - 1
+  if (config.retentionBytes >= 0) {
+    let excess = -config.retentionBytes
+    for (const s of segments) excess += s.size
+    for (let i = 0; i < count; i++) excess -= closed[i]!.size
+    while (count < closed.length && excess - closed[count]!.size >= 0) {
+      excess -= closed[count]!.size
+      count++
     }
   }
-  return found
-}
-
-function compareBigint(a: bigint, b: bigint): number {
-  return a < b ? -1 : a > b ? 1 : 0
-}
-
-async function removeIfExists(disk: Disk, path: string): Promise<void> {
-  try {
-    await disk.remove(path)
-  } catch (e) {
-    if (!isNotFound(e)) throw e
-  }
+  return count
 }
 
 assert(WRITE_ROUND_BYTES_MAX <= APPEND_QUEUE_BYTES_MAX_DEFAULT, 'a write round fits the append queue')

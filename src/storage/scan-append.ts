@@ -139,3 +139,8 @@ function int32(buf: Buffer, at: number): number {
 function uint32(buf: Buffer, at: number): number {
   return int32(buf, at) >>> 0
 }
+
+/** Bytes of the (validated) batch at `at`. */
+export function batchSize(buf: Buffer, at: number): number {
+  return LOG_OVERHEAD + buf.readInt32BE(at + BatchOffsets.batchLength)
+}
