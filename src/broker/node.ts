@@ -199,7 +199,7 @@ export class WeirNode {
       inFlightRequestsMax: Math.max(1, effective.int('queued.max.requests')),
       // A frame up to socket.request.max.bytes is always read (the queue is checked before a frame).
       inFlightBytesMax: Math.min(effective.int('socket.request.max.bytes'), READ_AHEAD_BYTES_MAX),
-      connectionsMaxIdleMs: effective.long('connections.max.idle.ms'),
+      connectionsIdleMsMax: effective.long('connections.max.idle.ms'),
       connectionsMax: Math.min(effective.int('max.connections'), 100_000),
     }
     // One pacer for the node's listeners: a minor GC per 8 MiB of requests read. The full one per
@@ -366,7 +366,7 @@ export class WeirNode {
     const raftConfig = {
       electionTimeoutMs: effective.int('controller.quorum.election.timeout.ms'),
       fetchTimeoutMs: effective.int('controller.quorum.fetch.timeout.ms'),
-      electionBackoffMaxMs: effective.int('controller.quorum.election.backoff.max.ms'),
+      electionBackoffMsMax: effective.int('controller.quorum.election.backoff.max.ms'),
       requestTimeoutMs: effective.int('controller.quorum.request.timeout.ms'),
       retryBackoffMs: effective.int('controller.quorum.retry.backoff.ms'),
     }

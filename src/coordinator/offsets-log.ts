@@ -117,7 +117,7 @@ export class ReplicaOffsetsLog implements OffsetsLog {
       lastFetchedEpoch: -1,
       upTo: 'logEndOffset',
       fetchOnlyFromLeader: true,
-      minOneBatch: true,
+      atLeastOneBatch: true,
     })
     if (r.errorCode !== 0) return { errorCode: r.errorCode as Exclude<ErrorCode, 0> }
     return { errorCode: 0, records: r.records }

@@ -189,7 +189,7 @@ export class Quorum {
     const key = `${request.from}:${request.correlationId}`
     const clock = this.#options.clock
     const waitMs =
-      (this.#options.raft?.requestTimeoutMs ?? 2000) + (this.#options.raft?.fetchMaxWaitMs ?? 500)
+      (this.#options.raft?.requestTimeoutMs ?? 2000) + (this.#options.raft?.fetchWaitMsMax ?? 500)
     const response = new Promise<RaftResponse | null>((resolve) => {
       const timer = clock.setTimer(waitMs, () => {
         this.#waiters.delete(key)
@@ -319,7 +319,7 @@ export class Quorum {
     if (address === undefined) throw new ConnectionError(`node ${id} is not a voter with a known address`)
     const { clock, transport } = this.#options
     const requestTimeoutMs =
-      (this.#options.raft?.requestTimeoutMs ?? 2000) + (this.#options.raft?.fetchMaxWaitMs ?? 500)
+      (this.#options.raft?.requestTimeoutMs ?? 2000) + (this.#options.raft?.fetchWaitMsMax ?? 500)
     const opening = KafkaConnection.open(
       { host: address.host, port: address.port },
       {

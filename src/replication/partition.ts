@@ -43,7 +43,7 @@ export interface PartitionAssignment {
 export interface PartitionSettings {
   readonly logConfig: LogConfig
   /** `min.insync.replicas` */
-  readonly minInsyncReplicas: number
+  readonly insyncReplicasMin: number
 }
 
 export type Role = 'leader' | 'follower' | 'stopped'
@@ -110,7 +110,7 @@ export interface ReadParams {
   /** Only the leader answers (consumers without a preferred read replica). */
   readonly fetchOnlyFromLeader: boolean
   /** Return the first batch whole even when larger than maxBytes. */
-  readonly minOneBatch: boolean
+  readonly atLeastOneBatch: boolean
   /** Where file reads get their buffers; the caller releases `records` to it (storage's `ReadBuffers`). */
   readonly buffers?: ReadBuffers
 }
@@ -618,7 +618,7 @@ export class Partition {
     return {
       done: true,
       errorCode:
-        this.#isr.length >= this.#settings.minInsyncReplicas
+        this.#isr.length >= this.#settings.insyncReplicasMin
           ? ErrorCode.None
           : ErrorCode.NotEnoughReplicasAfterAppend,
     }
@@ -633,10 +633,10 @@ export class Partition {
    */
   appendAsLeader(batch: Buffer, requiredAcks: number): Promise<LeaderAppendResult> {
     if (this.#role !== 'leader') return Promise.resolve(this.#notLeader())
-    if (requiredAcks === -1 && this.#isr.length < this.#settings.minInsyncReplicas) {
+    if (requiredAcks === -1 && this.#isr.length < this.#settings.insyncReplicasMin) {
       return Promise.resolve({
         errorCode: ErrorCode.NotEnoughReplicas,
-        errorMessage: `The size of the current ISR ${this.#isr.length} is insufficient to satisfy the min.isr requirement of ${this.#settings.minInsyncReplicas} for partition ${this.topic}-${this.index}`,
+        errorMessage: `The size of the current ISR ${this.#isr.length} is insufficient to satisfy the min.isr requirement of ${this.#settings.insyncReplicasMin} for partition ${this.topic}-${this.index}`,
       })
     }
     if (batch.length < BATCH_HEADER_BYTES) {
@@ -758,7 +758,7 @@ export class Partition {
         }
       }
     }
-    const maxOffset =
+    const offsetMax =
       p.upTo === 'logEndOffset'
         ? this.log.logEndOffset
         : p.upTo === 'lastStableOffset'
@@ -767,8 +767,8 @@ export class Partition {
     let r: Awaited<ReturnType<PartitionLog['read']>>
     try {
       r = await this.log.read(p.fetchOffset, p.maxBytes, {
-        maxOffset,
-        minOneBatch: p.minOneBatch,
+        offsetMax,
+        atLeastOneBatch: p.atLeastOneBatch,
         ...(p.buffers === undefined ? {} : { buffers: p.buffers }),
       })
     } catch (e) {

@@ -66,9 +66,9 @@ export interface LeaderLink {
 
 export interface ReplicaFetcherSettings {
   /** `replica.fetch.max.bytes`: per partition. */
-  readonly fetchMaxBytes: number
+  readonly fetchBytesMax: number
   /** `replica.fetch.response.max.bytes` */
-  readonly responseMaxBytes: number
+  readonly responseBytesMax: number
   /** `replica.fetch.min.bytes` */
   readonly minBytes: number
   /** `replica.fetch.wait.max.ms` */
@@ -96,7 +96,7 @@ interface FetchState {
  */
 export const METADATA_LAG_RETRY_MS = 10
 
-function minOffset(a: bigint, b: bigint): bigint {
+function offsetMin(a: bigint, b: bigint): bigint {
   return a < b ? a : b
 }
 
@@ -233,7 +233,7 @@ export class ReplicaFetcher {
         fetchOffset: s.p.logEndOffset,
         lastFetchedEpoch: s.p.state.epochs.latestEpoch,
         logStartOffset: s.p.logStartOffset,
-        maxBytes: this.#settings.fetchMaxBytes,
+        maxBytes: this.#settings.fetchBytesMax,
       }))
       let response: ReplicaFetchResponse
       const sentMs = this.#clock.monotonicMs()
@@ -243,7 +243,7 @@ export class ReplicaFetcher {
           brokerEpoch: this.#brokerEpoch(),
           maxWaitMs: this.#settings.maxWaitMs,
           minBytes: this.#settings.minBytes,
-          maxBytes: this.#settings.responseMaxBytes,
+          maxBytes: this.#settings.responseBytesMax,
           partitions: specs,
         })
       } catch (e) {
@@ -367,12 +367,12 @@ export class ReplicaFetcher {
       s.delayedUntilMs = this.#clock.monotonicMs() + this.#settings.backoffMs
       return
     }
-    if (d.epoch === UNDEFINED_EPOCH) offset = minOffset(d.endOffset, end)
+    if (d.epoch === UNDEFINED_EPOCH) offset = offsetMin(d.endOffset, end)
     else {
       const mine = p.state.epochs.endOffsetFor(d.epoch, end)
-      if (mine.endOffset === UNDEFINED_EPOCH_OFFSET) offset = minOffset(d.endOffset, end)
-      else if (mine.epoch !== d.epoch) offset = minOffset(mine.endOffset, end)
-      else offset = minOffset(d.endOffset, mine.endOffset)
+      if (mine.endOffset === UNDEFINED_EPOCH_OFFSET) offset = offsetMin(d.endOffset, end)
+      else if (mine.epoch !== d.epoch) offset = offsetMin(mine.endOffset, end)
+      else offset = offsetMin(d.endOffset, mine.endOffset)
     }
     const epochBefore = p.state.epochs.latestEpoch
     if (offset < end)

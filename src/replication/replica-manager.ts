@@ -56,7 +56,7 @@ export interface ReplicationOptions {
   readonly alterPartition: AlterPartitionManagerOptions['send']
   readonly fetcher: ReplicaFetcherSettings
   /** `replica.lag.time.max.ms` */
-  readonly lagTimeMaxMs: number
+  readonly lagTimeMsMax: number
   /** `replica.high.watermark.checkpoint.interval.ms` */
   readonly highWatermarkCheckpointIntervalMs: number
   /** Wait before resending a failed AlterPartition. */
@@ -505,7 +505,7 @@ export class ReplicaManager {
   #armIsrCheck(): void {
     const r = this.#o.replication
     if (r === undefined || this.#closed) return
-    this.#isrTimer = this.#o.clock.setTimer(Math.max(1, Math.floor(r.lagTimeMaxMs / 2)), () => {
+    this.#isrTimer = this.#o.clock.setTimer(Math.max(1, Math.floor(r.lagTimeMsMax / 2)), () => {
       this.#isrTimer = null
       this.maybeShrinkIsrs()
       this.#armIsrCheck()
@@ -517,7 +517,7 @@ export class ReplicaManager {
     const r = this.#o.replication
     if (r === undefined) return
     for (const p of this.#partitions.values()) {
-      const change = p.maybeShrinkIsr(r.lagTimeMaxMs)
+      const change = p.maybeShrinkIsr(r.lagTimeMsMax)
       if (change !== null) {
         this.#log(
           'info',
@@ -680,7 +680,7 @@ export class ReplicaManager {
     let s = this.#settings.get(topic)
     if (s === undefined) {
       const c = this.#o.topicConfig(topic, image)
-      s = { logConfig: logConfigFrom(c), minInsyncReplicas: c.int('min.insync.replicas') }
+      s = { logConfig: logConfigFrom(c), insyncReplicasMin: c.int('min.insync.replicas') }
       this.#settings.set(topic, s)
     }
     return s
@@ -1043,7 +1043,7 @@ export class ReplicaManager {
   ): Promise<ReadOutcome[]> {
     const upTo = this.#upTo(params)
     let budget = params.maxBytes
-    let minOneBatch = true
+    let atLeastOneBatch = true
     for (const s of specs) {
       const p = this.getPartition(s.topic, s.partition)
       if (p === undefined) {
@@ -1069,11 +1069,11 @@ export class ReplicaManager {
         fetchOnlyFromLeader:
           params.replicaId >= 0 ||
           (params.replicaId !== DEBUGGING_REPLICA_ID && params.clientRack === undefined),
-        minOneBatch,
+        atLeastOneBatch,
         ...(params.readBuffers === undefined ? {} : { buffers: params.readBuffers }),
       })
       if (r.records.length > 0) {
-        minOneBatch = false
+        atLeastOneBatch = false
         budget = Math.max(0, budget - r.records.length)
       }
       if (params.replicaId >= 0 && r.errorCode === ErrorCode.None && r.divergingEpoch === null) {

@@ -132,9 +132,9 @@ export type AppendResult =
 
 export interface ReadOptions {
   /** Exclusive bound: only batches whose last offset is below it (the high watermark). */
-  readonly maxOffset?: bigint
+  readonly offsetMax?: bigint
   /** Return the first batch whole even when larger than `maxBytes` (default true, as Kafka). */
-  readonly minOneBatch?: boolean
+  readonly atLeastOneBatch?: boolean
   /**
    * Where file reads get their buffers (`read-buffer-pool.ts`); the caller then releases the
    * returned `records` to it once written. Default: a new buffer per read, left to the GC.
@@ -302,7 +302,7 @@ const NO_WRITE = Promise.resolve()
 const REPLICATION_SCAN: ScanOptions = { origin: 'log', requireBatch: false }
 
 interface ScanOptionsFor {
-  readonly maxMessageBytes: number
+  readonly messageBytesMax: number
   readonly client: ScanOptions
   readonly log: ScanOptions
 }
@@ -806,20 +806,20 @@ export class PartitionLog {
     // Under the default bounds (NEVER_MS, Kafka's Long.MAX_VALUE) only a maxTimestamp past NEVER_MS
     // can be refused (the clock is below it): the clock is read for such a batch only.
     const boundsNever =
-      config.messageTimestampAfterMaxMs >= NEVER_MS && config.messageTimestampBeforeMaxMs >= NEVER_MS
+      config.messageTimestampAfterMsMax >= NEVER_MS && config.messageTimestampBeforeMsMax >= NEVER_MS
     // Under Kafka 4's defaults (before: never, after: 1 h) only the after bound applies, and a time
     // the clock gave earlier vouches for acceptance: `max - earlier <= after` implies `max - now <=
     // after` while the clock goes forward (a step back is seen at the next round's reading). The
     // clock is read here only for a batch that looks too new (it was read per append: ~4% of its CPU).
-    const afterOnly = config.messageTimestampBeforeMaxMs >= NEVER_MS
+    const afterOnly = config.messageTimestampBeforeMsMax >= NEVER_MS
     const compact = config.cleanupPolicy.compact
     if (!logAppendTime && !compact) {
       // The largest maxTimestamp (from the scan) passes for every batch: no walk over them.
-      const maxMs = this.#scan.maxTimestampMs
+      const msMax = this.#scan.maxTimestampMs
       if (
         boundsNever
-          ? maxMs <= NEVER_MS
-          : afterOnly && maxMs - this.#clockSeenMs <= config.messageTimestampAfterMaxMs
+          ? msMax <= NEVER_MS
+          : afterOnly && msMax - this.#clockSeenMs <= config.messageTimestampAfterMsMax
       )
         return null
     }
@@ -830,8 +830,8 @@ export class PartitionLog {
         this.#logAppendTimeMs = nowMs
         setMaxTimestampAndLogAppendTime(batches, at, BigInt(nowMs), { baseTimestamp: false })
       } else if (!boundsNever) {
-        const maxMs = readInt64AsNumber(batches, at + BatchOffsets.maxTimestamp)
-        if (afterOnly && nowMs === null && maxMs - this.#clockSeenMs <= config.messageTimestampAfterMaxMs) {
+        const msMax = readInt64AsNumber(batches, at + BatchOffsets.maxTimestamp)
+        if (afterOnly && nowMs === null && msMax - this.#clockSeenMs <= config.messageTimestampAfterMsMax) {
           // Accepted against an earlier reading of the clock: accepted now.
         } else {
           nowMs ??= this.#readClock()
@@ -865,10 +865,10 @@ export class PartitionLog {
   #scanOptions(origin: 'client' | 'coordinator' | 'replication', config: LogConfig): ScanOptions {
     if (origin === 'replication') return REPLICATION_SCAN
     let cached = this.#scanOptionsFor
-    if (cached === null || cached.maxMessageBytes !== config.maxMessageBytes) {
-      const batchBytesMax = config.maxMessageBytes
+    if (cached === null || cached.messageBytesMax !== config.messageBytesMax) {
+      const batchBytesMax = config.messageBytesMax
       cached = {
-        maxMessageBytes: batchBytesMax,
+        messageBytesMax: batchBytesMax,
         client: { origin: 'client', batchBytesMax },
         log: { origin: 'log', batchBytesMax },
       }
@@ -1124,12 +1124,12 @@ export class PartitionLog {
         for (let i = 0, at = 0; i < p.batchCount; i++) {
           const size = batchSize(buf, at)
           const lastOffsetDelta = buf.readInt32BE(at + BatchOffsets.lastOffsetDelta)
-          const batchMaxMs = stamped >= 0 ? stamped : readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
+          const batchMsMax = stamped >= 0 ? stamped : readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
           segment.writeOffset(buf, at, next)
           if (p.leaderEpoch !== undefined)
             buf.writeInt32BE(p.leaderEpoch, at + BatchOffsets.partitionLeaderEpoch)
           next += lastOffsetDelta
-          segment.registerAppend(size, next, batchMaxMs)
+          segment.registerAppend(size, next, batchMsMax)
           next++
           if (onBatch !== undefined) onBatch(appendedHeader(buf, at), 'append')
           at += size
@@ -1211,12 +1211,12 @@ export class PartitionLog {
       for (let i = 0; i < p.batchCount; i++) {
         const size = batchSize(buf, at)
         const lastOffsetDelta = buf.readInt32BE(at + BatchOffsets.lastOffsetDelta)
-        const batchMaxMs =
+        const batchMsMax =
           p.logAppendTimeMs >= 0 ? p.logAppendTimeMs : readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
         // A replicated batch keeps its offset, which may be far past the segment's range.
         const firstOffset = assign ? null : buf.readBigInt64BE(at)
         let first = firstOffset === null ? next : relativeOrOutside(firstOffset, segment.baseOffset)
-        if (this.#shouldRoll(segment, size, first + lastOffsetDelta, batchMaxMs, nowMs)) {
+        if (this.#shouldRoll(segment, size, first + lastOffsetDelta, batchMsMax, nowMs)) {
           if (at > sliceStart) buffers.push(buf.subarray(sliceStart, at))
           sliceStart = at
           while (this.#inFlight.length > 0) await this.#completeOldest()
@@ -1231,8 +1231,8 @@ export class PartitionLog {
         if (p.leaderEpoch !== undefined)
           buf.writeInt32BE(p.leaderEpoch, at + BatchOffsets.partitionLeaderEpoch)
         const last = first + lastOffsetDelta
-        segment.registerAppend(size, last, batchMaxMs)
-        if (batchMaxMs > maxTimestampMs) maxTimestampMs = batchMaxMs
+        segment.registerAppend(size, last, batchMsMax)
+        if (batchMsMax > maxTimestampMs) maxTimestampMs = batchMsMax
         if (i === 0) baseOffset = firstOffset ?? segment.baseOffset + BigInt(first)
         next = last + 1
         if (onBatch !== undefined) onBatch(appendedHeader(buf, at), 'append')
@@ -1261,7 +1261,7 @@ export class PartitionLog {
     segment: LogSegment,
     batchBytes: number,
     lastRelative: number,
-    batchMaxMs: number,
+    batchMsMax: number,
     nowMs: number,
   ): boolean {
     const config = this.#config
@@ -1271,7 +1271,7 @@ export class PartitionLog {
     if (segment.size > 0) {
       // Kafka's timeWaitedForRoll: by record time when the first batch had one, else by wall time.
       const rolling = segment.rollingBasedTimestampMs
-      const waitedMs = rolling !== null && rolling >= 0 ? batchMaxMs - rolling : nowMs - segment.createdMs
+      const waitedMs = rolling !== null && rolling >= 0 ? batchMsMax - rolling : nowMs - segment.createdMs
       if (waitedMs > config.segmentMs) return true
     }
     return false
@@ -1377,7 +1377,7 @@ export class PartitionLog {
 
   /**
    * Read whole batches from the one containing `offset`, up to `maxBytes` (the first batch whole
-   * even when larger, unless `minOneBatch: false`), below `maxOffset`. An offset outside
+   * even when larger, unless `atLeastOneBatch: false`), below `offsetMax`. An offset outside
    * [logStartOffset, logEndOffset] is OFFSET_OUT_OF_RANGE.
    */
   async read(offset: bigint, maxBytes: number, options: ReadOptions = {}): Promise<ReadResult> {
@@ -1387,18 +1387,18 @@ export class PartitionLog {
     if (offset < logStartOffset || offset > logEndOffset) {
       return { errorCode: ErrorCode.OffsetOutOfRange, logStartOffset, logEndOffset }
     }
-    const maxOffset =
-      options.maxOffset !== undefined && options.maxOffset < logEndOffset ? options.maxOffset : logEndOffset
+    const offsetMax =
+      options.offsetMax !== undefined && options.offsetMax < logEndOffset ? options.offsetMax : logEndOffset
     const ok = (records: Buffer): ReadResult => ({ errorCode: 0, records, logStartOffset, logEndOffset })
-    if (offset >= maxOffset) return ok(EMPTY)
+    if (offset >= offsetMax) return ok(EMPTY)
     const segments = this.#segments
-    const minOneBatch = options.minOneBatch !== false
+    const atLeastOneBatch = options.atLeastOneBatch !== false
     for (let i = Math.max(0, floorSegment(segments, offset)); i < segments.length; i++) {
       const segment = segments[i]!
-      if (segment.baseOffset >= maxOffset) break
+      if (segment.baseOffset >= offsetMax) break
       let bytes: Buffer | null
       try {
-        bytes = await segment.read(offset, maxBytes, maxOffset, minOneBatch, options.buffers)
+        bytes = await segment.read(offset, maxBytes, offsetMax, atLeastOneBatch, options.buffers)
       } catch (e) {
         // A segment deleted by retention while we read: the offset is now below the log start.
         if (this.#offline === null && !this.#segments.includes(segment)) {
@@ -1703,11 +1703,11 @@ function relativeOrOutside(offset: bigint, base: bigint): number {
 function checkTimestamps(buf: Buffer, at: number, nowMs: number, config: LogConfig): string | null {
   const max = readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
   const base = readInt64AsNumber(buf, at + BatchOffsets.baseTimestamp)
-  if (max >= 0 && max - nowMs > config.messageTimestampAfterMaxMs) {
-    return `timestamp ${max} is more than message.timestamp.after.max.ms ${config.messageTimestampAfterMaxMs} ahead of the broker's time ${nowMs}`
+  if (max >= 0 && max - nowMs > config.messageTimestampAfterMsMax) {
+    return `timestamp ${max} is more than message.timestamp.after.max.ms ${config.messageTimestampAfterMsMax} ahead of the broker's time ${nowMs}`
   }
-  if (base >= 0 && nowMs - base > config.messageTimestampBeforeMaxMs) {
-    return `timestamp ${base} is more than message.timestamp.before.max.ms ${config.messageTimestampBeforeMaxMs} behind the broker's time ${nowMs}`
+  if (base >= 0 && nowMs - base > config.messageTimestampBeforeMsMax) {
+    return `timestamp ${base} is more than message.timestamp.before.max.ms ${config.messageTimestampBeforeMsMax} behind the broker's time ${nowMs}`
   }
   return null
 }

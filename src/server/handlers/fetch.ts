@@ -26,7 +26,7 @@ export interface FetchView {
   readonly sessions: FetchSessionCache
   nowMs(): number
   /** The broker's `fetch.max.bytes`: a response carries at most this much (plus one batch). */
-  readonly fetchMaxBytes: number
+  readonly fetchBytesMax: number
   /** Where reads of old data get their buffers: released once the response is written. */
   readonly readBuffers?: ReadBuffers
   fetchMessages(specs: readonly FetchSpec[], params: FetchParams): Promise<ReadOutcome[]>
@@ -63,7 +63,7 @@ export function makeFetchHandler(view: FetchView): Handler {
         lastFetchedEpoch: v >= 12 ? p.lastFetchedEpoch : -1,
       })
     }
-    const maxBytes = Math.max(0, Math.min(req.maxBytes, view.fetchMaxBytes))
+    const maxBytes = Math.max(0, Math.min(req.maxBytes, view.fetchBytesMax))
     // Pooled reads only where the connection reports when the response was written.
     const readBuffers = ctx.afterResponse === undefined ? undefined : view.readBuffers
     const outcomes = await view.fetchMessages(specs, {
