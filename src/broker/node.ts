@@ -559,7 +559,7 @@ export class WeirNode {
           try {
             return await channel.describeQuorum(
               req,
-              async () => (await describeQuorumLocal.handle(req, ctx)) as never,
+              async () => describeQuorumLocal.answer(req, ctx),
               ctx.apiVersion,
             )
           } catch (e) {

@@ -3,7 +3,7 @@
  * positions advanced from the batch headers alone (records stay bytes until a caller decodes them),
  * leaders re-resolved when they move. Offsets by time or end through ListOffsets.
  */
-import type { TopicName } from '../model/index.ts'
+import { BrokerId, type TopicName } from '../model/index.ts'
 import {
   apis,
   BATCH_HEADER_BYTES,
@@ -23,6 +23,8 @@ import { KafkaError } from './kafka-error.ts'
 /** ListOffsets timestamps with a meaning. */
 export const EARLIEST = -2n
 export const LATEST = -1n
+/** Kafka's replica id of a consumer's Fetch and ListOffsets (FetchRequest.CONSUMER_REPLICA_ID). */
+const CONSUMER_REPLICA_ID = BrokerId(-1)
 
 export interface TopicPartitionOffset {
   readonly topic: string
@@ -56,7 +58,7 @@ export async function listOffsets(
         const { response } = await client.request(
           apis.ListOffsets,
           {
-            replicaId: -1 as never,
+            replicaId: CONSUMER_REPLICA_ID,
             isolationLevel: 0,
             topics: [...topics].map(([name, ps]) => ({
               name: name as TopicName,
@@ -214,7 +216,7 @@ export class Fetcher {
     const { response } = await this.#client.request(
       apis.Fetch,
       {
-        replicaId: -1 as never,
+        replicaId: CONSUMER_REPLICA_ID,
         maxWaitMs: this.#o.maxWaitMs,
         minBytes: this.#o.minBytes,
         maxBytes: this.#o.maxBytes,

@@ -14,7 +14,7 @@ import {
   validateTopicConfigs,
 } from '../config/index.ts'
 import { ConfigResourceType, configKey, type MetadataImage } from '../metadata/index.ts'
-import type { BrokerId } from '../model/index.ts'
+import { type BrokerId, TopicName } from '../model/index.ts'
 import {
   type AlterConfigsRequestData,
   type AlterConfigsResponseData,
@@ -175,7 +175,7 @@ function existenceProblem(
   options: ConfigDecisionOptions,
 ): Failure | null {
   if (type === ConfigResourceType.Topic) {
-    if (image.topicsByName.has(name as never)) return null
+    if (image.topicsByName.has(TopicName(name))) return null
     return fail(ErrorCode.UnknownTopicOrPartition, `The topic '${name}' does not exist.`)
   }
   if (name === '') return null

@@ -9,7 +9,7 @@ import type { MetadataRecordType } from '../protocol/index.ts'
 
 /** A metadata record to append, in the form an encoder accepts. */
 export interface PendingRecord {
-  readonly type: MetadataRecordType<unknown, never>
+  readonly type: MetadataRecordType<unknown, unknown>
   readonly version: number
   readonly data: unknown
 }
@@ -20,7 +20,7 @@ export function pendingRecord<TIn>(
   version: number,
   data: TIn,
 ): PendingRecord {
-  return { type: type as unknown as MetadataRecordType<unknown, never>, version, data }
+  return { type: type as MetadataRecordType<unknown, unknown>, version, data }
 }
 
 /** Settings the controller decides with (broker defaults for new topics, and so on). */

@@ -52,7 +52,7 @@ export class MetadataLoader {
   loadSnapshot(bytes: Uint8Array, provenance: { offset: bigint; epoch: number }): void {
     const delta = new MetadataDelta(EMPTY_IMAGE)
     for (const value of splitSnapshot(bytes)) delta.replay(decodeMetadataRecord(Buffer.from(value)))
-    delta.replay({ type: T.NoOp as never, version: 0, data: {} }, provenance)
+    delta.replay({ type: T.NoOp, version: 0, data: {} }, provenance)
     const { image, changes } = delta.apply()
     this.#publish(image, changes, [])
   }
@@ -65,7 +65,7 @@ export class MetadataLoader {
     for (const e of entries) {
       if (e.kind === 'leaderChange') {
         leaderChanges.push({ epoch: e.epoch, leaderId: e.leaderId, offset: e.offset })
-        delta.replay({ type: T.NoOp as never, version: 0, data: {} }, { offset: e.offset, epoch: e.epoch })
+        delta.replay({ type: T.NoOp, version: 0, data: {} }, { offset: e.offset, epoch: e.epoch })
         continue
       }
       delta.replay(decodeMetadataRecord(Buffer.from(e.data.buffer, e.data.byteOffset, e.data.length)), {

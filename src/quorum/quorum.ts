@@ -68,7 +68,8 @@ const LOAD_READ_BYTES = 4 * 1024 * 1024
 /** Requests in flight per peer connection. */
 const PEER_IN_FLIGHT_MAX = 8
 
-type Waiter = (m: RaftResponse) => void
+/** Resolves a waiting inbound request with its answer, or with null when the quorum closes. */
+type Waiter = (m: RaftResponse | null) => void
 
 export class Quorum {
   readonly nodeId: NodeId
@@ -405,7 +406,7 @@ export class Quorum {
       else void p.then((c) => c.close()).catch(() => {})
     }
     this.#peers.clear()
-    for (const w of this.#waiters.values()) w(null as never)
+    for (const w of this.#waiters.values()) w(null)
     this.#waiters.clear()
     await this.#log.close()
   }

@@ -82,7 +82,7 @@ export class WireLeaderLink implements LeaderLink {
 
   async fetch(req: ReplicaFetchRequest): Promise<ReplicaFetchResponse> {
     const c = await this.#connection()
-    const version = c.versionFor(apis.Fetch as never)
+    const version = c.versionFor(apis.Fetch)
     if (version === undefined || version < FETCH_VERSION_MIN) {
       c.close()
       throw new Error(`leader ${this.#o.leader} does not serve Fetch v${FETCH_VERSION_MIN}+`)
@@ -166,7 +166,7 @@ export class WireLeaderLink implements LeaderLink {
     partitions: ReadonlyArray<{ topic: TopicName; partition: number; currentLeaderEpoch: number }>,
   ): Promise<Array<{ errorCode: number; logStartOffset: bigint; logEndOffset: bigint }>> {
     const c = await this.#connection()
-    const version = c.versionFor(apis.ListOffsets as never)
+    const version = c.versionFor(apis.ListOffsets)
     if (version === undefined || version < 4)
       throw new Error(`leader ${this.#o.leader} does not serve ListOffsets v4+`)
     const ask = async (timestamp: bigint) => {

@@ -7,7 +7,7 @@
  * ACLs (every operation is authorized).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../../model/index.ts'
+import { type BrokerId, type TopicName, ZERO_UUID } from '../../model/index.ts'
 import {
   apis,
   type CreateTopicsResponseData,
@@ -21,7 +21,6 @@ export const INTERNAL_TOPIC_NAMES: ReadonlySet<string> = new Set([
   '__consumer_offsets',
   '__transaction_state',
 ])
-const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA' as Uuid
 /** Kafka's "not requested" value for authorized operations. */
 export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 /** Kafka's AclOperation codes a topic supports: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11. */
