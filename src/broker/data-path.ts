@@ -10,10 +10,12 @@ import { type NodeConfigSource, topicConfigLayers } from '../controller/index.ts
 import type { Clock, Disk, Random, TimerHandle, Transport } from '../io/index.ts'
 import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
-import type {
-  AllocateProducerIdsResponseData,
-  AlterPartitionRequestData,
-  AlterPartitionResponseData,
+import {
+  type AllocateProducerIdsResponseData,
+  type AlterPartitionRequestData,
+  type AlterPartitionResponseData,
+  ErrorCode,
+  errorCodeOf,
 } from '../protocol/index.ts'
 import { ProducerIdManager, ReplicaManager, replicaSelectorOf, WireLeaderLink } from '../replication/index.ts'
 import {
@@ -126,8 +128,8 @@ export class DataPath {
     })
     this.producerIds = new ProducerIdManager(async () => {
       const r = await options.allocateProducerIds()
-      const errorCode = r.errorCode ?? 0
-      if (errorCode !== 0) return { errorCode }
+      const errorCode = errorCodeOf(r.errorCode ?? ErrorCode.None)
+      if (errorCode !== ErrorCode.None) return { errorCode }
       return { start: r.producerIdStart ?? -1n, length: r.producerIdLen ?? 0 }
     })
     this.sessions = new FetchSessionCache(

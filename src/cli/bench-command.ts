@@ -184,7 +184,7 @@ async function ensureTopic(client: ClusterClient, topic: string, partitions: num
     validateOnly: false,
   })
   const r = response.topics[0]
-  if (r !== undefined && r.errorCode !== 0 && r.errorCode !== ErrorCode.TopicAlreadyExists)
+  if (r !== undefined && r.errorCode !== ErrorCode.None && r.errorCode !== ErrorCode.TopicAlreadyExists)
     throw new KafkaError(r.errorCode, r.errorMessage)
   // The new topic's leaders take a moment to appear in every broker's metadata.
   await client.retrying(async () => {

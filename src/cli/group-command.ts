@@ -89,7 +89,7 @@ async function list(client: ClusterClient, values: Values): Promise<number> {
         )
         return
       }
-      if (response.errorCode !== 0) throw new KafkaError(response.errorCode)
+      if (response.errorCode !== ErrorCode.None) throw new KafkaError(response.errorCode)
       for (const g of response.groups)
         groups.set(g.groupId, {
           group: g.groupId,
@@ -141,7 +141,7 @@ async function describeGroup(client: ClusterClient, group: string): Promise<Desc
       // DescribeGroups v6+ (KIP-1043) answers a group that does not exist so; older versions Dead.
       if (g.errorCode === ErrorCode.GroupIdNotFound)
         return { group, state: 'Dead', protocolType: '', protocol: '', members: [] }
-      if (g.errorCode !== 0) throw new KafkaError(g.errorCode, `group '${group}'`)
+      if (g.errorCode !== ErrorCode.None) throw new KafkaError(g.errorCode, `group '${group}'`)
       return {
         group,
         state: g.groupState,

@@ -92,7 +92,7 @@ async function create(
     else process.stdout.write(`topic ${name} already exists\n`)
     return 0
   }
-  if (r.errorCode !== 0)
+  if (r.errorCode !== ErrorCode.None)
     throw new KafkaError(
       r.errorCode,
       r.errorCode === ErrorCode.TopicAlreadyExists ? `topic '${name}' already exists` : r.errorMessage,
@@ -115,7 +115,7 @@ async function create(
 async function list(client: ClusterClient, values: Values): Promise<number> {
   const md = await client.refresh({ all: true })
   const topics = [...md.topics.values()]
-    .filter((t) => t.errorCode === 0 && (values.internal === true || !t.internal))
+    .filter((t) => t.errorCode === ErrorCode.None && (values.internal === true || !t.internal))
     .sort((a, b) => a.name.localeCompare(b.name))
   const rows = topics.map((t) => ({
     topic: t.name,
@@ -151,7 +151,7 @@ async function describe(
       includeDocumentation: false,
     })
     const result = response.results[0]
-    if (result !== undefined && result.errorCode !== 0)
+    if (result !== undefined && result.errorCode !== ErrorCode.None)
       throw new KafkaError(result.errorCode, result.errorMessage)
     // Only what is set on the topic itself (source TOPIC_CONFIG = 1), as kafka-topics --describe shows.
     const configs = Object.fromEntries(
@@ -214,7 +214,7 @@ async function alter(client: ClusterClient, positionals: readonly string[], valu
       validateOnly: false,
     })
     const r = response.results[0]
-    if (r !== undefined && r.errorCode !== 0) throw new KafkaError(r.errorCode, r.errorMessage)
+    if (r !== undefined && r.errorCode !== ErrorCode.None) throw new KafkaError(r.errorCode, r.errorMessage)
     done.partitions = count
   }
   if (set.length > 0 || deleted.length > 0) {
@@ -232,7 +232,7 @@ async function alter(client: ClusterClient, positionals: readonly string[], valu
       validateOnly: false,
     })
     const r = response.responses[0]
-    if (r !== undefined && r.errorCode !== 0) throw new KafkaError(r.errorCode, r.errorMessage)
+    if (r !== undefined && r.errorCode !== ErrorCode.None) throw new KafkaError(r.errorCode, r.errorMessage)
     done.set = Object.fromEntries(set)
     done.deleted = deleted
   }
@@ -257,7 +257,7 @@ async function remove(
   )
   const results = response.responses.map((r) => ({
     topic: r.name ?? '',
-    deleted: r.errorCode === 0,
+    deleted: r.errorCode === ErrorCode.None,
     error: r.errorCode,
     message: r.errorMessage,
   }))

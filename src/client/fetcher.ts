@@ -69,7 +69,7 @@ export async function listOffsets(
         )
         for (const t of response.topics) {
           for (const p of t.partitions) {
-            if (p.errorCode !== 0)
+            if (p.errorCode !== ErrorCode.None)
               throw new KafkaError(p.errorCode, `ListOffsets ${t.name}-${p.partitionIndex}`)
             let offset = p.offset
             if (offset < 0n) {
@@ -239,7 +239,7 @@ export class Fetcher {
       },
       { to: leader, maxVersion: 12, timeoutMs: this.#o.maxWaitMs + 30_000 },
     )
-    if (response.errorCode !== 0) throw new KafkaError(response.errorCode)
+    if (response.errorCode !== ErrorCode.None) throw new KafkaError(response.errorCode)
     const fetched: FetchedPartition[] = []
     let error: KafkaError | null = null
     const resets: Array<{ topic: string; partition: number; timestamp: bigint }> = []
@@ -261,7 +261,7 @@ export class Fetcher {
           })
           continue
         }
-        if (p.errorCode !== 0) {
+        if (p.errorCode !== ErrorCode.None) {
           const e = new KafkaError(p.errorCode, `${t.topic}-${p.partitionIndex}`)
           if (!isRetriable(e)) throw e
           error = e

@@ -182,7 +182,7 @@ export class GroupMember {
         continue
       }
       if (joined.errorCode === ErrorCode.RebalanceInProgress && attempt < 20) continue
-      if (joined.errorCode !== 0) throw new KafkaError(joined.errorCode, `JoinGroup ${groupId}`)
+      if (joined.errorCode !== ErrorCode.None) throw new KafkaError(joined.errorCode, `JoinGroup ${groupId}`)
       this.#memberId = joined.memberId
       this.#generationId = joined.generationId
       const leader = joined.leader === joined.memberId
@@ -212,7 +212,7 @@ export class GroupMember {
         assignments,
       })
       if (synced.errorCode === ErrorCode.RebalanceInProgress && attempt < 20) continue
-      if (synced.errorCode !== 0) throw new KafkaError(synced.errorCode, `SyncGroup ${groupId}`)
+      if (synced.errorCode !== ErrorCode.None) throw new KafkaError(synced.errorCode, `SyncGroup ${groupId}`)
       this.#scheduleHeartbeat()
       return {
         generationId: this.#generationId,
@@ -313,11 +313,12 @@ export async function fetchCommitted(
         },
         { to: coordinator, maxVersion: 7 },
       )
-      if (response.errorCode !== 0) throw new KafkaError(response.errorCode, `OffsetFetch ${groupId}`)
+      if (response.errorCode !== ErrorCode.None)
+        throw new KafkaError(response.errorCode, `OffsetFetch ${groupId}`)
       const out: Array<{ topic: string; partition: number; offset: bigint }> = []
       for (const t of response.topics)
         for (const p of t.partitions) {
-          if (p.errorCode !== 0)
+          if (p.errorCode !== ErrorCode.None)
             throw new KafkaError(p.errorCode, `OffsetFetch ${groupId} ${t.name}-${p.partitionIndex}`)
           out.push({ topic: t.name, partition: p.partitionIndex, offset: p.committedOffset })
         }
@@ -363,7 +364,7 @@ export async function commitOffsets(
       )
       for (const t of response.topics)
         for (const p of t.partitions)
-          if (p.errorCode !== 0)
+          if (p.errorCode !== ErrorCode.None)
             throw new KafkaError(p.errorCode, `OffsetCommit ${groupId} ${t.name}-${p.partitionIndex}`)
     },
     () => client.forgetCoordinator(groupId),

@@ -135,7 +135,7 @@ export class Producer {
   append(topic: string, record: ProducerRecord, onDelivery?: DeliveryCallback, partition?: number): void {
     if (this.#closed) throw new Error('producer closed')
     const info = this.#client.metadataCache?.topics.get(topic)
-    if (info === undefined || info.errorCode !== 0)
+    if (info === undefined || info.errorCode !== ErrorCode.None)
       throw new KafkaError(ErrorCode.UnknownTopicOrPartition, `topic '${topic}' is not prepared`)
     const count = info.partitions.length
     const p =

@@ -96,13 +96,13 @@ export interface ConfigDecisionOptions extends NodeConfigSource {
 }
 
 interface Failure {
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
   readonly errorMessage: string
 }
 
 type ResourceResponse = AlterConfigsResponseData.AlterConfigsResourceResponseIn
 
-const fail = (errorCode: number, errorMessage: string): Failure => ({ errorCode, errorMessage })
+const fail = (errorCode: ErrorCode, errorMessage: string): Failure => ({ errorCode, errorMessage })
 
 /** The parts of an AlterConfigs or IncrementalAlterConfigs resource the checks below read. */
 export interface AlterConfigsResourceShape {

@@ -27,7 +27,7 @@ export function allocateProducerIds(
   image: MetadataImage,
   req: AllocateProducerIdsRequestData.AllocateProducerIdsRequest,
 ): Decision<Response> {
-  const refuse = (errorCode: number): Decision<Response> => ({
+  const refuse = (errorCode: ErrorCode): Decision<Response> => ({
     records: [],
     response: { errorCode, producerIdStart: -1n as ProducerId, producerIdLen: 0 },
   })

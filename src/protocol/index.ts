@@ -1,5 +1,6 @@
 /** Kafka's wire protocol, sans I/O: primitives, generated message codecs, framing, record batches. */
 export * from './codec.ts'
+export { errorCodeOf } from './error-code.ts'
 export * from './frame.ts'
 export * from './generated/index.ts'
 export * from './metadata-record.ts'

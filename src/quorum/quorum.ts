@@ -7,7 +7,7 @@
 import { ConnectionError, KafkaConnection } from '../client/index.ts'
 import type { Clock, Disk, Random, TimerHandle, Transport } from '../io/index.ts'
 import type { NodeId } from '../model/index.ts'
-import { apis } from '../protocol/index.ts'
+import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   type Entry,
   formatMessage,
@@ -115,7 +115,7 @@ export class Quorum {
     const entries: Entry[] = []
     for (let offset = start; offset < log.logEndOffset; ) {
       const read = await log.read(offset, LOAD_READ_BYTES)
-      if (read.errorCode !== 0 || read.records.length === 0) break
+      if (read.errorCode !== ErrorCode.None || read.records.length === 0) break
       const batch = batchesToEntries(read.records).filter((e) => e.offset >= offset)
       if (batch.length === 0) break
       entries.push(...batch)
@@ -261,7 +261,8 @@ export class Quorum {
     if (ready.entries.length > 0) {
       const batches = Buffer.concat(entriesToBatches(ready.entries, clock.nowMs()))
       const result = await this.#log.append(batches, { origin: 'replication', flush: true })
-      if (result.errorCode !== 0) throw new Error(`metadata log append failed: ${result.errorMessage}`)
+      if (result.errorCode !== ErrorCode.None)
+        throw new Error(`metadata log append failed: ${result.errorMessage}`)
     }
     if (ready.state !== undefined) await writeQuorumState(disk, dir, ready.state, this.#voterIds)
   }

@@ -541,7 +541,7 @@ export class Partition {
   async appendAsFollower(records: Buffer): Promise<{ errorCode: number; errorMessage: string | null }> {
     if (this.#role !== 'follower') return { errorCode: ErrorCode.NotLeaderOrFollower, errorMessage: null }
     const r = await this.log.append(records, { origin: 'replication' })
-    if (r.errorCode !== 0) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
+    if (r.errorCode !== ErrorCode.None) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
     this.watchers.wake()
     return { errorCode: 0, errorMessage: null }
   }
@@ -696,7 +696,7 @@ export class Partition {
       if (this.role === 'stopped') return this.#notLeader()
       return { errorCode: ErrorCode.KafkaStorageError, errorMessage: e.message }
     }
-    if (r.errorCode !== 0) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
+    if (r.errorCode !== ErrorCode.None) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
     this.#afterAppend()
     return {
       errorCode: 0,
@@ -775,7 +775,7 @@ export class Partition {
       if (!(e instanceof LogOfflineError)) throw e
       return readError(this.role === 'stopped' ? ErrorCode.NotLeaderOrFollower : ErrorCode.KafkaStorageError)
     }
-    if (r.errorCode !== 0) return readError(r.errorCode)
+    if (r.errorCode !== ErrorCode.None) return readError(r.errorCode)
     return { ...base, errorCode: ErrorCode.None, records: r.records, divergingEpoch: null }
   }
 

@@ -8,7 +8,7 @@ import { type FrameBuffers, KafkaConnection } from '../client/index.ts'
 import type { Clock, Transport } from '../io/index.ts'
 import type { MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
-import { apis, ErrorCode } from '../protocol/index.ts'
+import { apis, ErrorCode, errorCodeOf } from '../protocol/index.ts'
 import type {
   LeaderLink,
   ReplicaFetchAnswer,
@@ -130,7 +130,7 @@ export class WireLeaderLink implements LeaderLink {
     // Nothing below throws: the caller releases the response once it has applied the answers.
     const res = held.body
     const byKey = new Map<string, ReplicaFetchAnswer>()
-    const failed = (errorCode: number): ReplicaFetchAnswer => ({
+    const failed = (errorCode: ErrorCode): ReplicaFetchAnswer => ({
       errorCode,
       highWatermark: -1n,
       logStartOffset: -1n,
@@ -151,7 +151,7 @@ export class WireLeaderLink implements LeaderLink {
         })
       }
     }
-    const topLevel = res.errorCode
+    const topLevel = errorCodeOf(res.errorCode)
     return {
       answers: req.partitions.map(
         (p) =>

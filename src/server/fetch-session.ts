@@ -63,7 +63,7 @@ export type FetchContext =
       readonly session: FetchSession
       readonly partitions: readonly FetchPartitionRequest[]
     }
-  | { readonly kind: 'error'; readonly errorCode: number }
+  | { readonly kind: 'error'; readonly errorCode: ErrorCode }
 
 function keyOf(usesTopicIds: boolean, topic: string, topicId: string, partition: number): string {
   return usesTopicIds ? `${topicId}:${partition}` : `${topic}:${partition}`
@@ -215,7 +215,7 @@ function mustRespond(cached: CachedPartition, answer: FetchResponseData.Partitio
   let must = false
   const records = answer.records
   if (records != null && records.length > 0) must = true
-  if ((answer.errorCode ?? 0) !== 0) must = true
+  if ((answer.errorCode ?? ErrorCode.None) !== ErrorCode.None) must = true
   if (answer.highWatermark !== undefined && answer.highWatermark !== cached.highWatermark) {
     cached.highWatermark = answer.highWatermark
     must = true

@@ -737,7 +737,7 @@ export class PartitionLog {
    *
    * ```ts
    * const r = await log.append(produceRecords, { leaderEpoch: 3, flush: config.flushOnAck })
-   * if (r.errorCode === 0) respond(r.baseOffset)
+   * if (r.errorCode === ErrorCode.None) respond(r.baseOffset)
    * ```
    */
   append(batches: Buffer, options: AppendOptions = {}): Promise<AppendResult> {

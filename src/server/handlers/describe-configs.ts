@@ -43,9 +43,9 @@ const TYPE_NAMES: Readonly<Record<number, string>> = {
 type Result = DescribeConfigsResponseData.DescribeConfigsResultIn
 
 class DescribeFailure {
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
   readonly message: string | null
-  constructor(errorCode: number, message: string | null) {
+  constructor(errorCode: ErrorCode, message: string | null) {
     this.errorCode = errorCode
     this.message = message
   }

@@ -87,7 +87,7 @@ export function makeFetchHandler(view: FetchView): Handler {
     const answers = context.partitions.map((p, i) => {
       const at = specOf[i]!
       const data = partitionData(v, p, at < 0 ? null : outcomes[at]!, req.isolationLevel)
-      if (v >= 12 && wantsLeaderHint(data.errorCode ?? 0)) {
+      if (v >= 12 && wantsLeaderHint(data.errorCode ?? ErrorCode.None)) {
         const leader = currentLeaderOf(image, p.topic, p.partition)
         if (leader !== null) {
           data.currentLeader = leader

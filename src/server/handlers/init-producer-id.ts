@@ -11,12 +11,12 @@ import { defineHandler, type Handler } from '../handler.ts'
 
 export interface InitProducerIdView {
   /** The next producer id, or the error that kept one from being allocated. */
-  generateProducerId(): Promise<{ readonly producerId: bigint } | { readonly errorCode: number }>
+  generateProducerId(): Promise<{ readonly producerId: bigint } | { readonly errorCode: ErrorCode }>
 }
 
 export function makeInitProducerIdHandler(view: InitProducerIdView): Handler {
   return defineHandler(apis.InitProducerId, {}, async (req) => {
-    const failed = (errorCode: number) => ({
+    const failed = (errorCode: ErrorCode) => ({
       throttleTimeMs: 0,
       errorCode,
       producerId: -1n as ProducerId,

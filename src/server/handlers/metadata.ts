@@ -68,7 +68,7 @@ function describeTopic(
       const b = image.brokers.get(r)
       return b === undefined || b.fenced
     })
-    let errorCode: number = ErrorCode.None
+    let errorCode: ErrorCode = ErrorCode.None
     if (p.leader < 0) errorCode = ErrorCode.LeaderNotAvailable
     else if (image.brokers.get(p.leader)?.endpoints.find((e) => e.name === listenerName) === undefined) {
       errorCode = ErrorCode.ListenerNotFound
@@ -131,7 +131,7 @@ export function makeMetadataHandler(view: MetadataView): Handler {
           continue
         }
         const problem = view.topicNameProblem(wanted.name)
-        let errorCode: number = ErrorCode.UnknownTopicOrPartition
+        let errorCode: ErrorCode = ErrorCode.UnknownTopicOrPartition
         if (problem !== null) errorCode = ErrorCode.InvalidTopicException
         else if (allowAutoCreate && !INTERNAL_TOPIC_NAMES.has(wanted.name)) {
           // Kafka 4.0 (AutoTopicCreationManager.sendCreateTopicRequest) answers UNKNOWN_TOPIC_OR_PARTITION

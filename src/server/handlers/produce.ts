@@ -45,7 +45,7 @@ type PartitionOut = ProduceResponseData.PartitionProduceResponseIn
 export function produceRecordsProblem(
   version: number,
   records: Buffer | null,
-): { errorCode: number; message: string } | null {
+): { errorCode: ErrorCode; message: string } | null {
   if (records === null || records.length === 0) {
     return {
       errorCode: ErrorCode.InvalidRecord,
@@ -89,7 +89,11 @@ export function makeProduceHandler(view: ProduceView): Handler {
     /** Per request partition, in order: either an early answer or an index into `entries`. */
     const slots: Array<{ topic: TopicName; index: number; early: PartitionOut | null; entry: number }> = []
     const entries: ProduceEntry[] = []
-    const early = (index: number, errorCode: number, errorMessage: string | null = null): PartitionOut => ({
+    const early = (
+      index: number,
+      errorCode: ErrorCode,
+      errorMessage: string | null = null,
+    ): PartitionOut => ({
       index,
       errorCode,
       baseOffset: -1n,
@@ -150,10 +154,12 @@ export function makeProduceHandler(view: ProduceView): Handler {
           baseOffset: r.baseOffset,
           logAppendTimeMs: BigInt(r.logAppendTimeMs),
           logStartOffset: r.logStartOffset,
-          ...(v >= 8 ? { recordErrors: [], errorMessage: r.errorCode === 0 ? null : r.errorMessage } : {}),
+          ...(v >= 8
+            ? { recordErrors: [], errorMessage: r.errorCode === ErrorCode.None ? null : r.errorMessage }
+            : {}),
         }
       }
-      if (v >= 10 && wantsLeaderHint(out.errorCode ?? 0)) {
+      if (v >= 10 && wantsLeaderHint(out.errorCode ?? ErrorCode.None)) {
         const leader = currentLeaderOf(latest, slot.topic, slot.index)
         if (leader !== null) {
           out = { ...out, currentLeader: leader }
