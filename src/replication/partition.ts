@@ -161,7 +161,7 @@ function max(a: bigint, b: bigint): bigint {
 
 export class Partition {
   readonly topic: TopicName
-  readonly index: number
+  readonly partition: number
   readonly topicId: Uuid
   readonly log: PartitionLog
   readonly state: ReplicaLogState
@@ -194,7 +194,7 @@ export class Partition {
 
   constructor(options: {
     topic: TopicName
-    index: number
+    partition: number
     topicId: Uuid
     log: PartitionLog
     state: ReplicaLogState
@@ -206,7 +206,7 @@ export class Partition {
     stats?: ReplicationStats
   }) {
     this.topic = options.topic
-    this.index = options.index
+    this.partition = options.partition
     this.topicId = options.topicId
     this.log = options.log
     this.state = options.state
@@ -636,7 +636,7 @@ export class Partition {
     if (requiredAcks === -1 && this.#isr.length < this.#settings.insyncReplicasMin) {
       return Promise.resolve({
         errorCode: ErrorCode.NotEnoughReplicas,
-        errorMessage: `The size of the current ISR ${this.#isr.length} is insufficient to satisfy the min.isr requirement of ${this.#settings.insyncReplicasMin} for partition ${this.topic}-${this.index}`,
+        errorMessage: `The size of the current ISR ${this.#isr.length} is insufficient to satisfy the min.isr requirement of ${this.#settings.insyncReplicasMin} for partition ${this.topic}-${this.partition}`,
       })
     }
     if (batch.length < BATCH_HEADER_BYTES) {
@@ -668,7 +668,7 @@ export class Partition {
   #notLeader(): LeaderAppendResult {
     return {
       errorCode: ErrorCode.NotLeaderOrFollower,
-      errorMessage: `This server is not the leader for partition ${this.topic}-${this.index}`,
+      errorMessage: `This server is not the leader for partition ${this.topic}-${this.partition}`,
     }
   }
 

@@ -100,8 +100,8 @@ function offsetMin(a: bigint, b: bigint): bigint {
   return a < b ? a : b
 }
 
-function keyOf(p: { topic: string; index: number }): string {
-  return `${p.topic}-${p.index}`
+function keyOf(p: { topic: string; partition: number }): string {
+  return `${p.topic}-${p.partition}`
 }
 
 /** The whole batches at the start of `records` (a response may end with a partial one). */
@@ -168,7 +168,7 @@ export class ReplicaFetcher {
   }
 
   /** Stops fetching `p`; resolves once no response for it is being applied. */
-  async remove(p: { topic: string; index: number }): Promise<void> {
+  async remove(p: { topic: string; partition: number }): Promise<void> {
     this.#states.delete(keyOf(p))
     await this.#processing
   }
@@ -228,7 +228,7 @@ export class ReplicaFetcher {
       const specs: ReplicaFetchPartition[] = ready.map((s) => ({
         topic: s.p.topic,
         topicId: s.p.topicId,
-        partition: s.p.index,
+        partition: s.p.partition,
         currentLeaderEpoch: s.leaderEpoch,
         fetchOffset: s.p.logEndOffset,
         lastFetchedEpoch: s.p.state.epochs.latestEpoch,
@@ -394,7 +394,7 @@ export class ReplicaFetcher {
   async #handleOutOfRange(s: FetchState): Promise<void> {
     const p = s.p
     const [o] = await this.#link.offsets([
-      { topic: p.topic, partition: p.index, currentLeaderEpoch: s.leaderEpoch },
+      { topic: p.topic, partition: p.partition, currentLeaderEpoch: s.leaderEpoch },
     ])
     if (o === undefined || o.errorCode !== ErrorCode.None) {
       s.delayedUntilMs = this.#clock.monotonicMs() + this.#settings.backoffMs
@@ -464,7 +464,7 @@ export class ReplicaFetcherManager {
   async assign(p: Partition, leader: BrokerId, leaderEpoch: number): Promise<void> {
     if (this.#closed) return
     const k = keyOf(p)
-    const fk = `${leader}/${this.#fetcherId(p.topic, p.index)}`
+    const fk = `${leader}/${this.#fetcherId(p.topic, p.partition)}`
     const current = this.#assigned.get(k)
     if (current !== undefined && current.leader !== leader) await this.unassign(p)
     let f = this.#fetchers.get(fk)
@@ -486,7 +486,7 @@ export class ReplicaFetcherManager {
   }
 
   /** Stops fetching `p`; resolves once nothing more of a response is applied to it. */
-  async unassign(p: { topic: string; index: number }): Promise<void> {
+  async unassign(p: { topic: string; partition: number }): Promise<void> {
     const k = keyOf(p)
     const f = this.#assigned.get(k)
     if (f === undefined) return

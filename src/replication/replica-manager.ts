@@ -272,7 +272,7 @@ export class ReplicaManager {
   /** Each log directory's replication-offset-checkpoint as read at start. */
   readonly #hwCheckpoints = new Map<string, OffsetCheckpoint>()
   /** Partitions whose last reconciliation failed (a disk error), by key. */
-  readonly #unreconciled = new Map<string, { topic: TopicName; index: number }>()
+  readonly #unreconciled = new Map<string, { topic: TopicName; partition: number }>()
   /** Serializes writes of the replication-offset-checkpoint files. */
   #hwCheckpointTail: Promise<void> = Promise.resolve()
   /** High watermarks of partitions rebuilt after their log directory came back, until re-opened. */
@@ -378,7 +378,7 @@ export class ReplicaManager {
     if (this.#closed) return
     let n = 0
     for (const p of this.#partitions.values()) {
-      if (m.getLog(p.topic, p.index) !== p.log) continue
+      if (m.getLog(p.topic, p.partition) !== p.log) continue
       n++
       void this.#fetchers?.unassign(p)
       p.watchers.wake()
@@ -398,9 +398,9 @@ export class ReplicaManager {
       if (this.#closed) return
       const partitions = new Map<TopicName, Set<number>>()
       // Partitions whose reconciliation failed (on any dir) are tried again.
-      for (const { topic, index } of this.#unreconciled.values()) {
+      for (const { topic, partition } of this.#unreconciled.values()) {
         const set = partitions.get(topic) ?? new Set<number>()
-        set.add(index)
+        set.add(partition)
         partitions.set(topic, set)
       }
       for (const h of m.logs()) {
@@ -412,7 +412,7 @@ export class ReplicaManager {
         p.stop()
         this.#carriedHighWatermarks.set(key, p.highWatermark)
         const set = partitions.get(p.topic) ?? new Set<number>()
-        set.add(p.index)
+        set.add(p.partition)
         partitions.set(p.topic, set)
       }
       this.#log(
@@ -521,7 +521,7 @@ export class ReplicaManager {
       if (change !== null) {
         this.#log(
           'info',
-          `partition ${p.topic}-${p.index}: shrinking ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
+          `partition ${p.topic}-${p.partition}: shrinking ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
         )
         this.#submitIsrChange(p, change)
       }
@@ -532,9 +532,9 @@ export class ReplicaManager {
     this.#alterPartition?.submit({
       topic: p.topic,
       topicId: p.topicId,
-      partition: p.index,
+      partition: p.partition,
       change,
-      wanted: () => p.pendingIsrChange === change && this.getPartition(p.topic, p.index) === p,
+      wanted: () => p.pendingIsrChange === change && this.getPartition(p.topic, p.partition) === p,
       answer: (a) => p.onIsrChangeAnswer(change, a),
     })
   }
@@ -624,7 +624,7 @@ export class ReplicaManager {
     for (const w of pending.work) {
       for (const t of w.deleted) {
         for (const [key, p] of [...this.#partitions]) {
-          if (p.topic === t.name && p.topicId === t.id) await this.#removePartition(key, p.topic, p.index)
+          if (p.topic === t.name && p.topicId === t.id) await this.#removePartition(key, p.topic, p.partition)
         }
         // Logs of the topic never adopted here (deleted before this broker reconciled them).
         for (const m of this.#managers) {
@@ -659,10 +659,12 @@ export class ReplicaManager {
     for (const [name, indexes] of touched) {
       const topic = image.topicsByName.get(name)
       if (topic === undefined) continue
-      for (const [index, reg] of topic.partitions) {
-        if (indexes !== null && !indexes.has(index)) continue
+      for (const [partition, reg] of topic.partitions) {
+        if (indexes !== null && !indexes.has(partition)) continue
         tasks.push(() =>
-          this.#reconcilePartition(name, topic.id, index, reg, image).finally(() => this.#reconciled.wake()),
+          this.#reconcilePartition(name, topic.id, partition, reg, image).finally(() =>
+            this.#reconciled.wake(),
+          ),
         )
       }
     }
@@ -689,25 +691,25 @@ export class ReplicaManager {
   async #reconcilePartition(
     topic: TopicName,
     topicId: Uuid,
-    index: number,
+    partition: number,
     reg: PartitionAssignment,
     image: MetadataImage,
   ): Promise<void> {
-    const key = partitionKey(topic, index)
+    const key = partitionKey(topic, partition)
     this.#unreconciled.delete(key)
     let p = this.#partitions.get(key)
     if (p !== undefined && p.topicId !== topicId) {
-      await this.#removePartition(key, topic, index)
+      await this.#removePartition(key, topic, partition)
       p = undefined
     }
     if (!reg.replicas.includes(this.#o.nodeId)) {
-      if (p !== undefined) await this.#removePartition(key, topic, index)
+      if (p !== undefined) await this.#removePartition(key, topic, partition)
       return
     }
     // A partition on an offline directory waits for it (#onLogDirOnline reconciles it then).
     if (p !== undefined && p.log.offlineCause !== null) return
     try {
-      p ??= await this.#openPartition(topic, topicId, index, image)
+      p ??= await this.#openPartition(topic, topicId, partition, image)
       if (reg.leader === this.#o.nodeId) {
         await this.#fetchers?.unassign(p)
         const newlyLed = p.role !== 'leader' || p.leaderEpoch !== reg.leaderEpoch
@@ -729,7 +731,7 @@ export class ReplicaManager {
     } catch (e) {
       this.#log('error', `partition ${key}: ${(e as Error).message}`)
       // Reconciled again when a log dir comes back (a failed write took its dir offline).
-      this.#unreconciled.set(key, { topic, index })
+      this.#unreconciled.set(key, { topic, partition })
       this.#failLogDir(e)
     }
   }
@@ -778,9 +780,9 @@ export class ReplicaManager {
     }
   }
 
-  #managerOf(topic: string, index: number): { manager: LogManager; log: PartitionLog } | null {
+  #managerOf(topic: string, partition: number): { manager: LogManager; log: PartitionLog } | null {
     for (const manager of this.#managers) {
-      const log = manager.getLog(topic, index)
+      const log = manager.getLog(topic, partition)
       if (log !== undefined) return { manager, log }
     }
     return null
@@ -789,12 +791,12 @@ export class ReplicaManager {
   async #openPartition(
     topic: TopicName,
     topicId: Uuid,
-    index: number,
+    partition: number,
     image: MetadataImage,
   ): Promise<Partition> {
-    const key = partitionKey(topic, index)
+    const key = partitionKey(topic, partition)
     const settings = this.#settingsFor(topic, image)
-    let found = this.#managerOf(topic, index)
+    let found = this.#managerOf(topic, partition)
     if (found !== null) {
       const owner = await this.#readTopicId(found.log)
       if (owner !== null && owner !== topicId) {
@@ -802,7 +804,7 @@ export class ReplicaManager {
         this.#log('warn', `deleting log ${key} of an earlier topic id ${owner} (now ${topicId})`)
         this.#states.get(key)?.abandon()
         this.#states.delete(key)
-        await found.manager.deleteLog(topic, index)
+        await found.manager.deleteLog(topic, partition)
         found = null
       } else {
         found.log.updateConfig(settings.logConfig)
@@ -816,7 +818,7 @@ export class ReplicaManager {
       this.#creating.set(manager, (this.#creating.get(manager) ?? 0) + 1)
       let log: PartitionLog
       try {
-        log = await manager.getOrCreateLog(topic, index, settings.logConfig)
+        log = await manager.getOrCreateLog(topic, partition, settings.logConfig)
       } finally {
         this.#creating.set(manager, this.#creating.get(manager)! - 1)
       }
@@ -832,7 +834,7 @@ export class ReplicaManager {
     const checkpointed = carried ?? this.#hwCheckpoints.get(found.manager.dir)?.get(key)?.offset
     const p = new Partition({
       topic,
-      index,
+      partition,
       topicId,
       log: found.log,
       state,
@@ -864,23 +866,23 @@ export class ReplicaManager {
     )
   }
 
-  async #removePartition(key: string, topic: string, index: number): Promise<void> {
+  async #removePartition(key: string, topic: string, partition: number): Promise<void> {
     const p = this.#partitions.get(key)
     this.#partitions.delete(key)
-    await this.#fetchers?.unassign({ topic, index })
+    await this.#fetchers?.unassign({ topic, partition })
     p?.stop()
     this.#states.get(key)?.abandon()
     this.#states.delete(key)
-    const found = this.#managerOf(topic, index)
-    if (found !== null) await found.manager.deleteLog(topic, index)
+    const found = this.#managerOf(topic, partition)
+    if (found !== null) await found.manager.deleteLog(topic, partition)
     this.#log('info', `partition ${key} removed`)
   }
 
   // ---------------------------------------------------------------- lookups
 
   /** A hosted partition, or undefined. */
-  getPartition(topic: string, index: number): Partition | undefined {
-    return this.#partitions.get(partitionKey(topic, index))
+  getPartition(topic: string, partition: number): Partition | undefined {
+    return this.#partitions.get(partitionKey(topic, partition))
   }
 
   /** Every hosted partition. */
@@ -899,12 +901,12 @@ export class ReplicaManager {
    * producer without idempotence then stores a key's records out of order) or count as failed sends.
    * Not for partitions whose reconciliation failed or whose log dir is offline: they answer at once.
    */
-  #becomingServed(topic: string, index: number): boolean {
+  #becomingServed(topic: string, partition: number): boolean {
     if (!this.#started || this.#closed) return false
     const t = this.#image?.topicsByName.get(topic as TopicName)
-    const reg = t?.partitions.get(index)
+    const reg = t?.partitions.get(partition)
     if (t === undefined || reg === undefined || !reg.replicas.includes(this.#o.nodeId)) return false
-    const key = partitionKey(topic, index)
+    const key = partitionKey(topic, partition)
     const p = this.#partitions.get(key)
     if (p === undefined || p.topicId !== t.id) return !this.#unreconciled.has(key)
     if (p.log.offlineCause !== null || reg.leader !== this.#o.nodeId) return false
@@ -930,9 +932,9 @@ export class ReplicaManager {
   }
 
   /** The error for a partition not hosted here: unknown to metadata, or led elsewhere. */
-  #unhosted(topic: string, index: number): number {
+  #unhosted(topic: string, partition: number): number {
     const t = this.#image?.topicsByName.get(topic as TopicName)
-    if (t === undefined || !t.partitions.has(index)) return ErrorCode.UnknownTopicOrPartition
+    if (t === undefined || !t.partitions.has(partition)) return ErrorCode.UnknownTopicOrPartition
     return ErrorCode.NotLeaderOrFollower
   }
 
@@ -1084,7 +1086,7 @@ export class ReplicaManager {
           if (change !== null) {
             this.#log(
               'info',
-              `partition ${p.topic}-${p.index}: expanding ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
+              `partition ${p.topic}-${p.partition}: expanding ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
             )
             this.#submitIsrChange(p, change)
           }
@@ -1181,7 +1183,7 @@ export class ReplicaManager {
       let available = 0
       for (const w of watched) {
         const { p, s } = w
-        if (this.getPartition(p.topic, p.index) !== p || p.leaderEpoch !== w.epoch || p.role !== w.role)
+        if (this.getPartition(p.topic, p.partition) !== p || p.leaderEpoch !== w.epoch || p.role !== w.role)
           return true
         if (s.fetchOffset < p.logStartOffset || s.fetchOffset > p.logEndOffset) return true
         const b = p.bytesAvailable(s.fetchOffset, upTo)
@@ -1223,17 +1225,17 @@ export class ReplicaManager {
   // ---------------------------------------------------------------- offsets
 
   /** The hosted partition once served as the metadata says (`#whenServed`), or the error why none. */
-  async #leaderFor(topic: string, index: number): Promise<Partition | number> {
-    const serving = this.#whenServed([{ topic, partition: index }])
+  async #leaderFor(topic: string, partition: number): Promise<Partition | number> {
+    const serving = this.#whenServed([{ topic, partition: partition }])
     if (serving !== null) await serving
-    const p = this.getPartition(topic, index)
-    if (p === undefined) return this.#unhosted(topic, index)
+    const p = this.getPartition(topic, partition)
+    if (p === undefined) return this.#unhosted(topic, partition)
     return p.log.offlineCause !== null ? ErrorCode.KafkaStorageError : p
   }
 
   /** ListOffsets v1+ for one partition. Consumers (replica -1) see the high watermark or LSO. */
-  async listOffset(topic: string, index: number, params: ListOffsetParams): Promise<OffsetForTimestamp> {
-    const p = await this.#leaderFor(topic, index)
+  async listOffset(topic: string, partition: number, params: ListOffsetParams): Promise<OffsetForTimestamp> {
+    const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, timestamp: -1n, offset: -1n, leaderEpoch: -1 }
     return p.fetchOffsetForTimestamp(params.timestamp, {
       currentLeaderEpoch: params.currentLeaderEpoch,
@@ -1245,10 +1247,10 @@ export class ReplicaManager {
   /** OffsetForLeaderEpoch for one partition. */
   async lastOffsetForLeaderEpoch(
     topic: string,
-    index: number,
+    partition: number,
     params: { currentLeaderEpoch: number; leaderEpoch: number; replicaId: number },
   ): Promise<{ errorCode: number; leaderEpoch: number; endOffset: bigint }> {
-    const p = await this.#leaderFor(topic, index)
+    const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, leaderEpoch: -1, endOffset: -1n }
     return p.lastOffsetForLeaderEpoch(
       params.currentLeaderEpoch,
@@ -1264,23 +1266,23 @@ export class ReplicaManager {
    */
   async deleteRecords(
     topic: string,
-    index: number,
+    partition: number,
     offset: bigint,
   ): Promise<{ errorCode: number; lowWatermark: bigint }> {
-    const p = await this.#leaderFor(topic, index)
+    const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, lowWatermark: -1n }
     const r = await p.deleteRecordsOnLeader(offset)
     if (r.errorCode === ErrorCode.None)
-      await this.#managerOf(topic, index)?.manager.checkpointLogStartOffsets()
+      await this.#managerOf(topic, partition)?.manager.checkpointLogStartOffsets()
     return r
   }
 
   /** DescribeProducers for one partition (leader only). */
   async activeProducers(
     topic: string,
-    index: number,
+    partition: number,
   ): Promise<{ errorCode: number; producers: readonly ProducerEntry[] }> {
-    const p = await this.#leaderFor(topic, index)
+    const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, producers: [] }
     if (!p.isLeader) return { errorCode: ErrorCode.NotLeaderOrFollower, producers: [] }
     return { errorCode: ErrorCode.None, producers: [...p.state.producers.entries()] }
@@ -1310,8 +1312,8 @@ export class ReplicaManager {
   }
 
   /** The high watermark of a hosted partition (the cleaner's upper bound), or undefined. */
-  highWatermark(topic: string, index: number): bigint | undefined {
-    return this.getPartition(topic, index)?.highWatermark
+  highWatermark(topic: string, partition: number): bigint | undefined {
+    return this.getPartition(topic, partition)?.highWatermark
   }
 
   // ---------------------------------------------------------------- lifecycle

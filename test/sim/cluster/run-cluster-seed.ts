@@ -488,7 +488,8 @@ export async function runClusterSeed(
   const crash = (b: SimBroker) => {
     const power = faults.nextFloat() < plan.powerLossShare
     if (power && b.rm !== null) {
-      for (const p of b.rm.partitions()) checker.powerLoss(b.id, `${p.topic}-${p.index}`, p.log.recoveryPoint)
+      for (const p of b.rm.partitions())
+        checker.powerLoss(b.id, `${p.topic}-${p.partition}`, p.log.recoveryPoint)
     }
     b.crash(power ? 'power' : 'kill', faults)
     const downMs = faults.nextFloat() * plan.faultGapMs * 3
