@@ -14,7 +14,7 @@ import {
   listOffsets,
   Producer,
 } from '../client/index.ts'
-import type { TopicName } from '../model/index.ts'
+import { TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
@@ -173,7 +173,7 @@ async function ensureTopic(client: ClusterClient, topic: string, partitions: num
   const { response } = await client.request(apis.CreateTopics, {
     topics: [
       {
-        name: topic as TopicName,
+        name: TopicName(topic),
         numPartitions: partitions,
         replicationFactor: -1,
         assignments: [],

@@ -4,7 +4,7 @@
  * partitions its fencing left offline).
  */
 import { type ClusterClient, KafkaError } from '../client/index.ts'
-import type { TopicName } from '../model/index.ts'
+import { TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
@@ -44,7 +44,7 @@ async function status(client: ClusterClient, json: boolean): Promise<number> {
   })
   if (cluster.errorCode !== ErrorCode.None) throw new KafkaError(cluster.errorCode, cluster.errorMessage)
   const { response: q } = await client.request(apis.DescribeQuorum, {
-    topics: [{ topicName: '__cluster_metadata' as TopicName, partitions: [{ partitionIndex: 0 }] }],
+    topics: [{ topicName: TopicName('__cluster_metadata'), partitions: [{ partitionIndex: 0 }] }],
   })
   if (q.errorCode !== ErrorCode.None) throw new KafkaError(q.errorCode, q.errorMessage)
   const qp = q.topics[0]?.partitions[0]

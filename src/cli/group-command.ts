@@ -10,7 +10,7 @@ import {
   LATEST,
   listOffsets,
 } from '../client/index.ts'
-import type { GroupId } from '../model/index.ts'
+import { GroupId } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
@@ -132,7 +132,7 @@ async function describeGroup(client: ClusterClient, group: string): Promise<Desc
       const coordinator = await client.coordinator(group)
       const { response } = await client.request(
         apis.DescribeGroups,
-        { groups: [group as GroupId], includeAuthorizedOperations: false },
+        { groups: [GroupId(group)], includeAuthorizedOperations: false },
         { to: coordinator },
       )
       const g = response.groups[0]
@@ -249,7 +249,7 @@ async function remove(client: ClusterClient, groups: readonly string[], values: 
         const coordinator = await client.coordinator(group)
         const { response } = await client.request(
           apis.DeleteGroups,
-          { groupsNames: [group as GroupId] },
+          { groupsNames: [GroupId(group)] },
           { to: coordinator },
         )
         const res = response.results[0]

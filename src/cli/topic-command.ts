@@ -1,6 +1,6 @@
 /** `weir topic create|list|describe|alter|delete`: topics over CreateTopics, Metadata, DescribeConfigs, CreatePartitions, IncrementalAlterConfigs, DeleteTopics. */
 import { type ClusterClient, KafkaError } from '../client/index.ts'
-import type { TopicName } from '../model/index.ts'
+import { TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
@@ -80,7 +80,7 @@ async function create(
   const configs = keyValues(values.config, 'config').map(([k, v]) => ({ name: k, value: v }))
   const { response } = await client.request(apis.CreateTopics, {
     topics: [
-      { name: name as TopicName, numPartitions: partitions, replicationFactor: rf, assignments: [], configs },
+      { name: TopicName(name), numPartitions: partitions, replicationFactor: rf, assignments: [], configs },
     ],
     timeoutMs: 30_000,
     validateOnly: false,
@@ -209,7 +209,7 @@ async function alter(client: ClusterClient, positionals: readonly string[], valu
   if (values.partitions !== undefined) {
     const count = intFlag(values.partitions, 'partitions', 0, 1)
     const { response } = await client.request(apis.CreatePartitions, {
-      topics: [{ name: name as TopicName, count, assignments: null }],
+      topics: [{ name: TopicName(name), count, assignments: null }],
       timeoutMs: 30_000,
       validateOnly: false,
     })
@@ -252,8 +252,8 @@ async function remove(
   if (positionals.length === 0) throw new UsageError('give the topic names to delete')
   const { response } = await client.request(apis.DeleteTopics, (v) =>
     v >= 6
-      ? { topics: positionals.map((n) => ({ name: n as TopicName })), timeoutMs: 30_000 }
-      : { topicNames: positionals.map((n) => n as TopicName), timeoutMs: 30_000 },
+      ? { topics: positionals.map((n) => ({ name: TopicName(n) })), timeoutMs: 30_000 }
+      : { topicNames: positionals.map((n) => TopicName(n)), timeoutMs: 30_000 },
   )
   const results = response.responses.map((r) => ({
     topic: r.name ?? '',

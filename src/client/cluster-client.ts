@@ -5,7 +5,7 @@
  * connection). What requests mean is the caller's business; this knows only where to send them.
  */
 import type { Clock, Transport } from '../io/index.ts'
-import type { TopicName } from '../model/index.ts'
+import { TopicName } from '../model/index.ts'
 import { type Api, apis, ErrorCode, errorCodeOf, type MetadataResponseData } from '../protocol/index.ts'
 import { ConnectionError, KafkaConnection } from './kafka-connection.ts'
 import { KafkaError } from './kafka-error.ts'
@@ -293,7 +293,7 @@ export class ClusterClient {
         ;({ response } = await this.request(
           apis.Metadata,
           {
-            topics: topics === null ? null : topics.map((name) => ({ name: name as TopicName })),
+            topics: topics === null ? null : topics.map((name) => ({ name: TopicName(name) })),
             allowAutoTopicCreation: false,
           },
           { to: connection },

@@ -3,7 +3,7 @@
  * positions advanced from the batch headers alone (records stay bytes until a caller decodes them),
  * leaders re-resolved when they move. Offsets by time or end through ListOffsets.
  */
-import { BrokerId, type TopicName } from '../model/index.ts'
+import { BrokerId, TopicName } from '../model/index.ts'
 import {
   apis,
   BATCH_HEADER_BYTES,
@@ -61,7 +61,7 @@ export async function listOffsets(
             replicaId: CONSUMER_REPLICA_ID,
             isolationLevel: 0,
             topics: [...topics].map(([name, ps]) => ({
-              name: name as TopicName,
+              name: TopicName(name),
               partitions: ps.map((p) => ({ ...p, currentLeaderEpoch: -1 })),
             })),
           },
@@ -224,7 +224,7 @@ export class Fetcher {
         sessionId: 0,
         sessionEpoch: -1,
         topics: [...topics].map(([topic, ps]) => ({
-          topic: topic as TopicName,
+          topic: TopicName(topic),
           partitions: ps.map((p) => ({
             partition: p.partition,
             currentLeaderEpoch: -1,

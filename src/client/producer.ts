@@ -8,7 +8,7 @@
  * `enable.idempotence=false` and several requests in flight).
  */
 import type { TimerHandle } from '../io/index.ts'
-import type { TopicName } from '../model/index.ts'
+import { TopicName } from '../model/index.ts'
 import {
   apis,
   Compression,
@@ -269,7 +269,7 @@ export class Producer {
       acks: this.#acks,
       timeoutMs: this.#requestTimeoutMs,
       topicData: [...topics].map(([name, list]) => ({
-        name: name as TopicName,
+        name: TopicName(name),
         partitionData: list.map((b) => ({ index: b.partition, records: b.bytes })),
       })),
     }

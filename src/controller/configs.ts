@@ -14,7 +14,7 @@ import {
   validateTopicConfigs,
 } from '../config/index.ts'
 import { ConfigResourceType, configKey, type MetadataImage } from '../metadata/index.ts'
-import { type BrokerId, TopicName } from '../model/index.ts'
+import { BrokerId, TopicName } from '../model/index.ts'
 import {
   type AlterConfigsRequestData,
   type AlterConfigsResponseData,
@@ -180,7 +180,7 @@ function existenceProblem(
   }
   if (name === '') return null
   const id = javaParseInt(name) ?? -1
-  if (image.brokers.has(id as BrokerId) || (options.controllerIds ?? []).includes(id)) return null
+  if (image.brokers.has(BrokerId(id)) || (options.controllerIds ?? []).includes(id)) return null
   return fail(ErrorCode.BrokerIdNotRegistered, `No node with id ${id} found.`)
 }
 

@@ -4,7 +4,7 @@
  */
 import type { Random } from '../io/index.ts'
 import type { MetadataImage } from '../metadata/index.ts'
-import type { BrokerId, Uuid } from '../model/index.ts'
+import { type BrokerId, Uuid } from '../model/index.ts'
 import type { MetadataRecordType } from '../protocol/index.ts'
 
 /** A metadata record to append, in the form an encoder accepts. */
@@ -63,7 +63,7 @@ export function randomUuid(random: Random): Uuid {
     bytes[8] = (bytes[8]! & 0x3f) | 0x80
     const text = bytes.toString('base64url')
     if (text !== 'AAAAAAAAAAAAAAAAAAAAAA' && text !== METADATA_TOPIC_ID && !text.startsWith('-'))
-      return text as Uuid
+      return Uuid(text)
   }
 }
 

@@ -3,7 +3,7 @@
  * one new image per committed batch out, published to whoever listens (the controller, the broker).
  * Also the other direction: an image as the records that recreate it, for snapshots.
  */
-import type { BrokerId } from '../model/index.ts'
+import { type BrokerId, NO_NODE } from '../model/index.ts'
 import {
   decodeMetadataRecord,
   encodeMetadataRecord,
@@ -164,7 +164,7 @@ export function imageToSnapshot(image: MetadataImage): Buffer {
   }
   if (image.nextProducerId > 0n)
     frame(out, T.ProducerIds, {
-      brokerId: -1 as BrokerId,
+      brokerId: NO_NODE,
       brokerEpoch: -1n,
       nextProducerId: image.nextProducerId,
     })

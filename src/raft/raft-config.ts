@@ -2,7 +2,7 @@
  * The quorum's settings under Kafka's names and defaults (`controller.quorum.*`), the core's limits,
  * and `controller.quorum.voters` parsing. Relationships between settings are asserted here, once.
  */
-import { assert, type NodeId } from '../model/index.ts'
+import { assert, NodeId } from '../model/index.ts'
 
 /** Settings of one node's raft core. Times are milliseconds of the clock passed to `tick`. */
 export interface RaftConfig {
@@ -74,7 +74,7 @@ export type RaftConfigInput = Pick<RaftConfig, 'nodeId' | 'voters'> &
 
 /**
  * A complete, checked config: defaults filled in, then every setting and relationship asserted.
- * Example: `raftConfig({ nodeId: 1 as NodeId, voters: [1, 2, 3] as NodeId[] })`.
+ * Example: `raftConfig({ nodeId: NodeId(1), voters: [1, 2, 3].map(NodeId) })`.
  */
 export function raftConfig(input: RaftConfigInput): RaftConfig {
   const config: RaftConfig = { ...RAFT_CONFIG_DEFAULTS, ...input, voters: [...input.voters] }
@@ -157,7 +157,7 @@ export function parseQuorumVoters(text: string): { voters: QuorumVoter[] } | { e
     if (seen.has(id)) return { error: `controller.quorum.voters: voter ${id} appears twice` }
     seen.add(id)
     const host = match[2]!.startsWith('[') ? match[2]!.slice(1, -1) : match[2]!
-    voters.push({ id: id as NodeId, host, port })
+    voters.push({ id: NodeId(id), host, port })
   }
   return { voters }
 }

@@ -7,7 +7,7 @@
 import { type FrameBuffers, KafkaConnection } from '../client/index.ts'
 import type { Clock, Transport } from '../io/index.ts'
 import type { MetadataImage } from '../metadata/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import { type BrokerId, type TopicName, Uuid } from '../model/index.ts'
 import { apis, ErrorCode, errorCodeOf } from '../protocol/index.ts'
 import type {
   LeaderLink,
@@ -209,5 +209,5 @@ export class WireLeaderLink implements LeaderLink {
 
 function findId(topics: ReadonlyMap<string, { topic: TopicName; topicId: Uuid }>, name: TopicName): Uuid {
   for (const t of topics.values()) if (t.topic === name) return t.topicId
-  return '' as Uuid
+  return Uuid('')
 }

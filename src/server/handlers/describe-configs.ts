@@ -19,7 +19,7 @@ import {
   topicNameProblem,
 } from '../../controller/index.ts'
 import { ConfigResourceType, configKey, type MetadataImage } from '../../metadata/index.ts'
-import type { TopicName } from '../../model/index.ts'
+import { TopicName } from '../../model/index.ts'
 import { apis, type DescribeConfigsResponseData, ErrorCode } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
@@ -85,7 +85,7 @@ function describeOne(
       const problem = topicNameProblem(name)
       if (problem !== null) return new DescribeFailure(ErrorCode.InvalidTopicException, problem)
       // Kafka answers an unknown topic with the message field left at its default, ''.
-      if (!image.topicsByName.has(name as TopicName))
+      if (!image.topicsByName.has(TopicName(name)))
         return new DescribeFailure(ErrorCode.UnknownTopicOrPartition, '')
       return describeTopicConfigs(topicConfigLayers(image, name, node), options)
     }

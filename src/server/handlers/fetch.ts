@@ -8,7 +8,7 @@
  * implemented: aborted-transaction lists (always empty), quotas (throttle 0).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../../model/index.ts'
+import { type BrokerId, NO_NODE, TopicName, type Uuid } from '../../model/index.ts'
 import { apis, ErrorCode, type FetchResponseData } from '../../protocol/index.ts'
 import type { FetchParams, FetchSpec, ReadOutcome } from '../../replication/index.ts'
 import type { ReadBuffers } from '../../storage/index.ts'
@@ -108,7 +108,7 @@ export function makeFetchHandler(view: FetchView): Handler {
         responses.push(
           v >= 13
             ? { topicId: p.topicId, partitions: list }
-            : { topic: p.topic as TopicName, partitions: list },
+            : { topic: TopicName(p.topic), partitions: list },
         )
       }
       list.push(data)
@@ -143,7 +143,7 @@ function partitionData(
       lastStableOffset: -1n,
       logStartOffset: -1n,
       abortedTransactions: [],
-      preferredReadReplica: -1 as BrokerId,
+      preferredReadReplica: NO_NODE,
       records: Buffer.alloc(0),
     }
   }
@@ -159,7 +159,7 @@ function partitionData(
     logStartOffset: r.logStartOffset,
     abortedTransactions:
       unknown || (isolationLevel === READ_COMMITTED && r.errorCode === ErrorCode.None) ? [] : null,
-    preferredReadReplica: v >= 11 ? (r.preferredReadReplica ?? (-1 as BrokerId)) : (-1 as BrokerId),
+    preferredReadReplica: v >= 11 ? (r.preferredReadReplica ?? NO_NODE) : NO_NODE,
     records: r.records,
   }
   if (v >= 12 && r.divergingEpoch !== null) out.divergingEpoch = r.divergingEpoch

@@ -5,7 +5,7 @@
  * transactional id. Not implemented: transactional ids (there is no transaction coordinator yet:
  * COORDINATOR_NOT_AVAILABLE), quotas.
  */
-import type { ProducerId } from '../../model/index.ts'
+import { NO_PRODUCER_ID, ProducerId } from '../../model/index.ts'
 import { apis, ErrorCode } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
@@ -19,7 +19,7 @@ export function makeInitProducerIdHandler(view: InitProducerIdView): Handler {
     const failed = (errorCode: ErrorCode) => ({
       throttleTimeMs: 0,
       errorCode,
-      producerId: -1n as ProducerId,
+      producerId: NO_PRODUCER_ID,
       producerEpoch: -1,
     })
     if (req.transactionalId !== null) return failed(ErrorCode.CoordinatorNotAvailable)
@@ -28,7 +28,7 @@ export function makeInitProducerIdHandler(view: InitProducerIdView): Handler {
     return {
       throttleTimeMs: 0,
       errorCode: ErrorCode.None,
-      producerId: r.producerId as ProducerId,
+      producerId: ProducerId(r.producerId),
       producerEpoch: 0,
     }
   })
