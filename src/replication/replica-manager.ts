@@ -1226,7 +1226,7 @@ export class ReplicaManager {
 
   /** The hosted partition once served as the metadata says (`#whenServed`), or the error why none. */
   async #leaderFor(topic: string, partition: number): Promise<Partition | number> {
-    const serving = this.#whenServed([{ topic, partition: partition }])
+    const serving = this.#whenServed([{ topic, partition }])
     if (serving !== null) await serving
     const p = this.getPartition(topic, partition)
     if (p === undefined) return this.#unhosted(topic, partition)
