@@ -3,5 +3,6 @@
 export { tuneMallocForBroker, tuneV8ForBroker } from '../server/index.ts'
 export * from './controller-channel.ts'
 export * from './node.ts'
+export { METADATA_VERSION, METADATA_VERSION_MIN } from './node-apis.ts'
 export * from './node-config.ts'
 export * from './topic-log-config.ts'

@@ -16,7 +16,6 @@ import {
   type NodeConfigSource,
   QuorumController,
   randomUuid,
-  topicNameProblem,
 } from '../controller/index.ts'
 import {
   type Clock,
@@ -31,35 +30,16 @@ import {
   type Transport,
 } from '../io/index.ts'
 import { MetadataLoader } from '../metadata/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
-import { apis, ErrorCode } from '../protocol/index.ts'
+import type { BrokerId, Uuid } from '../model/index.ts'
+import { ErrorCode } from '../protocol/index.ts'
 import { Quorum } from '../quorum/index.ts'
 import {
   Dispatcher,
-  defineHandler,
-  EndpointType,
   externalMemoryInGlobalLimit,
   GC_EVERY_READ_BYTES_DEFAULT,
   GC_MAJOR_EVERY_COLLECTIONS,
-  type Handler,
   HandlerRegistry,
   Listener,
-  makeAllocateProducerIdsHandler,
-  makeAlterConfigsHandler,
-  makeAlterPartitionHandler,
-  makeApiVersionsHandler,
-  makeBrokerRegistrationHandlers,
-  makeCreatePartitionsHandler,
-  makeCreateTopicsHandler,
-  makeDeleteTopicsHandler,
-  makeDescribeClusterHandler,
-  makeDescribeConfigsHandler,
-  makeDescribeQuorumHandler,
-  makeElectLeadersHandler,
-  makeIncrementalAlterConfigsHandler,
-  makeMetadataHandler,
-  makePartitionReassignmentHandlers,
-  makeRaftHandlers,
   ReadGcPacer,
   v8Gc,
 } from '../server/index.ts'
@@ -72,9 +52,16 @@ import {
   ReadBufferPool,
   writeFileDurably,
 } from '../storage/index.ts'
-import { ControllerChannel, controllerFailure } from './controller-channel.ts'
+import { ControllerChannel } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
+import {
+  brokerListenerApis,
+  controllerListenerApis,
+  METADATA_VERSION,
+  METADATA_VERSION_MIN,
+  type NodeApiParts,
+} from './node-apis.ts'
 import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts'
 import { topicLogConfig, updateLogConfigs } from './topic-log-config.ts'
 
@@ -106,9 +93,6 @@ const READ_AHEAD_BYTES_MAX = 8 * 1024 * 1024
 const CONTROLLED_SHUTDOWN_MS_MAX = 5000
 /** How often a broker waiting to shut down asks the controller again (after 50 ms the first time). */
 const CONTROLLED_SHUTDOWN_POLL_MS = 100
-/** metadata.version this build writes when it bootstraps a cluster (Kafka 4.0-IV3). */
-export const METADATA_VERSION = 25
-export const METADATA_VERSION_MIN = 7
 const METADATA_DIR = '__cluster_metadata-0'
 /** When a broker's client listeners still hold their connections, the first log line says why. */
 const HELD_LOG_FIRST_MS = 5_000
@@ -442,130 +426,28 @@ export class WeirNode {
   }
 
   #registerHandlers(io: { clock: Clock }): void {
-    const quorum = this.#quorum!
-    const channel = this.#channel!
     const controller = this.#controller
-    const features = () => {
-      const level = this.#loader.image.features.get('metadata.version')
-      return {
-        supported: [
-          { name: 'metadata.version', minVersion: METADATA_VERSION_MIN, maxVersion: METADATA_VERSION },
-        ],
-        finalized:
-          level === undefined
-            ? []
-            : [{ name: 'metadata.version', minVersionLevel: level, maxVersionLevel: level }],
-        finalizedEpoch: level === undefined ? -1n : this.#loader.image.provenance.offset,
-      }
-    }
-    const wallOffset = () => io.clock.nowMs() - io.clock.monotonicMs()
-    const quorumEndpoints = {
-      nodes: () =>
-        this.config.voters.map((v) => ({
-          id: v.id,
-          listeners: [
-            { name: this.config.controllerListenerNames[0] ?? 'CONTROLLER', host: v.host, port: v.port },
-          ],
-        })),
-      wallClockMs: (ms: number) => ms + wallOffset(),
-    }
-    const describeQuorumLocal = makeDescribeQuorumHandler(quorum, quorumEndpoints)
-    const describeConfigs = makeDescribeConfigsHandler({
+    const node: NodeApiParts = {
+      clusterId: this.clusterId,
       nodeId: this.config.nodeId,
-      staticConfig: this.#staticBroker,
+      voters: this.config.voters,
+      controllerListenerName: this.config.controllerListenerNames[0] ?? 'CONTROLLER',
       image: () => this.#loader.image,
-    })
-    const nodeId = this.config.nodeId
+      quorum: this.#quorum!,
+      clock: io.clock,
+      staticBroker: this.#staticBroker,
+    }
     for (const b of this.#listeners) {
-      const r = b.registry
-      const common: Handler[] = [
-        makeApiVersionsHandler(r, features),
-        makeDescribeClusterHandler({
-          clusterId: this.clusterId,
-          nodeId: this.config.nodeId,
-          endpointType: b.isController ? EndpointType.Controller : EndpointType.Broker,
-          image: () => this.#loader.image,
-          controllers: () => ({
-            nodes: this.config.voters.map((v) => ({
-              brokerId: v.id,
-              host: v.host,
-              port: v.port,
-              rack: null,
-            })),
-            activeId: (quorum.status().leaderId ?? -1) as BrokerId,
-          }),
-        }),
-      ]
       if (b.isController && controller !== null) {
-        r.register(
-          ...common,
-          ...makeRaftHandlers(quorum, this.clusterId, () => io.clock.nowMs()),
-          describeQuorumLocal,
-          ...makeBrokerRegistrationHandlers(controller, controllerFailure),
-          // Only brokers and controllers talk to this listener as Kafka's controller does (clients'
-          // requests arrive forwarded, internal names already refused by the broker's channel): a
-          // broker may create __consumer_offsets here for its group coordinator.
-          makeCreateTopicsHandler(
-            { createTopics: (req, v) => controller.createTopics(req, v, { allowInternal: true }) },
-            controllerFailure,
-          ),
-          makeDeleteTopicsHandler(controller, controllerFailure),
-          makeCreatePartitionsHandler(controller, controllerFailure),
-          makeElectLeadersHandler(controller, controllerFailure),
-          ...makePartitionReassignmentHandlers(controller, controllerFailure),
-          makeAllocateProducerIdsHandler(controller, controllerFailure),
-          makeAlterPartitionHandler(controller, controllerFailure),
-          describeConfigs,
-          makeAlterConfigsHandler(controller, controllerFailure, { nodeId, brokerListener: false }),
-          makeIncrementalAlterConfigsHandler(controller, controllerFailure, {
-            nodeId,
-            brokerListener: false,
-          }),
-        )
+        b.registry.register(...controllerListenerApis(node, b.registry, controller))
         continue
       }
-      r.register(
-        ...common,
-        makeMetadataHandler({
-          clusterId: this.clusterId,
-          nodeId: this.config.nodeId,
-          image: () => this.#loader.image,
+      b.registry.register(
+        ...brokerListenerApis(node, b.registry, {
+          channel: this.#channel!,
           autoCreateTopics: this.effective.boolean('auto.create.topics.enable'),
-          topicNameProblem,
-          createTopics: (names: readonly TopicName[]) =>
-            channel.createTopics({
-              topics: names.map((name) => ({
-                name,
-                numPartitions: -1,
-                replicationFactor: -1,
-                assignments: [],
-                configs: [],
-              })),
-              timeoutMs: 30_000,
-              validateOnly: false,
-            }),
-        }),
-        makeCreateTopicsHandler(channel, controllerFailure),
-        makeDeleteTopicsHandler(channel, controllerFailure),
-        makeCreatePartitionsHandler(channel, controllerFailure),
-        makeElectLeadersHandler(channel, controllerFailure),
-        ...makePartitionReassignmentHandlers(channel, controllerFailure),
-        describeConfigs,
-        makeAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
-        makeIncrementalAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
-        ...(this.#groups?.handlers() ?? []),
-        ...(this.#dataPath?.handlers({ image: () => this.#loader.image }) ?? []),
-        defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
-          try {
-            return await channel.describeQuorum(
-              req,
-              async () => describeQuorumLocal.answer(req, ctx),
-              ctx.apiVersion,
-            )
-          } catch (e) {
-            const f = controllerFailure(e)
-            return { errorCode: f.errorCode, errorMessage: f.message }
-          }
+          groups: this.#groups?.handlers() ?? [],
+          dataPath: this.#dataPath?.handlers({ image: () => this.#loader.image }) ?? [],
         }),
       )
     }

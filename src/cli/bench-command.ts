@@ -18,14 +18,13 @@ import { TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
-  help,
   intFlag,
-  parse,
+  type parse,
   printJson,
   printTable,
-  runCommand,
+  runSubcommands,
   UsageError,
-  withClient,
+  withoutArguments,
 } from './command-support.ts'
 import { parseAcks, parseCompression } from './produce-command.ts'
 
@@ -62,16 +61,10 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parse<typeof OPTIONS>>['values']
 
-export async function runBench(argv: readonly string[]): Promise<number> {
-  const [sub, ...rest] = argv
-  return runCommand(`bench ${sub ?? ''}`.trim(), async () => {
-    if (sub === undefined || sub === '-h' || sub === '--help') return help(BENCH_USAGE)
-    const { values, positionals } = parse(rest, OPTIONS)
-    if (values.help === true) return help(BENCH_USAGE)
-    if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`)
-    if (sub === 'produce') return withClient(values, (c) => benchProduce(c, values))
-    if (sub === 'consume') return withClient(values, (c) => benchConsume(c, values))
-    throw new UsageError(`unknown subcommand '${sub}'`)
+export function runBench(argv: readonly string[]): Promise<number> {
+  return runSubcommands('bench', BENCH_USAGE, OPTIONS, argv, {
+    produce: withoutArguments(benchProduce),
+    consume: withoutArguments(benchConsume),
   })
 }
 

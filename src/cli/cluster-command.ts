@@ -6,16 +6,7 @@
 import { type ClusterClient, KafkaError } from '../client/index.ts'
 import { TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
-import {
-  COMMON_USAGE,
-  help,
-  parse,
-  printJson,
-  printTable,
-  runCommand,
-  UsageError,
-  withClient,
-} from './command-support.ts'
+import { COMMON_USAGE, printJson, printTable, runSubcommands, withoutArguments } from './command-support.ts'
 
 export const CLUSTER_USAGE = `Usage: weir cluster status [options]
 
@@ -25,15 +16,9 @@ offline (no leader). Exits 1 when any partition is offline.
 
 ${COMMON_USAGE}`
 
-export async function runCluster(argv: readonly string[]): Promise<number> {
-  const [sub, ...rest] = argv
-  return runCommand(`cluster ${sub ?? ''}`.trim(), async () => {
-    if (sub === undefined || sub === '-h' || sub === '--help') return help(CLUSTER_USAGE)
-    const { values, positionals } = parse(rest, {})
-    if (values.help === true) return help(CLUSTER_USAGE)
-    if (sub !== 'status') throw new UsageError(`unknown subcommand '${sub}'`)
-    if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`)
-    return withClient(values, (c) => status(c, values.json === true))
+export function runCluster(argv: readonly string[]): Promise<number> {
+  return runSubcommands('cluster', CLUSTER_USAGE, {}, argv, {
+    status: withoutArguments((c, values) => status(c, values.json === true)),
   })
 }
 

@@ -135,6 +135,47 @@ export async function runCommand(command: string, body: () => Promise<number | u
   }
 }
 
+/** One subcommand of a command: it gets a client and the parsed arguments. */
+export type Subcommand<V> = (
+  client: ClusterClient,
+  positionals: readonly string[],
+  values: V,
+) => Promise<number>
+
+/**
+ * `weir COMMAND SUB [options]`: help for no subcommand or `--help`, the options parsed, an unknown
+ * subcommand refused before any connection, then the subcommand run with a client.
+ */
+export function runSubcommands<O extends Options>(
+  command: string,
+  usage: string,
+  options: O,
+  argv: readonly string[],
+  subcommands: Readonly<Record<string, Subcommand<ReturnType<typeof parse<O>>['values']>>>,
+): Promise<number> {
+  const [sub, ...rest] = argv
+  return runCommand(`${command} ${sub ?? ''}`.trim(), async () => {
+    if (sub === undefined || sub === '-h' || sub === '--help') return help(usage)
+    const { values, positionals } = parse(rest, options)
+    // The common flags are in every command's values; a generic O does not show them.
+    const common = values as CommonValues & { help?: boolean | undefined }
+    if (common.help === true) return help(usage)
+    const run = Object.hasOwn(subcommands, sub) ? subcommands[sub] : undefined
+    if (run === undefined) throw new UsageError(`unknown subcommand '${sub}'`)
+    return withClient(common, (c) => run(c, positionals, values))
+  })
+}
+
+/** A subcommand that takes no positional arguments: any given is refused before it runs. */
+export function withoutArguments<V>(
+  run: (client: ClusterClient, values: V) => Promise<number>,
+): Subcommand<V> {
+  return (client, positionals, values) => {
+    if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`)
+    return run(client, values)
+  }
+}
+
 /** Prints a command's usage (for --help) and returns 0. */
 export function help(usage: string): number {
   process.stdout.write(usage)

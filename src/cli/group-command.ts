@@ -14,13 +14,11 @@ import { GroupId } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
-  help,
-  parse,
+  type parse,
   printJson,
   printTable,
-  runCommand,
+  runSubcommands,
   UsageError,
-  withClient,
 } from './command-support.ts'
 import { parseTime } from './consume-command.ts'
 
@@ -52,24 +50,12 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parse<typeof OPTIONS>>['values']
 
-export async function runGroup(argv: readonly string[]): Promise<number> {
-  const [sub, ...rest] = argv
-  return runCommand(`group ${sub ?? ''}`.trim(), async () => {
-    if (sub === undefined || sub === '-h' || sub === '--help') return help(GROUP_USAGE)
-    const { values, positionals } = parse(rest, OPTIONS)
-    if (values.help === true) return help(GROUP_USAGE)
-    switch (sub) {
-      case 'list':
-        return withClient(values, (c) => list(c, values))
-      case 'describe':
-        return withClient(values, (c) => describe(c, positionals, values))
-      case 'delete':
-        return withClient(values, (c) => remove(c, positionals, values))
-      case 'reset-offsets':
-        return withClient(values, (c) => resetOffsets(c, positionals, values))
-      default:
-        throw new UsageError(`unknown subcommand '${sub}'`)
-    }
+export function runGroup(argv: readonly string[]): Promise<number> {
+  return runSubcommands('group', GROUP_USAGE, OPTIONS, argv, {
+    list: (c, _positionals, values) => list(c, values),
+    describe,
+    delete: remove,
+    'reset-offsets': resetOffsets,
   })
 }
 

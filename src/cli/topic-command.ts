@@ -4,15 +4,13 @@ import { TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
-  help,
   intFlag,
   keyValues,
-  parse,
+  type parse,
   printJson,
   printTable,
-  runCommand,
+  runSubcommands,
   UsageError,
-  withClient,
 } from './command-support.ts'
 
 export const TOPIC_USAGE = `Usage: weir topic <create|list|describe|alter|delete> [options]
@@ -41,26 +39,13 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parse<typeof OPTIONS>>['values']
 
-export async function runTopic(argv: readonly string[]): Promise<number> {
-  const [sub, ...rest] = argv
-  return runCommand(`topic ${sub ?? ''}`.trim(), async () => {
-    if (sub === undefined || sub === '-h' || sub === '--help') return help(TOPIC_USAGE)
-    const { values, positionals } = parse(rest, OPTIONS)
-    if (values.help === true) return help(TOPIC_USAGE)
-    switch (sub) {
-      case 'create':
-        return withClient(values, (c) => create(c, positionals, values))
-      case 'list':
-        return withClient(values, (c) => list(c, values))
-      case 'describe':
-        return withClient(values, (c) => describe(c, positionals, values))
-      case 'alter':
-        return withClient(values, (c) => alter(c, positionals, values))
-      case 'delete':
-        return withClient(values, (c) => remove(c, positionals, values))
-      default:
-        throw new UsageError(`unknown subcommand '${sub}'`)
-    }
+export function runTopic(argv: readonly string[]): Promise<number> {
+  return runSubcommands('topic', TOPIC_USAGE, OPTIONS, argv, {
+    create,
+    list: (c, _positionals, values) => list(c, values),
+    describe,
+    alter,
+    delete: remove,
   })
 }
 

@@ -89,7 +89,7 @@ describe('BROKER_CONFIGS', () => {
     }
   })
 
-  it('knows every broker key the brief names', () => {
+  it('knows every broker key Weir serves', () => {
     const named = `node.id process.roles controller.quorum.voters controller.quorum.bootstrap.servers
       controller.listener.names listeners advertised.listeners listener.security.protocol.map
       inter.broker.listener.name log.dirs log.dir num.partitions default.replication.factor

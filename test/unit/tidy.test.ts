@@ -416,6 +416,7 @@ describe('tidy: process talk', () => {
     'transactions are a later\u0020issue',
     'one way to reuse a frame early, found by\u0020review',
     'found by a\u0020review of the change',
+    'the keys the\u0020brief names',
   ]
 
   it('reports each phrase in src/ (code and prose), docs/ and any README.md, on its line', () => {

@@ -1,0 +1,2 @@
+/** Authentication (SASL mechanisms, JAAS, TLS principals) and authorization (ACLs). */
+export {}
