@@ -25,6 +25,7 @@ import {
 } from '../storage/index.ts'
 import { Watchers } from './delayed-operations.ts'
 import { UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts'
+import { readError } from './read-outcome.ts'
 import { producerInfo, type ReplicaLogState } from './replica-log-state.ts'
 import type { ReplicationStats } from './replication-stats.ts'
 
@@ -138,18 +139,6 @@ export interface OffsetForTimestamp {
 }
 
 const EMPTY = Buffer.alloc(0)
-
-function readError(errorCode: number): ReadOutcome {
-  return {
-    errorCode,
-    highWatermark: -1n,
-    lastStableOffset: -1n,
-    logStartOffset: -1n,
-    logEndOffset: -1n,
-    records: EMPTY,
-    divergingEpoch: null,
-  }
-}
 
 function min(a: bigint, b: bigint): bigint {
   return a < b ? a : b
@@ -711,7 +700,7 @@ export class Partition {
   // ---------------------------------------------------------------- reads
 
   /** Kafka's `checkCurrentLeaderEpoch` and the leader requirement. */
-  #checkEpochAndRole(currentLeaderEpoch: number, requireLeader: boolean): number {
+  #checkEpochAndRole(currentLeaderEpoch: number, requireLeader: boolean): ErrorCode {
     if (this.#role === 'stopped') return ErrorCode.NotLeaderOrFollower
     if (currentLeaderEpoch >= 0) {
       if (currentLeaderEpoch < this.#leaderEpoch) return ErrorCode.FencedLeaderEpoch

@@ -33,6 +33,7 @@ import {
   type ReadParams,
 } from './partition.ts'
 import type { ProducerEntry } from './producer-state.ts'
+import { readError } from './read-outcome.ts'
 import { type ReplicaSelectorKind, selectReadReplica } from './read-replica-selector.ts'
 import { type LeaderLink, ReplicaFetcherManager, type ReplicaFetcherSettings } from './replica-fetcher.ts'
 import { ReplicaLogState } from './replica-log-state.ts'
@@ -199,18 +200,6 @@ const ERRORS_WITHOUT_LOG_START: ReadonlySet<number> = new Set([
   ErrorCode.KafkaStorageError,
   ErrorCode.UnknownTopicId,
 ])
-
-function readError(errorCode: number): ReadOutcome {
-  return {
-    errorCode,
-    highWatermark: -1n,
-    lastStableOffset: -1n,
-    logStartOffset: -1n,
-    logEndOffset: -1n,
-    records: Buffer.alloc(0),
-    divergingEpoch: null,
-  }
-}
 
 /** The topic id a `partition.metadata` file names (Kafka's format), or null. */
 export function parsePartitionMetadata(text: string): Uuid | null {
@@ -932,7 +921,7 @@ export class ReplicaManager {
   }
 
   /** The error for a partition not hosted here: unknown to metadata, or led elsewhere. */
-  #unhosted(topic: string, partition: number): number {
+  #unhosted(topic: string, partition: number): ErrorCode {
     const t = this.#image?.topicsByName.get(topic as TopicName)
     if (t === undefined || !t.partitions.has(partition)) return ErrorCode.UnknownTopicOrPartition
     return ErrorCode.NotLeaderOrFollower
