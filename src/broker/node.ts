@@ -30,7 +30,7 @@ import {
   type Transport,
 } from '../io/index.ts'
 import { MetadataLoader } from '../metadata/index.ts'
-import type { BrokerId, Uuid } from '../model/index.ts'
+import { BrokerId, Uuid } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import { Quorum } from '../quorum/index.ts'
 import {
@@ -534,7 +534,7 @@ export class WeirNode {
           rack: this.config.rack,
           isMigratingZkBroker: false,
           // KIP-858: the data dirs, so the controller knows when a heartbeat reports all of them offline.
-          logDirs: this.#logManagers.flatMap((m) => (m.directoryId === null ? [] : [m.directoryId as Uuid])),
+          logDirs: this.#logManagers.flatMap((m) => (m.directoryId === null ? [] : [Uuid(m.directoryId)])),
           previousBrokerEpoch: this.#brokerEpoch,
         })
         if (res.errorCode === ErrorCode.None && res.brokerEpoch !== undefined) {
@@ -704,7 +704,7 @@ export class WeirNode {
   /** Whether this node's image still names it the leader of a partition or not shutting down. */
   #leadsAny(nodeId: number): boolean {
     const image = this.#loader.image
-    if (image.brokers.get(nodeId as BrokerId)?.inControlledShutdown !== true) return true
+    if (image.brokers.get(BrokerId(nodeId))?.inControlledShutdown !== true) return true
     for (const t of image.topicsById.values())
       for (const p of t.partitions.values()) if (p.leader === nodeId) return true
     return false
@@ -823,7 +823,7 @@ async function resolveClusterId(
         `the directories are not formatted: set ${CLUSTER_ID_KEY} to the same value on every node of a multi-node cluster`,
       )
     }
-    clusterId = randomUuid(random) as Uuid
+    clusterId = Uuid(randomUuid(random))
   }
   for (const dir of dirs) {
     if (found.has(dir)) continue
