@@ -8,7 +8,7 @@
  * - `@node-rs/crc32, view`: the runtime dependency; it takes a Buffer, so a view is made per batch.
  * - `weir addon, range`: src/protocol/records/native/crc32c.c (npm run build:native), given the range.
  * - `weir addon, view`: the same on a view, to see what the view costs.
- * - `pure TS`: the slicing-by-8 table (the fallback, and the path below NATIVE_MIN_BYTES).
+ * - `pure TS`: the slicing-by-8 table (the fallback, and the path below NATIVE_BYTES_MIN).
  * - `view only`: `subarray` alone.
  */
 import { crc32c as nodeRsCrc32c } from '@node-rs/crc32'

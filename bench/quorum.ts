@@ -58,7 +58,7 @@ async function start(id: NodeId, voters: VoterAddress[], seed: number): Promise<
       requestBytesMax: 1 << 26,
       inFlightRequestsMax: 64,
       inFlightBytesMax: 1 << 26,
-      connectionsMaxIdleMs: 600_000,
+      connectionsIdleMsMax: 600_000,
       connectionsMax: 100,
     },
     log: () => {},

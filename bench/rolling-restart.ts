@@ -114,7 +114,7 @@ for (const t of TARGETS) {
   const result = t === 'kafka' ? await kafka() : await weir()
   results.push({ target: t === 'kafka' ? `kafka ${kafkaVersion()}` : 'weir', result })
 }
-const gap = (r: RollingResult['default']) => Math.max(0, ...Object.values(r.maxAckGapMs))
+const gap = (r: RollingResult['default']) => Math.max(0, ...Object.values(r.ackGapMsMax))
 console.log(
   `\nrolling ${KILL ? 'kill -9' : 'restart'}, 3 nodes, ${ROUNDS} round(s), a send every ${INTERVAL_MS} ms per producer:`,
 )

@@ -3,7 +3,10 @@
  * arrows between modules, entry through each module's index.ts, node:* only at the edges, time and
  * randomness only through the io ports, kebab-case file names, and an index.ts and README.md per
  * module. And that src/, docs/ and every README.md describe the software, not the process that
- * built it ("session 8", "issue 10", "another engineer").
+ * built it ("session 8", "issue 10", "another engineer"). And, in src/'s shipped code (not its tests,
+ * not the generated codecs), the vocabulary of docs/HACKING.md that a tool can check: no `as never`
+ * cast, no error code compared with or defaulted to a bare number, and limits named with Max/Min
+ * last (`fetchWaitMsMax`, not `maxFetchWaitMs`).
  *
  * Run: `node tools/tidy.ts [root]` (root defaults to the repository). Prints `file:line: message`
  * per violation and exits 1 if there is any.
@@ -111,6 +114,22 @@ const PROCESS_TALK: readonly RegExp[] = [
 /** Files under src/ whose text (comments included) PROCESS_TALK checks; docs/ and READMEs: `.md`. */
 const PROSE_IN_SRC = /\.(?:ts|js|mjs|md|c|h)$/
 
+/** The generated codecs (Kafka's names, never edited by hand): the vocabulary rules skip them. */
+const GENERATED_DIR = 'src/protocol/generated/'
+
+/**
+ * A limit named the other way round: `max`/`min` first (`maxRetainMs`), or between the concept
+ * and its unit (`holdTimeMaxMs`). Weir's limits end in their unit and Max/Min: `retainMsMax`.
+ */
+const LIMIT_NAME_FIRST = /^#?(?:max|min)[A-Z]/
+const LIMIT_NAME_INSIDE = /^#?[a-z][A-Za-z0-9]*[a-z0-9](?:Max|Min)(?:[A-Z][A-Za-z0-9]*)?(?:Ms|Bytes)$/
+
+/**
+ * Names of that shape that are not Weir's to choose, besides the generated codecs' field names
+ * (Kafka's: `maxWaitMs`, `minVersion`, `partitionMaxBytes`, read from src/protocol/generated/).
+ */
+const FOREIGN_LIMIT_NAMES: ReadonlyMap<string, string> = new Map([['maxOutputLength', "node:zlib's option"]])
+
 /** Folders never searched for READMEs: dependencies, build output, dot-folders (.git, .cache). */
 const SKIPPED_FOLDERS: ReadonlySet<string> = new Set(['node_modules', 'dist', 'build'])
 
@@ -124,6 +143,9 @@ export type Rule =
   | 'file-name'
   | 'module-layout'
   | 'process-talk'
+  | 'as-never'
+  | 'error-literal'
+  | 'limit-name'
 
 export interface Violation {
   /** Path relative to the root, with `/` separators. */
@@ -150,9 +172,11 @@ export function tidy(rootDir: string): Violation[] {
     return [{ file: 'src', line: 1, rule: 'module-layout', message: 'no src/ directory' }]
   }
   checkModuleLayout(srcDir, violations)
-  for (const { path, isDirectory } of walk(srcDir, 'src')) {
+  const files = [...walk(srcDir, 'src')]
+  const kafkaNames = generatedLimitNames(rootDir, files)
+  for (const { path, isDirectory } of files) {
     checkName(path, isDirectory, violations)
-    if (!isDirectory) checkSource(path, readFileSync(join(rootDir, path), 'utf8'), violations)
+    if (!isDirectory) checkSource(path, readFileSync(join(rootDir, path), 'utf8'), kafkaNames, violations)
   }
   for (const path of proseFiles(rootDir)) {
     checkProcessTalk(path, readFileSync(join(rootDir, path), 'utf8'), violations)
@@ -286,10 +310,31 @@ function moduleOf(path: string): string | null {
   return parts.length > 2 ? parts[1]! : null
 }
 
-function checkSource(path: string, source: string, out: Violation[]): void {
+/** The limit-shaped names in the generated codecs: Kafka's field names, which Weir keeps. */
+function generatedLimitNames(
+  rootDir: string,
+  files: readonly { path: string; isDirectory: boolean }[],
+): ReadonlySet<string> {
+  const names = new Set<string>()
+  for (const { path, isDirectory } of files) {
+    if (isDirectory || !path.startsWith(GENERATED_DIR)) continue
+    for (const t of tokenize(readFileSync(join(rootDir, path), 'utf8'))) {
+      if (t.kind === 'name' && isLimitShaped(t.value!)) names.add(t.value!)
+    }
+  }
+  return names
+}
+
+function isLimitShaped(name: string): boolean {
+  return LIMIT_NAME_FIRST.test(name) || LIMIT_NAME_INSIDE.test(name)
+}
+
+function checkSource(path: string, source: string, kafkaNames: ReadonlySet<string>, out: Violation[]): void {
   const isTest = path.endsWith('.test.ts')
   const module = moduleOf(path)
   const tokens = tokenize(source)
+
+  if (!isTest && !path.startsWith(GENERATED_DIR)) checkVocabulary(path, tokens, kafkaNames, out)
 
   for (const ref of findImports(tokens)) {
     const at = { file: path, line: ref.line }
@@ -319,6 +364,41 @@ function checkSource(path: string, source: string, out: Violation[]): void {
         message: `${found.what} outside io/, broker/, cli/, console/: use ${found.instead} from the io ports`,
       })
     }
+  }
+}
+
+/** The vocabulary rules of shipped code: `as never`, bare error numbers, limit names. */
+function checkVocabulary(
+  path: string,
+  tokens: readonly Token[],
+  kafkaNames: ReadonlySet<string>,
+  out: Violation[],
+): void {
+  for (const found of findAsNever(tokens)) {
+    out.push({
+      file: path,
+      line: found.line,
+      rule: 'as-never',
+      message:
+        "'as never' accepts anything: make a branded id with its constructor (TopicName(), NodeId()), or name the type",
+    })
+  }
+  for (const found of findErrorLiterals(tokens)) {
+    out.push({
+      file: path,
+      line: found.line,
+      rule: 'error-literal',
+      message: `${found.name} ${found.op} ${found.literal}: say ErrorCode.X (ErrorCode.None for 0), not a bare number`,
+    })
+  }
+  for (const found of findLimitDeclarations(tokens)) {
+    if (kafkaNames.has(found.name) || FOREIGN_LIMIT_NAMES.has(found.name)) continue
+    out.push({
+      file: path,
+      line: found.line,
+      rule: 'limit-name',
+      message: `'${found.name}': a limit ends in its unit and Max/Min (fetchWaitMsMax, entriesMax; docs/HACKING.md)`,
+    })
   }
 }
 
@@ -651,6 +731,131 @@ export function findBannedCalls(tokens: readonly Token[]): BannedCall[] {
         found.push({ what: 'Date()', instead: 'Clock.nowMs()', line: token.line })
       }
     }
+  }
+  return found
+}
+
+/** Every `as never`. */
+export function findAsNever(tokens: readonly Token[]): { line: number }[] {
+  const found: { line: number }[] = []
+  for (let k = 0; k + 1 < tokens.length; k++) {
+    if (isName(tokens[k], 'as') && isName(tokens[k + 1], 'never') && !isPunct(tokens[k - 1], '.', '?.')) {
+      found.push({ line: tokens[k]!.line })
+    }
+  }
+  return found
+}
+
+/** The comparison or default operator starting at `k` (`===`, `!==`, `==`, `!=`, `??`), and its length in tokens. */
+function operatorAt(tokens: readonly Token[], k: number): { op: string; length: number } | null {
+  const text = (n: number) =>
+    tokens
+      .slice(k, k + n)
+      .map((t) => (t.kind === 'punct' ? t.value : ' '))
+      .join('')
+  for (const op of ['===', '!==', '==', '!=', '??']) {
+    if (text(op.length) === op) {
+      // `a == =b` is not a thing, but `a === b` must not read as `==` then `=`: longest first.
+      return { op, length: op.length }
+    }
+  }
+  return null
+}
+
+/** A number literal at `k`, with its sign: `0`, `-1`, `42`. */
+function numberAt(tokens: readonly Token[], k: number): { literal: string; length: number } | null {
+  const t = tokens[k]
+  if (t?.kind === 'number') return { literal: t.value!, length: 1 }
+  if (isPunct(t, '-') && tokens[k + 1]?.kind === 'number')
+    return { literal: `-${tokens[k + 1]!.value}`, length: 2 }
+  return null
+}
+
+const ERROR_CODE_NAME = /[eE]rrorCode$/
+
+/**
+ * An error code compared with or defaulted to a number literal: `r.errorCode !== 0`,
+ * `p?.errorCode ?? 42`, `3 === errorCode` (a closing parenthesis may sit between: `(a.errorCode) === 0`).
+ */
+export function findErrorLiterals(
+  tokens: readonly Token[],
+): { name: string; op: string; literal: string; line: number }[] {
+  const found: { name: string; op: string; literal: string; line: number }[] = []
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k]!
+    if (t.kind !== 'name' || !ERROR_CODE_NAME.test(t.value!)) continue
+    let after = k + 1
+    while (isPunct(tokens[after], ')')) after++
+    const op = operatorAt(tokens, after)
+    const literal = op === null ? null : numberAt(tokens, after + op.length)
+    if (op !== null && literal !== null) {
+      found.push({ name: t.value!, op: op.op, literal: literal.literal, line: t.line })
+      continue
+    }
+    // The literal first: `0 === errorCode`, `0 === r.errorCode`.
+    let head = k
+    while (isPunct(tokens[head - 1], '.', '?.') && tokens[head - 2]?.kind === 'name') head -= 2
+    for (const opText of ['===', '!==', '==', '!=']) {
+      const start = head - opText.length
+      if (start < 1 || operatorAt(tokens, start)?.op !== opText) continue
+      const n = tokens[start - 1]!
+      if (n.kind === 'number') found.push({ name: t.value!, op: opText, literal: n.value!, line: t.line })
+      break
+    }
+  }
+  return found
+}
+
+/** Keywords after which a name is declared. */
+const DECLARING_KEYWORDS: ReadonlySet<string> = new Set([
+  'const',
+  'let',
+  'var',
+  'function',
+  'class',
+  'interface',
+  'type',
+  'enum',
+])
+
+/** Modifiers before a class field or property signature. */
+const MEMBER_MODIFIERS: ReadonlySet<string> = new Set([
+  'readonly',
+  'static',
+  'public',
+  'private',
+  'protected',
+  'override',
+  'declare',
+  'accessor',
+])
+
+/**
+ * Limit-shaped names where they are declared: after `const`/`let`/`function`/`interface`/..., as a
+ * property, parameter or object key (`name:`, `name?:`), or as a class field (`#name = 0`,
+ * `readonly name = 0`, `name = 0` first on its line). Not where they are only read (`a.maxBytes`): that is the declaration's business.
+ */
+export function findLimitDeclarations(tokens: readonly Token[]): { name: string; line: number }[] {
+  const found: { name: string; line: number }[] = []
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k]!
+    if (t.kind !== 'name' || !isLimitShaped(t.value!)) continue
+    const prev = tokens[k - 1]
+    const next = tokens[k + 1]
+    if (isPunct(prev, '.', '?.')) continue
+    const declared =
+      (prev?.kind === 'name' && DECLARING_KEYWORDS.has(prev.value!)) ||
+      // `name:` or `name?:`, but not a ternary's `c ? name : d` nor a `case name:`
+      ((isPunct(next, ':') || (isPunct(next, '?') && isPunct(tokens[k + 2], ':'))) &&
+        !isPunct(prev, '?') &&
+        !isName(prev, 'case')) ||
+      // a class field: `#name = ...`, `readonly name = ...` (not `name == x` nor `name => x`)
+      (isPunct(next, '=') &&
+        !isPunct(tokens[k + 2], '=', '>') &&
+        (t.value!.startsWith('#') ||
+          (prev?.kind === 'name' && MEMBER_MODIFIERS.has(prev.value!)) ||
+          (prev !== undefined && prev.line < t.line && !isPunct(prev, '(', ',', '='))))
+    if (declared) found.push({ name: t.value!, line: t.line })
   }
   return found
 }

@@ -154,7 +154,7 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
             wanted >= theirs.minVersion &&
             wanted <= theirs.maxVersion
               ? wanted
-              : c.versionFor(api as never)
+              : c.versionFor(api)
           if (version === undefined)
             throw new ControllerUnavailableError(`the controller does not serve ${api.name}`)
           try {

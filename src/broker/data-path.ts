@@ -10,10 +10,12 @@ import { type NodeConfigSource, topicConfigLayers } from '../controller/index.ts
 import type { Clock, Disk, Random, TimerHandle, Transport } from '../io/index.ts'
 import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
-import type {
-  AllocateProducerIdsResponseData,
-  AlterPartitionRequestData,
-  AlterPartitionResponseData,
+import {
+  type AllocateProducerIdsResponseData,
+  type AlterPartitionRequestData,
+  type AlterPartitionResponseData,
+  ErrorCode,
+  errorCodeOf,
 } from '../protocol/index.ts'
 import { ProducerIdManager, ReplicaManager, replicaSelectorOf, WireLeaderLink } from '../replication/index.ts'
 import {
@@ -111,14 +113,14 @@ export class DataPath {
         brokerEpoch: options.brokerEpoch,
         alterPartition: options.alterPartition,
         fetcher: {
-          fetchMaxBytes: e.int('replica.fetch.max.bytes'),
-          responseMaxBytes: e.int('replica.fetch.response.max.bytes'),
+          fetchBytesMax: e.int('replica.fetch.max.bytes'),
+          responseBytesMax: e.int('replica.fetch.response.max.bytes'),
           minBytes: e.int('replica.fetch.min.bytes'),
           maxWaitMs: e.int('replica.fetch.wait.max.ms'),
           backoffMs: e.int('replica.fetch.backoff.ms'),
           numFetchers: e.int('num.replica.fetchers'),
         },
-        lagTimeMaxMs: e.long('replica.lag.time.max.ms'),
+        lagTimeMsMax: e.long('replica.lag.time.max.ms'),
         highWatermarkCheckpointIntervalMs: e.long('replica.high.watermark.checkpoint.interval.ms'),
         alterPartitionRetryBackoffMs: 100,
       },
@@ -126,8 +128,8 @@ export class DataPath {
     })
     this.producerIds = new ProducerIdManager(async () => {
       const r = await options.allocateProducerIds()
-      const errorCode = r.errorCode ?? 0
-      if (errorCode !== 0) return { errorCode }
+      const errorCode = errorCodeOf(r.errorCode ?? ErrorCode.None)
+      if (errorCode !== ErrorCode.None) return { errorCode }
       return { start: r.producerIdStart ?? -1n, length: r.producerIdLen ?? 0 }
     })
     this.sessions = new FetchSessionCache(
@@ -179,7 +181,7 @@ export class DataPath {
         image: o.image,
         sessions: this.sessions,
         nowMs: () => this.#o.clock.monotonicMs(),
-        fetchMaxBytes: e.int('fetch.max.bytes'),
+        fetchBytesMax: e.int('fetch.max.bytes'),
         readBuffers: this.readBuffers,
         fetchMessages: (specs, params) => replicas.fetchMessages(specs, params),
       }),

@@ -6,7 +6,7 @@ import type { ConfigLayer } from '../config/index.ts'
 import { type QuorumController, topicNameProblem } from '../controller/index.ts'
 import type { Clock } from '../io/index.ts'
 import type { MetadataImage } from '../metadata/index.ts'
-import type { BrokerId, TopicName } from '../model/index.ts'
+import { BrokerId, type TopicName } from '../model/index.ts'
 import { apis } from '../protocol/index.ts'
 import type { Quorum } from '../quorum/index.ts'
 import {
@@ -139,7 +139,7 @@ function sharedApis(
       image: node.image,
       controllers: () => ({
         nodes: node.voters.map((v) => ({ brokerId: v.id, host: v.host, port: v.port, rack: null })),
-        activeId: (node.quorum.status().leaderId ?? -1) as BrokerId,
+        activeId: BrokerId(node.quorum.status().leaderId ?? -1),
       }),
     }),
   ]
@@ -177,11 +177,7 @@ function describeQuorumForwarded(node: NodeApiParts, channel: ControllerChannel)
   const local = describeQuorumHere(node)
   return defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
     try {
-      return await channel.describeQuorum(
-        req,
-        async () => (await local.handle(req, ctx)) as never,
-        ctx.apiVersion,
-      )
+      return await channel.describeQuorum(req, async () => local.answer(req, ctx), ctx.apiVersion)
     } catch (e) {
       const f = controllerFailure(e)
       return { errorCode: f.errorCode, errorMessage: f.message }

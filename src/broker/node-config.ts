@@ -3,7 +3,7 @@
  * voters, listeners and their advertised addresses, log directories. Refuses inconsistent setups.
  */
 import { type EffectiveConfig, parseHostPort } from '../config/index.ts'
-import type { BrokerId } from '../model/index.ts'
+import { BrokerId } from '../model/index.ts'
 
 export interface ListenerSpec {
   /** The listener name, e.g. PLAINTEXT or CONTROLLER. */
@@ -78,7 +78,7 @@ export function nodeConfig(c: EffectiveConfig): NodeConfig {
   const broker = roles.includes('broker')
   const controller = roles.includes('controller')
   if (!broker && !controller) throw new NodeConfigError('process.roles must name broker, controller or both')
-  const nodeId = c.int('node.id') as BrokerId
+  const nodeId = BrokerId(c.int('node.id'))
   const protocolMap = new Map<string, string>()
   for (const pair of (c.string('listener.security.protocol.map') ?? '').split(',')) {
     const [k, v] = pair.split(':')
@@ -103,7 +103,7 @@ export function nodeConfig(c: EffectiveConfig): NodeConfig {
     const hp = m === null ? undefined : parseHostPort(m[2]!)
     if (m === null || hp === undefined)
       throw new NodeConfigError(`controller.quorum.voters: ${item} is not id@host:port`)
-    voters.push({ id: Number(m[1]) as BrokerId, host: hp.host, port: hp.port })
+    voters.push({ id: BrokerId(Number(m[1])), host: hp.host, port: hp.port })
   }
   if (voters.length === 0) throw new NodeConfigError('controller.quorum.voters names no voter')
   if (controller) {

@@ -30,7 +30,7 @@ import {
   type Transport,
 } from '../io/index.ts'
 import { MetadataLoader } from '../metadata/index.ts'
-import type { BrokerId, Uuid } from '../model/index.ts'
+import { BrokerId, Uuid } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import { Quorum } from '../quorum/index.ts'
 import {
@@ -183,7 +183,7 @@ export class WeirNode {
       inFlightRequestsMax: Math.max(1, effective.int('queued.max.requests')),
       // A frame up to socket.request.max.bytes is always read (the queue is checked before a frame).
       inFlightBytesMax: Math.min(effective.int('socket.request.max.bytes'), READ_AHEAD_BYTES_MAX),
-      connectionsMaxIdleMs: effective.long('connections.max.idle.ms'),
+      connectionsIdleMsMax: effective.long('connections.max.idle.ms'),
       connectionsMax: Math.min(effective.int('max.connections'), 100_000),
     }
     // One pacer for the node's listeners: a minor GC per 8 MiB of requests read. The full one per
@@ -350,7 +350,7 @@ export class WeirNode {
     const raftConfig = {
       electionTimeoutMs: effective.int('controller.quorum.election.timeout.ms'),
       fetchTimeoutMs: effective.int('controller.quorum.fetch.timeout.ms'),
-      electionBackoffMaxMs: effective.int('controller.quorum.election.backoff.max.ms'),
+      electionBackoffMsMax: effective.int('controller.quorum.election.backoff.max.ms'),
       requestTimeoutMs: effective.int('controller.quorum.request.timeout.ms'),
       retryBackoffMs: effective.int('controller.quorum.retry.backoff.ms'),
     }
@@ -534,7 +534,7 @@ export class WeirNode {
           rack: this.config.rack,
           isMigratingZkBroker: false,
           // KIP-858: the data dirs, so the controller knows when a heartbeat reports all of them offline.
-          logDirs: this.#logManagers.flatMap((m) => (m.directoryId === null ? [] : [m.directoryId as Uuid])),
+          logDirs: this.#logManagers.flatMap((m) => (m.directoryId === null ? [] : [Uuid(m.directoryId)])),
           previousBrokerEpoch: this.#brokerEpoch,
         })
         if (res.errorCode === ErrorCode.None && res.brokerEpoch !== undefined) {
@@ -704,7 +704,7 @@ export class WeirNode {
   /** Whether this node's image still names it the leader of a partition or not shutting down. */
   #leadsAny(nodeId: number): boolean {
     const image = this.#loader.image
-    if (image.brokers.get(nodeId as BrokerId)?.inControlledShutdown !== true) return true
+    if (image.brokers.get(BrokerId(nodeId))?.inControlledShutdown !== true) return true
     for (const t of image.topicsById.values())
       for (const p of t.partitions.values()) if (p.leader === nodeId) return true
     return false
@@ -823,7 +823,7 @@ async function resolveClusterId(
         `the directories are not formatted: set ${CLUSTER_ID_KEY} to the same value on every node of a multi-node cluster`,
       )
     }
-    clusterId = randomUuid(random) as Uuid
+    clusterId = Uuid(randomUuid(random))
   }
   for (const dir of dirs) {
     if (found.has(dir)) continue

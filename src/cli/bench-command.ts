@@ -14,7 +14,7 @@ import {
   listOffsets,
   Producer,
 } from '../client/index.ts'
-import type { TopicName } from '../model/index.ts'
+import { TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
@@ -166,7 +166,7 @@ async function ensureTopic(client: ClusterClient, topic: string, partitions: num
   const { response } = await client.request(apis.CreateTopics, {
     topics: [
       {
-        name: topic as TopicName,
+        name: TopicName(topic),
         numPartitions: partitions,
         replicationFactor: -1,
         assignments: [],
@@ -177,7 +177,7 @@ async function ensureTopic(client: ClusterClient, topic: string, partitions: num
     validateOnly: false,
   })
   const r = response.topics[0]
-  if (r !== undefined && r.errorCode !== 0 && r.errorCode !== ErrorCode.TopicAlreadyExists)
+  if (r !== undefined && r.errorCode !== ErrorCode.None && r.errorCode !== ErrorCode.TopicAlreadyExists)
     throw new KafkaError(r.errorCode, r.errorMessage)
   // The new topic's leaders take a moment to appear in every broker's metadata.
   await client.retrying(async () => {

@@ -4,8 +4,8 @@
  * partitions its fencing left offline).
  */
 import { type ClusterClient, KafkaError } from '../client/index.ts'
-import type { TopicName } from '../model/index.ts'
-import { apis } from '../protocol/index.ts'
+import { TopicName } from '../model/index.ts'
+import { apis, ErrorCode } from '../protocol/index.ts'
 import { COMMON_USAGE, printJson, printTable, runSubcommands, withoutArguments } from './command-support.ts'
 
 export const CLUSTER_USAGE = `Usage: weir cluster status [options]
@@ -27,13 +27,13 @@ async function status(client: ClusterClient, json: boolean): Promise<number> {
     includeClusterAuthorizedOperations: false,
     endpointType: 1,
   })
-  if (cluster.errorCode !== 0) throw new KafkaError(cluster.errorCode, cluster.errorMessage)
+  if (cluster.errorCode !== ErrorCode.None) throw new KafkaError(cluster.errorCode, cluster.errorMessage)
   const { response: q } = await client.request(apis.DescribeQuorum, {
-    topics: [{ topicName: '__cluster_metadata' as TopicName, partitions: [{ partitionIndex: 0 }] }],
+    topics: [{ topicName: TopicName('__cluster_metadata'), partitions: [{ partitionIndex: 0 }] }],
   })
-  if (q.errorCode !== 0) throw new KafkaError(q.errorCode, q.errorMessage)
+  if (q.errorCode !== ErrorCode.None) throw new KafkaError(q.errorCode, q.errorMessage)
   const qp = q.topics[0]?.partitions[0]
-  if (qp !== undefined && qp.errorCode !== 0) throw new KafkaError(qp.errorCode, qp.errorMessage)
+  if (qp !== undefined && qp.errorCode !== ErrorCode.None) throw new KafkaError(qp.errorCode, qp.errorMessage)
   const md = await client.refresh({ all: true })
   const partitions = [...md.topics.values()].flatMap((t) =>
     t.partitions.map((p) => ({ topic: t.name, ...p })),

@@ -10,7 +10,7 @@ import {
   LATEST,
   listOffsets,
 } from '../client/index.ts'
-import type { GroupId } from '../model/index.ts'
+import { GroupId } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
@@ -75,7 +75,7 @@ async function list(client: ClusterClient, values: Values): Promise<number> {
         )
         return
       }
-      if (response.errorCode !== 0) throw new KafkaError(response.errorCode)
+      if (response.errorCode !== ErrorCode.None) throw new KafkaError(response.errorCode)
       for (const g of response.groups)
         groups.set(g.groupId, {
           group: g.groupId,
@@ -118,7 +118,7 @@ async function describeGroup(client: ClusterClient, group: string): Promise<Desc
       const coordinator = await client.coordinator(group)
       const { response } = await client.request(
         apis.DescribeGroups,
-        { groups: [group as GroupId], includeAuthorizedOperations: false },
+        { groups: [GroupId(group)], includeAuthorizedOperations: false },
         { to: coordinator },
       )
       const g = response.groups[0]
@@ -127,7 +127,7 @@ async function describeGroup(client: ClusterClient, group: string): Promise<Desc
       // DescribeGroups v6+ (KIP-1043) answers a group that does not exist so; older versions Dead.
       if (g.errorCode === ErrorCode.GroupIdNotFound)
         return { group, state: 'Dead', protocolType: '', protocol: '', members: [] }
-      if (g.errorCode !== 0) throw new KafkaError(g.errorCode, `group '${group}'`)
+      if (g.errorCode !== ErrorCode.None) throw new KafkaError(g.errorCode, `group '${group}'`)
       return {
         group,
         state: g.groupState,
@@ -235,7 +235,7 @@ async function remove(client: ClusterClient, groups: readonly string[], values: 
         const coordinator = await client.coordinator(group)
         const { response } = await client.request(
           apis.DeleteGroups,
-          { groupsNames: [group as GroupId] },
+          { groupsNames: [GroupId(group)] },
           { to: coordinator },
         )
         const res = response.results[0]

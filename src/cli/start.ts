@@ -182,15 +182,15 @@ export async function runStart(argv: readonly string[]): Promise<number> {
       [8, 'gcIncrementalMs'],
       [16, 'gcWeakCallbacksMs'],
     ])
-    const gc = new Map<string, { n: number; ms: number; maxMs: number }>()
+    const gc = new Map<string, { n: number; ms: number; msMax: number }>()
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) {
         const code = (e as { detail?: { kind?: number } }).detail?.kind ?? 0
         const kind = gcKinds.get(code) ?? `gc${code}Ms`
-        const g = gc.get(kind) ?? { n: 0, ms: 0, maxMs: 0 }
+        const g = gc.get(kind) ?? { n: 0, ms: 0, msMax: 0 }
         g.n++
         g.ms += e.duration
-        g.maxMs = Math.max(g.maxMs, e.duration)
+        g.msMax = Math.max(g.msMax, e.duration)
         gc.set(kind, g)
       }
     }).observe({ entryTypes: ['gc'] })
@@ -203,7 +203,7 @@ export async function runStart(argv: readonly string[]): Promise<number> {
           max: Math.round(loop.max / 1e4) / 100,
         }
         loop.reset()
-        for (const [kind, g] of gc) stats[kind] = { n: g.n, mean: g.ms / g.n, p50: 0, max: g.maxMs }
+        for (const [kind, g] of gc) stats[kind] = { n: g.n, mean: g.ms / g.n, p50: 0, max: g.msMax }
         gc.clear()
         const m = process.memoryUsage()
         stats.memoryMiB = {

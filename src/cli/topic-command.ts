@@ -1,6 +1,6 @@
 /** `weir topic create|list|describe|alter|delete`: topics over CreateTopics, Metadata, DescribeConfigs, CreatePartitions, IncrementalAlterConfigs, DeleteTopics. */
 import { type ClusterClient, KafkaError } from '../client/index.ts'
-import type { TopicName } from '../model/index.ts'
+import { TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
@@ -65,7 +65,7 @@ async function create(
   const configs = keyValues(values.config, 'config').map(([k, v]) => ({ name: k, value: v }))
   const { response } = await client.request(apis.CreateTopics, {
     topics: [
-      { name: name as TopicName, numPartitions: partitions, replicationFactor: rf, assignments: [], configs },
+      { name: TopicName(name), numPartitions: partitions, replicationFactor: rf, assignments: [], configs },
     ],
     timeoutMs: 30_000,
     validateOnly: false,
@@ -77,7 +77,7 @@ async function create(
     else process.stdout.write(`topic ${name} already exists\n`)
     return 0
   }
-  if (r.errorCode !== 0)
+  if (r.errorCode !== ErrorCode.None)
     throw new KafkaError(
       r.errorCode,
       r.errorCode === ErrorCode.TopicAlreadyExists ? `topic '${name}' already exists` : r.errorMessage,
@@ -100,7 +100,7 @@ async function create(
 async function list(client: ClusterClient, values: Values): Promise<number> {
   const md = await client.refresh({ all: true })
   const topics = [...md.topics.values()]
-    .filter((t) => t.errorCode === 0 && (values.internal === true || !t.internal))
+    .filter((t) => t.errorCode === ErrorCode.None && (values.internal === true || !t.internal))
     .sort((a, b) => a.name.localeCompare(b.name))
   const rows = topics.map((t) => ({
     topic: t.name,
@@ -136,7 +136,7 @@ async function describe(
       includeDocumentation: false,
     })
     const result = response.results[0]
-    if (result !== undefined && result.errorCode !== 0)
+    if (result !== undefined && result.errorCode !== ErrorCode.None)
       throw new KafkaError(result.errorCode, result.errorMessage)
     // Only what is set on the topic itself (source TOPIC_CONFIG = 1), as kafka-topics --describe shows.
     const configs = Object.fromEntries(
@@ -194,12 +194,12 @@ async function alter(client: ClusterClient, positionals: readonly string[], valu
   if (values.partitions !== undefined) {
     const count = intFlag(values.partitions, 'partitions', 0, 1)
     const { response } = await client.request(apis.CreatePartitions, {
-      topics: [{ name: name as TopicName, count, assignments: null }],
+      topics: [{ name: TopicName(name), count, assignments: null }],
       timeoutMs: 30_000,
       validateOnly: false,
     })
     const r = response.results[0]
-    if (r !== undefined && r.errorCode !== 0) throw new KafkaError(r.errorCode, r.errorMessage)
+    if (r !== undefined && r.errorCode !== ErrorCode.None) throw new KafkaError(r.errorCode, r.errorMessage)
     done.partitions = count
   }
   if (set.length > 0 || deleted.length > 0) {
@@ -217,7 +217,7 @@ async function alter(client: ClusterClient, positionals: readonly string[], valu
       validateOnly: false,
     })
     const r = response.responses[0]
-    if (r !== undefined && r.errorCode !== 0) throw new KafkaError(r.errorCode, r.errorMessage)
+    if (r !== undefined && r.errorCode !== ErrorCode.None) throw new KafkaError(r.errorCode, r.errorMessage)
     done.set = Object.fromEntries(set)
     done.deleted = deleted
   }
@@ -237,12 +237,12 @@ async function remove(
   if (positionals.length === 0) throw new UsageError('give the topic names to delete')
   const { response } = await client.request(apis.DeleteTopics, (v) =>
     v >= 6
-      ? { topics: positionals.map((n) => ({ name: n as TopicName })), timeoutMs: 30_000 }
-      : { topicNames: positionals.map((n) => n as TopicName), timeoutMs: 30_000 },
+      ? { topics: positionals.map((n) => ({ name: TopicName(n) })), timeoutMs: 30_000 }
+      : { topicNames: positionals.map((n) => TopicName(n)), timeoutMs: 30_000 },
   )
   const results = response.responses.map((r) => ({
     topic: r.name ?? '',
-    deleted: r.errorCode === 0,
+    deleted: r.errorCode === ErrorCode.None,
     error: r.errorCode,
     message: r.errorMessage,
   }))

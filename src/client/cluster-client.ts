@@ -5,8 +5,8 @@
  * connection). What requests mean is the caller's business; this knows only where to send them.
  */
 import type { Clock, Transport } from '../io/index.ts'
-import type { TopicName } from '../model/index.ts'
-import { type Api, apis, ErrorCode, type MetadataResponseData } from '../protocol/index.ts'
+import { TopicName } from '../model/index.ts'
+import { type Api, apis, ErrorCode, errorCodeOf, type MetadataResponseData } from '../protocol/index.ts'
 import { ConnectionError, KafkaConnection } from './kafka-connection.ts'
 import { KafkaError } from './kafka-error.ts'
 
@@ -40,14 +40,14 @@ export interface PartitionInfo {
   readonly replicas: readonly number[]
   readonly isr: readonly number[]
   readonly offline: readonly number[]
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
 }
 
 export interface TopicInfo {
   readonly name: string
   readonly topicId: string
   readonly internal: boolean
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
   readonly partitions: readonly PartitionInfo[]
 }
 
@@ -293,7 +293,7 @@ export class ClusterClient {
         ;({ response } = await this.request(
           apis.Metadata,
           {
-            topics: topics === null ? null : topics.map((name) => ({ name: name as TopicName })),
+            topics: topics === null ? null : topics.map((name) => ({ name: TopicName(name) })),
             allowAutoTopicCreation: false,
           },
           { to: connection },
@@ -335,7 +335,7 @@ export class ClusterClient {
       if (t.name === null) continue
       answered.add(t.name)
       const known = cached.get(t.name)
-      const knownOk = known !== undefined && known.errorCode === 0
+      const knownOk = known !== undefined && known.errorCode === ErrorCode.None
       if (knownOk && t.errorCode === ErrorCode.UnknownTopicOrPartition && !missingTopicsGone) {
         // This broker does not know a topic another one told us about: it is behind (or the topic
         // was deleted, which the other brokers will confirm).
@@ -343,7 +343,7 @@ export class ClusterClient {
         byName.set(t.name, known)
         continue
       }
-      const sameTopic = knownOk && t.errorCode === 0 && known.topicId === t.topicId
+      const sameTopic = knownOk && t.errorCode === ErrorCode.None && known.topicId === t.topicId
       const partitions = t.partitions
         .map((p): PartitionInfo => {
           const was = sameTopic ? known.partitions.find((k) => k.partition === p.partitionIndex) : undefined
@@ -358,7 +358,7 @@ export class ClusterClient {
             replicas: p.replicaNodes,
             isr: p.isrNodes,
             offline: p.offlineReplicas,
-            errorCode: p.errorCode,
+            errorCode: errorCodeOf(p.errorCode),
           }
         })
         .sort((a, b) => a.partition - b.partition)
@@ -366,13 +366,13 @@ export class ClusterClient {
         name: t.name,
         topicId: t.topicId,
         internal: t.isInternal,
-        errorCode: t.errorCode,
+        errorCode: errorCodeOf(t.errorCode),
         partitions,
       })
     }
     if (topics === null && !missingTopicsGone)
       for (const [name, t] of cached)
-        if (t.errorCode === 0 && !answered.has(name) && this.#interest.has(name)) {
+        if (t.errorCode === ErrorCode.None && !answered.has(name) && this.#interest.has(name)) {
           behind = true
           byName.set(name, t)
         }
@@ -391,10 +391,10 @@ export class ClusterClient {
   async topic(name: string, options: { refresh?: boolean } = {}): Promise<TopicInfo> {
     this.track([name])
     let t = options.refresh === true ? undefined : this.#metadata?.topics.get(name)
-    if (t === undefined || t.errorCode !== 0) t = (await this.refresh()).topics.get(name)
+    if (t === undefined || t.errorCode !== ErrorCode.None) t = (await this.refresh()).topics.get(name)
     if (t === undefined)
       throw new KafkaError(ErrorCode.UnknownTopicOrPartition, `topic '${name}' does not exist`)
-    if (t.errorCode !== 0)
+    if (t.errorCode !== ErrorCode.None)
       throw new KafkaError(
         t.errorCode,
         t.errorCode === ErrorCode.UnknownTopicOrPartition ? `topic '${name}' does not exist` : null,
@@ -423,7 +423,7 @@ export class ClusterClient {
     )
     const c = version >= 4 ? response.coordinators[0] : response
     if (c === undefined) throw new KafkaError(ErrorCode.CoordinatorNotAvailable)
-    if (c.errorCode !== 0) throw new KafkaError(c.errorCode, c.errorMessage)
+    if (c.errorCode !== ErrorCode.None) throw new KafkaError(c.errorCode, c.errorMessage)
     this.#coordinators.set(groupId, c.nodeId)
     return c.nodeId
   }

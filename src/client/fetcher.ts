@@ -3,7 +3,7 @@
  * positions advanced from the batch headers alone (records stay bytes until a caller decodes them),
  * leaders re-resolved when they move. Offsets by time or end through ListOffsets.
  */
-import type { TopicName } from '../model/index.ts'
+import { BrokerId, TopicName } from '../model/index.ts'
 import {
   apis,
   BATCH_HEADER_BYTES,
@@ -23,6 +23,8 @@ import { KafkaError } from './kafka-error.ts'
 /** ListOffsets timestamps with a meaning. */
 export const EARLIEST = -2n
 export const LATEST = -1n
+/** Kafka's replica id of a consumer's Fetch and ListOffsets (FetchRequest.CONSUMER_REPLICA_ID). */
+const CONSUMER_REPLICA_ID = BrokerId(-1)
 
 export interface TopicPartitionOffset {
   readonly topic: string
@@ -56,10 +58,10 @@ export async function listOffsets(
         const { response } = await client.request(
           apis.ListOffsets,
           {
-            replicaId: -1 as never,
+            replicaId: CONSUMER_REPLICA_ID,
             isolationLevel: 0,
             topics: [...topics].map(([name, ps]) => ({
-              name: name as TopicName,
+              name: TopicName(name),
               partitions: ps.map((p) => ({ ...p, currentLeaderEpoch: -1 })),
             })),
           },
@@ -67,7 +69,7 @@ export async function listOffsets(
         )
         for (const t of response.topics) {
           for (const p of t.partitions) {
-            if (p.errorCode !== 0)
+            if (p.errorCode !== ErrorCode.None)
               throw new KafkaError(p.errorCode, `ListOffsets ${t.name}-${p.partitionIndex}`)
             let offset = p.offset
             if (offset < 0n) {
@@ -214,7 +216,7 @@ export class Fetcher {
     const { response } = await this.#client.request(
       apis.Fetch,
       {
-        replicaId: -1 as never,
+        replicaId: CONSUMER_REPLICA_ID,
         maxWaitMs: this.#o.maxWaitMs,
         minBytes: this.#o.minBytes,
         maxBytes: this.#o.maxBytes,
@@ -222,7 +224,7 @@ export class Fetcher {
         sessionId: 0,
         sessionEpoch: -1,
         topics: [...topics].map(([topic, ps]) => ({
-          topic: topic as TopicName,
+          topic: TopicName(topic),
           partitions: ps.map((p) => ({
             partition: p.partition,
             currentLeaderEpoch: -1,
@@ -237,7 +239,7 @@ export class Fetcher {
       },
       { to: leader, maxVersion: 12, timeoutMs: this.#o.maxWaitMs + 30_000 },
     )
-    if (response.errorCode !== 0) throw new KafkaError(response.errorCode)
+    if (response.errorCode !== ErrorCode.None) throw new KafkaError(response.errorCode)
     const fetched: FetchedPartition[] = []
     let error: KafkaError | null = null
     const resets: Array<{ topic: string; partition: number; timestamp: bigint }> = []
@@ -259,7 +261,7 @@ export class Fetcher {
           })
           continue
         }
-        if (p.errorCode !== 0) {
+        if (p.errorCode !== ErrorCode.None) {
           const e = new KafkaError(p.errorCode, `${t.topic}-${p.partitionIndex}`)
           if (!isRetriable(e)) throw e
           error = e

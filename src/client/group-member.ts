@@ -5,7 +5,7 @@
  * `join` again when `rejoinNeeded` says a rebalance began.
  */
 import type { TimerHandle } from '../io/index.ts'
-import type { GroupId, TopicName } from '../model/index.ts'
+import { GroupId, TopicName } from '../model/index.ts'
 import {
   type Api,
   apis,
@@ -85,7 +85,7 @@ export function encodeAssignment(partitions: ReadonlyArray<{ topic: string; part
   ConsumerProtocolAssignmentData.writeConsumerProtocolAssignment(
     w,
     {
-      assignedPartitions: partitions.map((p) => ({ topic: p.topic as TopicName, partitions: p.partitions })),
+      assignedPartitions: partitions.map((p) => ({ topic: TopicName(p.topic), partitions: p.partitions })),
       userData: null,
     },
     0,
@@ -161,7 +161,7 @@ export class GroupMember {
   async join(): Promise<Assignment> {
     this.#stopHeartbeat()
     this.#rejoin = false
-    const groupId = this.#o.groupId as GroupId
+    const groupId = GroupId(this.#o.groupId)
     for (let attempt = 0; ; attempt++) {
       const joined = await this.#coordinatorRequest(apis.JoinGroup, {
         groupId,
@@ -182,7 +182,7 @@ export class GroupMember {
         continue
       }
       if (joined.errorCode === ErrorCode.RebalanceInProgress && attempt < 20) continue
-      if (joined.errorCode !== 0) throw new KafkaError(joined.errorCode, `JoinGroup ${groupId}`)
+      if (joined.errorCode !== ErrorCode.None) throw new KafkaError(joined.errorCode, `JoinGroup ${groupId}`)
       this.#memberId = joined.memberId
       this.#generationId = joined.generationId
       const leader = joined.leader === joined.memberId
@@ -212,7 +212,7 @@ export class GroupMember {
         assignments,
       })
       if (synced.errorCode === ErrorCode.RebalanceInProgress && attempt < 20) continue
-      if (synced.errorCode !== 0) throw new KafkaError(synced.errorCode, `SyncGroup ${groupId}`)
+      if (synced.errorCode !== ErrorCode.None) throw new KafkaError(synced.errorCode, `SyncGroup ${groupId}`)
       this.#scheduleHeartbeat()
       return {
         generationId: this.#generationId,
@@ -234,7 +234,7 @@ export class GroupMember {
   async #sendHeartbeat(): Promise<void> {
     try {
       const r = await this.#coordinatorRequest(apis.Heartbeat, {
-        groupId: this.#o.groupId as GroupId,
+        groupId: GroupId(this.#o.groupId),
         generationId: this.#generationId,
         memberId: this.#memberId,
         groupInstanceId: null,
@@ -279,10 +279,10 @@ export class GroupMember {
     await this.#coordinatorRequest(apis.LeaveGroup, (v: number) =>
       v >= 3
         ? {
-            groupId: this.#o.groupId as GroupId,
+            groupId: GroupId(this.#o.groupId),
             members: [{ memberId: this.#memberId, groupInstanceId: null }],
           }
-        : { groupId: this.#o.groupId as GroupId, memberId: this.#memberId },
+        : { groupId: GroupId(this.#o.groupId), memberId: this.#memberId },
     ).catch(() => {})
   }
 }
@@ -301,23 +301,24 @@ export async function fetchCommitted(
       const { response } = await client.request(
         apis.OffsetFetch,
         {
-          groupId: groupId as GroupId,
+          groupId: GroupId(groupId),
           topics:
             partitions === null
               ? null
               : [...topics].map(([name, partitionIndexes]) => ({
-                  name: name as TopicName,
+                  name: TopicName(name),
                   partitionIndexes,
                 })),
           requireStable: false,
         },
         { to: coordinator, maxVersion: 7 },
       )
-      if (response.errorCode !== 0) throw new KafkaError(response.errorCode, `OffsetFetch ${groupId}`)
+      if (response.errorCode !== ErrorCode.None)
+        throw new KafkaError(response.errorCode, `OffsetFetch ${groupId}`)
       const out: Array<{ topic: string; partition: number; offset: bigint }> = []
       for (const t of response.topics)
         for (const p of t.partitions) {
-          if (p.errorCode !== 0)
+          if (p.errorCode !== ErrorCode.None)
             throw new KafkaError(p.errorCode, `OffsetFetch ${groupId} ${t.name}-${p.partitionIndex}`)
           out.push({ topic: t.name, partition: p.partitionIndex, offset: p.committedOffset })
         }
@@ -349,13 +350,13 @@ export async function commitOffsets(
       const { response } = await client.request(
         apis.OffsetCommit,
         {
-          groupId: groupId as GroupId,
+          groupId: GroupId(groupId),
           generationIdOrMemberEpoch: member.generationId,
           memberId: member.memberId,
           groupInstanceId: null,
           retentionTimeMs: -1n,
           topics: [...topics].map(([name, partitions]) => ({
-            name: name as TopicName,
+            name: TopicName(name),
             partitions: partitions.map((p) => ({ ...p, committedLeaderEpoch: -1, committedMetadata: '' })),
           })),
         },
@@ -363,7 +364,7 @@ export async function commitOffsets(
       )
       for (const t of response.topics)
         for (const p of t.partitions)
-          if (p.errorCode !== 0)
+          if (p.errorCode !== ErrorCode.None)
             throw new KafkaError(p.errorCode, `OffsetCommit ${groupId} ${t.name}-${p.partitionIndex}`)
     },
     () => client.forgetCoordinator(groupId),

@@ -9,6 +9,7 @@ import {
   apis,
   DecodeError,
   decodeResponse,
+  ErrorCode,
   encodeRequest,
   FrameError,
   FrameReader,
@@ -90,7 +91,7 @@ function decodeResponseOf(api: Api<unknown, never, unknown, never>, version: num
   } catch (e) {
     if (!(e instanceof DecodeError) || api.apiKey !== apis.ApiVersions.apiKey || version === 0) throw e
     const v0 = decodeResponse(api, 0, frame).body as { errorCode: number }
-    if (v0.errorCode === 0) throw e
+    if (v0.errorCode === ErrorCode.None) throw e
     return v0
   }
 }
@@ -177,7 +178,7 @@ export class KafkaConnection {
       clientSoftwareName: 'weir',
       clientSoftwareVersion: '0.1.0',
     })
-    if (response.errorCode !== 0) {
+    if (response.errorCode !== ErrorCode.None) {
       // KIP-511: the peer answered in v0 with its range; retry with the highest version it knows.
       const theirs = response.apiKeys.find((k) => k.apiKey === apis.ApiVersions.apiKey)
       if (theirs === undefined) throw new ConnectionError(`${this.#label()} does not serve ApiVersions`)

@@ -8,7 +8,7 @@
  * `enable.idempotence=false` and several requests in flight).
  */
 import type { TimerHandle } from '../io/index.ts'
-import type { TopicName } from '../model/index.ts'
+import { TopicName } from '../model/index.ts'
 import {
   apis,
   Compression,
@@ -135,7 +135,7 @@ export class Producer {
   append(topic: string, record: ProducerRecord, onDelivery?: DeliveryCallback, partition?: number): void {
     if (this.#closed) throw new Error('producer closed')
     const info = this.#client.metadataCache?.topics.get(topic)
-    if (info === undefined || info.errorCode !== 0)
+    if (info === undefined || info.errorCode !== ErrorCode.None)
       throw new KafkaError(ErrorCode.UnknownTopicOrPartition, `topic '${topic}' is not prepared`)
     const count = info.partitions.length
     const p =
@@ -269,7 +269,7 @@ export class Producer {
       acks: this.#acks,
       timeoutMs: this.#requestTimeoutMs,
       topicData: [...topics].map(([name, list]) => ({
-        name: name as TopicName,
+        name: TopicName(name),
         partitionData: list.map((b) => ({ index: b.partition, records: b.bytes })),
       })),
     }

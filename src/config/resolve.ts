@@ -522,13 +522,13 @@ export function validateTopicConfigs(
   }
   const defaults = resolveTopicConfig(layers)
   const value = (name: string) => parsed.get(name) ?? defaults.get(name).value
-  const minLag = value('min.compaction.lag.ms') as bigint
-  const maxLag = value('max.compaction.lag.ms') as bigint
-  if (minLag > maxLag) {
+  const compactionLagMsMin = value('min.compaction.lag.ms') as bigint
+  const compactionLagMsMax = value('max.compaction.lag.ms') as bigint
+  if (compactionLagMsMin > compactionLagMsMax) {
     return {
       ok: false,
       key: 'min.compaction.lag.ms',
-      error: `conflict topic config setting min.compaction.lag.ms (${minLag}) > max.compaction.lag.ms (${maxLag})`,
+      error: `conflict topic config setting min.compaction.lag.ms (${compactionLagMsMin}) > max.compaction.lag.ms (${compactionLagMsMax})`,
     }
   }
   if (parsed.get('remote.storage.enable') === true) {

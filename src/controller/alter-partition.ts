@@ -50,7 +50,7 @@ export function alterPartition(
     const topic: TopicImage | undefined = image.topicsById.get(t.topicId)
     const partitions: PartitionIn[] = []
     for (const pd of t.partitions) {
-      const fail = (errorCode: number) =>
+      const fail = (errorCode: ErrorCode) =>
         partitions.push({ partitionIndex: pd.partitionIndex, errorCode, leaderId: NO_LEADER })
       const p = topic?.partitions.get(pd.partitionIndex)
       if (topic === undefined || p === undefined) {
@@ -109,7 +109,7 @@ function validate(
   },
   pd: AlterPartitionRequestData.PartitionData,
   newIsr: ReadonlyArray<{ id: BrokerId; epoch: bigint }>,
-): number {
+): ErrorCode {
   // A request from the future: this controller's image is behind, so it is likely not the active one.
   if (pd.leaderEpoch > p.leaderEpoch || pd.partitionEpoch > p.partitionEpoch) return ErrorCode.NotController
   if (sender !== p.leader) return ErrorCode.InvalidRequest

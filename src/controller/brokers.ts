@@ -35,7 +35,7 @@ export function registerBroker(
   ctx: RegistrationContext,
   req: BrokerRegistrationRequestData.BrokerRegistrationRequest,
 ): Decision<BrokerRegistrationResponseData.BrokerRegistrationResponseIn> {
-  const refuse = (errorCode: number) => ({ records: [], response: { errorCode, brokerEpoch: -1n } })
+  const refuse = (errorCode: ErrorCode) => ({ records: [], response: { errorCode, brokerEpoch: -1n } })
   if (req.clusterId !== ctx.clusterId) return refuse(ErrorCode.InconsistentClusterId)
   const existing = ctx.image.brokers.get(req.brokerId)
   if (

@@ -14,7 +14,7 @@ import {
   validateTopicConfigs,
 } from '../config/index.ts'
 import { ConfigResourceType, configKey, type MetadataImage } from '../metadata/index.ts'
-import type { BrokerId } from '../model/index.ts'
+import { BrokerId, TopicName } from '../model/index.ts'
 import {
   type AlterConfigsRequestData,
   type AlterConfigsResponseData,
@@ -96,13 +96,13 @@ export interface ConfigDecisionOptions extends NodeConfigSource {
 }
 
 interface Failure {
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
   readonly errorMessage: string
 }
 
 type ResourceResponse = AlterConfigsResponseData.AlterConfigsResourceResponseIn
 
-const fail = (errorCode: number, errorMessage: string): Failure => ({ errorCode, errorMessage })
+const fail = (errorCode: ErrorCode, errorMessage: string): Failure => ({ errorCode, errorMessage })
 
 /** The parts of an AlterConfigs or IncrementalAlterConfigs resource the checks below read. */
 export interface AlterConfigsResourceShape {
@@ -175,12 +175,12 @@ function existenceProblem(
   options: ConfigDecisionOptions,
 ): Failure | null {
   if (type === ConfigResourceType.Topic) {
-    if (image.topicsByName.has(name as never)) return null
+    if (image.topicsByName.has(TopicName(name))) return null
     return fail(ErrorCode.UnknownTopicOrPartition, `The topic '${name}' does not exist.`)
   }
   if (name === '') return null
   const id = javaParseInt(name) ?? -1
-  if (image.brokers.has(id as BrokerId) || (options.controllerIds ?? []).includes(id)) return null
+  if (image.brokers.has(BrokerId(id)) || (options.controllerIds ?? []).includes(id)) return null
   return fail(ErrorCode.BrokerIdNotRegistered, `No node with id ${id} found.`)
 }
 

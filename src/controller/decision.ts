@@ -4,12 +4,12 @@
  */
 import type { Random } from '../io/index.ts'
 import type { MetadataImage } from '../metadata/index.ts'
-import type { BrokerId, Uuid } from '../model/index.ts'
+import { type BrokerId, Uuid } from '../model/index.ts'
 import type { MetadataRecordType } from '../protocol/index.ts'
 
 /** A metadata record to append, in the form an encoder accepts. */
 export interface PendingRecord {
-  readonly type: MetadataRecordType<unknown, never>
+  readonly type: MetadataRecordType<unknown, unknown>
   readonly version: number
   readonly data: unknown
 }
@@ -20,7 +20,7 @@ export function pendingRecord<TIn>(
   version: number,
   data: TIn,
 ): PendingRecord {
-  return { type: type as unknown as MetadataRecordType<unknown, never>, version, data }
+  return { type: type as MetadataRecordType<unknown, unknown>, version, data }
 }
 
 /** Settings the controller decides with (broker defaults for new topics, and so on). */
@@ -63,7 +63,7 @@ export function randomUuid(random: Random): Uuid {
     bytes[8] = (bytes[8]! & 0x3f) | 0x80
     const text = bytes.toString('base64url')
     if (text !== 'AAAAAAAAAAAAAAAAAAAAAA' && text !== METADATA_TOPIC_ID && !text.startsWith('-'))
-      return text as Uuid
+      return Uuid(text)
   }
 }
 

@@ -132,7 +132,7 @@ export function electLeaders(
     const partitionResult: ElectLeadersResponseData.PartitionResultIn[] = []
     for (const partitionId of [...new Set(w.partitions)]) {
       const p = topic?.partitions.get(partitionId)
-      const answer = (errorCode: number, errorMessage: string | null) =>
+      const answer = (errorCode: ErrorCode, errorMessage: string | null) =>
         partitionResult.push({ partitionId, errorCode, errorMessage })
       if (topic === undefined || p === undefined) {
         answer(ErrorCode.UnknownTopicOrPartition, 'The partition does not exist.')

@@ -4,7 +4,7 @@
  * `nextProducerId` in a ProducerIdsRecord, so no id is handed out twice, across failovers too. Pure.
  */
 import type { MetadataImage } from '../metadata/index.ts'
-import type { ProducerId } from '../model/index.ts'
+import { NO_PRODUCER_ID, ProducerId } from '../model/index.ts'
 import {
   type AllocateProducerIdsRequestData,
   type AllocateProducerIdsResponseData,
@@ -27,9 +27,9 @@ export function allocateProducerIds(
   image: MetadataImage,
   req: AllocateProducerIdsRequestData.AllocateProducerIdsRequest,
 ): Decision<Response> {
-  const refuse = (errorCode: number): Decision<Response> => ({
+  const refuse = (errorCode: ErrorCode): Decision<Response> => ({
     records: [],
-    response: { errorCode, producerIdStart: -1n as ProducerId, producerIdLen: 0 },
+    response: { errorCode, producerIdStart: NO_PRODUCER_ID, producerIdLen: 0 },
   })
   const broker = image.brokers.get(req.brokerId)
   if (broker === undefined || broker.epoch !== req.brokerEpoch) return refuse(ErrorCode.StaleBrokerEpoch)
@@ -41,12 +41,12 @@ export function allocateProducerIds(
       pendingRecord(T.ProducerIds, 0, {
         brokerId: req.brokerId,
         brokerEpoch: req.brokerEpoch,
-        nextProducerId: next as ProducerId,
+        nextProducerId: ProducerId(next),
       }),
     ],
     response: {
       errorCode: ErrorCode.None,
-      producerIdStart: start as ProducerId,
+      producerIdStart: ProducerId(start),
       producerIdLen: PRODUCER_ID_BLOCK_SIZE,
     },
   }

@@ -262,7 +262,7 @@ export class QuorumController {
         throw new NotControllerError('this node is not the active controller')
       const decision = decide(image)
       if (decision.records.length === 0) return decision.response
-      const values = decision.records.map((r) => encodeMetadataRecord(r.type, r.version, r.data as never))
+      const values = decision.records.map((r) => encodeMetadataRecord(r.type, r.version, r.data))
       let result = this.#o.quorum.propose(values)
       while (result.kind === 'backpressure') {
         await new Promise<void>((resolve) => this.#o.clock.setTimer(BACKPRESSURE_RETRY_MS, resolve))

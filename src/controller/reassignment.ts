@@ -134,7 +134,7 @@ export function alterPartitionReassignments(
     const topic = image.topicsByName.get(t.name)
     const partitions: AlterPartitionReassignmentsResponseData.ReassignablePartitionResponseIn[] = []
     for (const rp of t.partitions) {
-      const answer = (errorCode: number, errorMessage: string | null) =>
+      const answer = (errorCode: ErrorCode, errorMessage: string | null) =>
         partitions.push({ partitionIndex: rp.partitionIndex, errorCode, errorMessage })
       const p = topic?.partitions.get(rp.partitionIndex)
       if (topic === undefined || p === undefined) {

@@ -7,6 +7,6 @@ import type { PendingRecord } from './decision.ts'
 export function commit(image: MetadataImage, records: readonly PendingRecord[]): MetadataImage {
   return applyRecords(
     image,
-    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data as never))),
+    records.map((r) => decodeMetadataRecord(encodeMetadataRecord(r.type, r.version, r.data))),
   )
 }

@@ -50,7 +50,7 @@ function collisionName(name: string): string {
 }
 
 interface Failure {
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
   readonly message: string
 }
 
@@ -404,7 +404,7 @@ export function createPartitions(
   for (const t of req.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1)
   const duplicates = new Set<string>()
   for (const t of req.topics) {
-    const failWith = (errorCode: number, errorMessage: string | null) =>
+    const failWith = (errorCode: ErrorCode, errorMessage: string | null) =>
       results.push({ name: t.name, errorCode, errorMessage })
     if ((counts.get(t.name) ?? 0) > 1) {
       // One result per duplicated name, as Kafka's ControllerApis answers.

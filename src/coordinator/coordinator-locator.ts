@@ -3,11 +3,11 @@
  * `__consumer_offsets` partition and its endpoint on the client's listener. Pure.
  */
 import { type MetadataImage, NO_LEADER } from '../metadata/index.ts'
-import type { BrokerId, TopicName } from '../model/index.ts'
+import { type BrokerId, NO_NODE, TopicName } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import { partitionForGroup } from './java-hash.ts'
 
-export const GROUP_METADATA_TOPIC_NAME = '__consumer_offsets' as TopicName
+export const GROUP_METADATA_TOPIC_NAME = TopicName('__consumer_offsets')
 
 /** FindCoordinator's key types. */
 export const CoordinatorType = { Group: 0, Transaction: 1, Share: 2 } as const
@@ -22,7 +22,7 @@ export interface CoordinatorLocation {
 }
 
 export function coordinatorError(errorCode: ErrorCode, errorMessage: string | null): CoordinatorLocation {
-  return { errorCode, errorMessage, nodeId: -1 as BrokerId, host: '', port: -1 }
+  return { errorCode, errorMessage, nodeId: NO_NODE, host: '', port: -1 }
 }
 
 /**

@@ -4,7 +4,7 @@
  * tombstones. Encodes record batches for appends and decodes them for loading; nothing else.
  */
 
-import type { GroupId, TopicName } from '../model/index.ts'
+import { GroupId, TopicName } from '../model/index.ts'
 import {
   BATCH_HEADER_BYTES,
   decodeBatch,
@@ -162,8 +162,8 @@ export function decodeRecord(key: Buffer, value: Buffer | null): CoordinatorReco
   const keyVersion = kr.int16()
   if (keyVersion === 0 || keyVersion === 1) {
     const k = OffsetCommitKeyData.readOffsetCommitKey(kr, keyVersion)
-    const groupId = k.group as GroupId
-    const topic = k.topic as TopicName
+    const groupId = GroupId(k.group)
+    const topic = TopicName(k.topic)
     if (value === null) return { kind: 'offset', groupId, topic, partition: k.partition, value }
     const vr = new Reader(value)
     const v = OffsetCommitValueData.readOffsetCommitValue(vr, valueVersion(vr, 4))
@@ -183,7 +183,7 @@ export function decodeRecord(key: Buffer, value: Buffer | null): CoordinatorReco
   }
   if (keyVersion === 2) {
     const k = GroupMetadataKeyData.readGroupMetadataKey(kr, keyVersion)
-    const groupId = k.group as GroupId
+    const groupId = GroupId(k.group)
     if (value === null) return { kind: 'group', groupId, value: null }
     const vr = new Reader(value)
     const g = GroupMetadataValueData.readGroupMetadataValue(vr, valueVersion(vr, 4))

@@ -17,11 +17,11 @@ export interface OffsetsTopicConfig {
 export function groupConfigFrom(effective: EffectiveConfig): GroupConfig {
   return {
     initialRebalanceDelayMs: effective.int('group.initial.rebalance.delay.ms'),
-    minSessionTimeoutMs: effective.int('group.min.session.timeout.ms'),
-    maxSessionTimeoutMs: effective.int('group.max.session.timeout.ms'),
-    maxSize: effective.int('group.max.size'),
+    sessionTimeoutMsMin: effective.int('group.min.session.timeout.ms'),
+    sessionTimeoutMsMax: effective.int('group.max.session.timeout.ms'),
+    groupSizeMax: effective.int('group.max.size'),
     newMemberJoinTimeoutMs: NEW_MEMBER_JOIN_TIMEOUT_MS,
-    offsetMetadataMaxBytes: effective.int('offset.metadata.max.bytes'),
+    offsetMetadataBytesMax: effective.int('offset.metadata.max.bytes'),
     offsetsRetentionMs: effective.int('offsets.retention.minutes') * 60_000,
   }
 }

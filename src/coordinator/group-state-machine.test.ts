@@ -310,7 +310,7 @@ describe('GroupStateMachine: joining', () => {
   })
 
   test('session timeouts outside group.min/max.session.timeout.ms are INVALID_SESSION_TIMEOUT', () => {
-    const h = new Harness({ minSessionTimeoutMs: 6000, maxSessionTimeoutMs: 300_000 })
+    const h = new Harness({ sessionTimeoutMsMin: 6000, sessionTimeoutMsMax: 300_000 })
     assert.equal(h.joinNow({ sessionTimeoutMs: 5999 }).errorCode, ErrorCode.InvalidSessionTimeout)
     assert.equal(h.joinNow({ sessionTimeoutMs: 300_001 }).errorCode, ErrorCode.InvalidSessionTimeout)
     assert.equal(h.state(), undefined, 'no group is left behind')
@@ -346,7 +346,7 @@ describe('GroupStateMachine: joining', () => {
   })
 
   test('group.max.size refuses members beyond it with GROUP_MAX_SIZE_REACHED', () => {
-    const h = new Harness({ maxSize: 2 })
+    const h = new Harness({ groupSizeMax: 2 })
     const { generation } = h.stableGroup(2)
     const r = h.joinNow({})
     assert.equal(r.errorCode, ErrorCode.GroupMaxSizeReached)
@@ -793,7 +793,7 @@ describe('GroupStateMachine: offsets', () => {
   })
 
   test('metadata longer than offset.metadata.max.bytes is OFFSET_METADATA_TOO_LARGE for that partition only', () => {
-    const h = new Harness({ offsetMetadataMaxBytes: 3 })
+    const h = new Harness({ offsetMetadataBytesMax: 3 })
     const t = h.commit({}, [
       { topic: T1, partition: 0, offset: 1n },
       { topic: T1, partition: 1, offset: 1n },

@@ -30,15 +30,15 @@ export interface GroupConfig {
   /** group.initial.rebalance.delay.ms */
   readonly initialRebalanceDelayMs: number
   /** group.min.session.timeout.ms */
-  readonly minSessionTimeoutMs: number
+  readonly sessionTimeoutMsMin: number
   /** group.max.session.timeout.ms */
-  readonly maxSessionTimeoutMs: number
+  readonly sessionTimeoutMsMax: number
   /** group.max.size */
-  readonly maxSize: number
+  readonly groupSizeMax: number
   /** How long a new member's JoinGroup may wait in a rebalance (Kafka: 5 minutes, fixed). */
   readonly newMemberJoinTimeoutMs: number
   /** offset.metadata.max.bytes (Kafka compares string length) */
-  readonly offsetMetadataMaxBytes: number
+  readonly offsetMetadataBytesMax: number
   /** offsets.retention.minutes, in ms */
   readonly offsetsRetentionMs: number
 }
@@ -48,11 +48,11 @@ export const NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 export const DEFAULT_GROUP_CONFIG: GroupConfig = {
   initialRebalanceDelayMs: 3000,
-  minSessionTimeoutMs: 6000,
-  maxSessionTimeoutMs: 1_800_000,
-  maxSize: 2_147_483_647,
+  sessionTimeoutMsMin: 6000,
+  sessionTimeoutMsMax: 1_800_000,
+  groupSizeMax: 2_147_483_647,
   newMemberJoinTimeoutMs: NEW_MEMBER_JOIN_TIMEOUT_MS,
-  offsetMetadataMaxBytes: 4096,
+  offsetMetadataBytesMax: 4096,
   offsetsRetentionMs: 7 * 24 * 60 * 60 * 1000,
 }
 
@@ -393,8 +393,8 @@ export class GroupStateMachine {
       return
     }
     if (
-      input.sessionTimeoutMs < this.config.minSessionTimeoutMs ||
-      input.sessionTimeoutMs > this.config.maxSessionTimeoutMs
+      input.sessionTimeoutMs < this.config.sessionTimeoutMsMin ||
+      input.sessionTimeoutMs > this.config.sessionTimeoutMsMax
     ) {
       reply(joinError(ErrorCode.InvalidSessionTimeout, memberId))
       return
@@ -434,11 +434,11 @@ export class GroupStateMachine {
       case GroupState.PreparingRebalance:
         return (
           (group.hasMember(memberId) && group.member(memberId).awaitingJoin !== null) ||
-          group.numAwaitingJoin < this.config.maxSize
+          group.numAwaitingJoin < this.config.groupSizeMax
         )
       case GroupState.CompletingRebalance:
       case GroupState.Stable:
-        return group.hasMember(memberId) || group.size < this.config.maxSize
+        return group.hasMember(memberId) || group.size < this.config.groupSizeMax
     }
   }
 
@@ -1137,7 +1137,7 @@ export class GroupStateMachine {
       const partitions: OffsetCommitResponseData.OffsetCommitResponsePartitionIn[] = []
       for (const p of t.partitions) {
         const metadata = p.committedMetadata ?? ''
-        if (metadata.length > this.config.offsetMetadataMaxBytes) {
+        if (metadata.length > this.config.offsetMetadataBytesMax) {
           partitions.push({ partitionIndex: p.partitionIndex, errorCode: ErrorCode.OffsetMetadataTooLarge })
           continue
         }
@@ -1682,10 +1682,10 @@ export class GroupStateMachine {
   onLoaded(): void {
     for (const group of this.#groups.values()) {
       for (const m of group.members.values()) this.#rescheduleHeartbeat(group, m)
-      if (group.size > this.config.maxSize) {
+      if (group.size > this.config.groupSizeMax) {
         this.#prepareRebalance(
           group,
-          `loaded group ${group.groupId} is over group.max.size ${this.config.maxSize}`,
+          `loaded group ${group.groupId} is over group.max.size ${this.config.groupSizeMax}`,
         )
       }
     }

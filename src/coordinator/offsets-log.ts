@@ -51,7 +51,7 @@ export class LocalOffsetsLog implements OffsetsLog {
     if (log === undefined) return { errorCode: ErrorCode.NotLeaderOrFollower }
     try {
       const r = await log.append(batch, { origin: 'coordinator', flush: true })
-      if (r.errorCode !== 0) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
+      if (r.errorCode !== ErrorCode.None) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
       return { errorCode: 0, baseOffset: r.baseOffset }
     } catch (e) {
       if (e instanceof LogOfflineError) return { errorCode: e.errorCode, errorMessage: e.message }
@@ -64,7 +64,7 @@ export class LocalOffsetsLog implements OffsetsLog {
     if (log === undefined) return { errorCode: ErrorCode.NotLeaderOrFollower }
     try {
       const r = await log.read(offset, maxBytes)
-      if (r.errorCode !== 0) return { errorCode: r.errorCode }
+      if (r.errorCode !== ErrorCode.None) return { errorCode: r.errorCode }
       return { errorCode: 0, records: r.records }
     } catch (e) {
       if (e instanceof LogOfflineError) return { errorCode: e.errorCode }
@@ -101,7 +101,7 @@ export class ReplicaOffsetsLog implements OffsetsLog {
       { acks: -1, timeoutMs: this.#commitTimeoutMs },
     )
     if (r === undefined) return { errorCode: ErrorCode.UnknownServerError }
-    if (r.errorCode !== 0) {
+    if (r.errorCode !== ErrorCode.None) {
       return { errorCode: r.errorCode as Exclude<ErrorCode, 0>, errorMessage: r.errorMessage ?? '' }
     }
     return { errorCode: 0, baseOffset: r.baseOffset }
@@ -117,9 +117,9 @@ export class ReplicaOffsetsLog implements OffsetsLog {
       lastFetchedEpoch: -1,
       upTo: 'logEndOffset',
       fetchOnlyFromLeader: true,
-      minOneBatch: true,
+      atLeastOneBatch: true,
     })
-    if (r.errorCode !== 0) return { errorCode: r.errorCode as Exclude<ErrorCode, 0> }
+    if (r.errorCode !== ErrorCode.None) return { errorCode: r.errorCode as Exclude<ErrorCode, 0> }
     return { errorCode: 0, records: r.records }
   }
 

@@ -334,7 +334,7 @@ describe('SimDisk crashes', () => {
     await f.sync() // the first write is durable; the one in flight is not
     release()
     await late
-    assert.equal(disk.maxWritesInFlight, 1)
+    assert.equal(disk.writesInFlightMax, 1)
     disk.crash() // without a Random every unsynced write is lost
     assert.equal((await disk.readFile('/f')).toString(), 'done')
   })

@@ -82,7 +82,7 @@ describe('SeededRandom', () => {
     assert.ok(chi2 < 27.88, `chi2 ${chi2} for ${counts.join(',')}`)
   })
 
-  it('int rejects a maxExclusive outside [1, 2^53]', () => {
+  it('int rejects a exclusiveMax outside [1, 2^53]', () => {
     const random = new SeededRandom(1)
     for (const bad of [0, -1, 1.5, 2 ** 53 + 2, Number.NaN]) {
       assert.throws(() => random.int(bad), AssertionError, String(bad))

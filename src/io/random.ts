@@ -11,10 +11,10 @@ export interface Random {
   /** A uniform float in [0, 1) with 53 random bits. */
   nextFloat(): number
   /**
-   * A uniform integer in [0, maxExclusive), without modulo bias. `maxExclusive` is an integer in
+   * A uniform integer in [0, exclusiveMax), without modulo bias. `exclusiveMax` is an integer in
    * [1, 2^53]. Example: `random.int(6) + 1` rolls a die.
    */
-  int(maxExclusive: number): number
+  int(exclusiveMax: number): number
 }
 
 const TWO_POW_32 = 2 ** 32
@@ -30,25 +30,25 @@ function floatFrom(next: () => number): number {
 }
 
 /**
- * Rejection sampling: draw from a range that is a whole multiple of `maxExclusive`, so every result
- * is equally likely. Fewer than two draws are expected, whatever `maxExclusive` is.
+ * Rejection sampling: draw from a range that is a whole multiple of `exclusiveMax`, so every result
+ * is equally likely. Fewer than two draws are expected, whatever `exclusiveMax` is.
  */
-function intFrom(next: () => number, maxExclusive: number): number {
+function intFrom(next: () => number, exclusiveMax: number): number {
   assert(
-    Number.isInteger(maxExclusive) && maxExclusive >= 1 && maxExclusive <= TWO_POW_53,
-    `Random.int: maxExclusive must be an integer in [1, 2^53], got ${maxExclusive}`,
+    Number.isInteger(exclusiveMax) && exclusiveMax >= 1 && exclusiveMax <= TWO_POW_53,
+    `Random.int: exclusiveMax must be an integer in [1, 2^53], got ${exclusiveMax}`,
   )
-  if (maxExclusive <= TWO_POW_32) {
-    const limit = TWO_POW_32 - (TWO_POW_32 % maxExclusive)
+  if (exclusiveMax <= TWO_POW_32) {
+    const limit = TWO_POW_32 - (TWO_POW_32 % exclusiveMax)
     for (;;) {
       const x = next()
-      if (x < limit) return x % maxExclusive
+      if (x < limit) return x % exclusiveMax
     }
   }
-  const limit = TWO_POW_53 - (TWO_POW_53 % maxExclusive)
+  const limit = TWO_POW_53 - (TWO_POW_53 % exclusiveMax)
   for (;;) {
     const x = nextU53(next)
-    if (x < limit) return x % maxExclusive
+    if (x < limit) return x % exclusiveMax
   }
 }
 
@@ -121,8 +121,8 @@ export class SeededRandom implements Random {
     return floatFrom(() => this.nextU32())
   }
 
-  int(maxExclusive: number): number {
-    return intFrom(() => this.nextU32(), maxExclusive)
+  int(exclusiveMax: number): number {
+    return intFrom(() => this.nextU32(), exclusiveMax)
   }
 
   #setState(state: readonly [number, number, number, number]): void {
@@ -157,5 +157,5 @@ function systemNextU32(): number {
 export const systemRandom: Random = {
   nextU32: systemNextU32,
   nextFloat: () => floatFrom(systemNextU32),
-  int: (maxExclusive) => intFrom(systemNextU32, maxExclusive),
+  int: (exclusiveMax) => intFrom(systemNextU32, exclusiveMax),
 }

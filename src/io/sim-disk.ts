@@ -92,9 +92,9 @@ function isRoot(path: string): boolean {
   return path === '/' || path === '.' || path === ''
 }
 
-function copyGrow(src: Buffer, srcSize: number, minCapacity: number): Buffer {
+function copyGrow(src: Buffer, srcSize: number, capacityMin: number): Buffer {
   let capacity = Math.max(64, src.length)
-  while (capacity < minCapacity) capacity *= 2
+  while (capacity < capacityMin) capacity *= 2
   if (capacity === src.length) return src
   const next = Buffer.alloc(capacity)
   src.copy(next, 0, 0, srcSize)
@@ -137,7 +137,7 @@ export class SimDisk implements Disk {
   /** Bytes written by positional writes (counted as each completes). */
   bytesWritten = 0
   /** Most positional writes in flight at once on one file. */
-  maxWritesInFlight = 0
+  writesInFlightMax = 0
 
   /** Install (or clear with null) the hook run before each operation. */
   setHook(hook: SimDiskHook | null): void {
@@ -530,7 +530,7 @@ class SimFile implements DiskFile {
     if (live && total > 0) {
       inode.unsynced.push(w)
       this.#inFlight++
-      if (this.#inFlight > this.#disk.maxWritesInFlight) this.#disk.maxWritesInFlight = this.#inFlight
+      if (this.#inFlight > this.#disk.writesInFlightMax) this.#disk.writesInFlightMax = this.#inFlight
     }
     try {
       await this.#disk.fileOp(this, 'write')

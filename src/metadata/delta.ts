@@ -3,7 +3,7 @@
  * copies of what they touch, then `apply()` yields the next immutable image and what changed.
  * Pure: no I/O, no clock. A record inconsistent with the image is a `MetadataError`.
  */
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import { BrokerId, type TopicName, type Uuid } from '../model/index.ts'
 import type {
   BrokerRegistrationChangeRecordData,
   ConfigRecordData,
@@ -323,7 +323,7 @@ export class MetadataDelta {
 
   #registerController(r: RegisterControllerRecordData.RegisterControllerRecord): void {
     this.#controllers ??= new Map(this.#base.controllers)
-    const id = r.controllerId as BrokerId
+    const id = BrokerId(r.controllerId)
     this.#controllers.set(id, {
       id,
       incarnationId: r.incarnationId,

@@ -2,10 +2,10 @@
  * The MetadataImage: an immutable view of the cluster built from `__cluster_metadata` records.
  * Brokers serve Metadata from it; the controller decides from it. Never mutated after creation.
  */
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import { type BrokerId, NO_NODE, type TopicName, type Uuid } from '../model/index.ts'
 
 /** Kafka's "no leader" (-1). */
-export const NO_LEADER = -1 as BrokerId
+export const NO_LEADER: BrokerId = NO_NODE
 
 /** A partition as the metadata log describes it (Kafka's PartitionRegistration). */
 export interface PartitionRegistration {

@@ -3,7 +3,7 @@
  * one new image per committed batch out, published to whoever listens (the controller, the broker).
  * Also the other direction: an image as the records that recreate it, for snapshots.
  */
-import type { BrokerId } from '../model/index.ts'
+import { type BrokerId, NO_NODE } from '../model/index.ts'
 import {
   decodeMetadataRecord,
   encodeMetadataRecord,
@@ -52,7 +52,7 @@ export class MetadataLoader {
   loadSnapshot(bytes: Uint8Array, provenance: { offset: bigint; epoch: number }): void {
     const delta = new MetadataDelta(EMPTY_IMAGE)
     for (const value of splitSnapshot(bytes)) delta.replay(decodeMetadataRecord(Buffer.from(value)))
-    delta.replay({ type: T.NoOp as never, version: 0, data: {} }, provenance)
+    delta.replay({ type: T.NoOp, version: 0, data: {} }, provenance)
     const { image, changes } = delta.apply()
     this.#publish(image, changes, [])
   }
@@ -65,7 +65,7 @@ export class MetadataLoader {
     for (const e of entries) {
       if (e.kind === 'leaderChange') {
         leaderChanges.push({ epoch: e.epoch, leaderId: e.leaderId, offset: e.offset })
-        delta.replay({ type: T.NoOp as never, version: 0, data: {} }, { offset: e.offset, epoch: e.epoch })
+        delta.replay({ type: T.NoOp, version: 0, data: {} }, { offset: e.offset, epoch: e.epoch })
         continue
       }
       delta.replay(decodeMetadataRecord(Buffer.from(e.data.buffer, e.data.byteOffset, e.data.length)), {
@@ -164,7 +164,7 @@ export function imageToSnapshot(image: MetadataImage): Buffer {
   }
   if (image.nextProducerId > 0n)
     frame(out, T.ProducerIds, {
-      brokerId: -1 as BrokerId,
+      brokerId: NO_NODE,
       brokerEpoch: -1n,
       nextProducerId: image.nextProducerId,
     })

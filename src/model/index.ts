@@ -1,7 +1,7 @@
 /** Weir's shared vocabulary: branded ids and units, and `assert`. Imports nothing. */
 
 declare const brand: unique symbol
-/** A nominal type: a `T` that only a deliberate cast can make. */
+/** A nominal type: a `T` that only its constructor below (a deliberate cast) can make. */
 export type Brand<T, Name extends string> = T & { readonly [brand]: Name }
 
 export type TopicName = Brand<string, 'TopicName'>
@@ -17,7 +17,24 @@ export type Offset = bigint
 /** Kafka's Uuid in its canonical text form: 22 characters of unpadded base64url. */
 export type Uuid = Brand<string, 'Uuid'>
 
-export const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA' as Uuid
+/*
+ * The constructors: the one place each plain value becomes its branded id. Same name as the type,
+ * as `ErrorCode`; no check, the values come as Kafka has them (-1 for none, any text for a name).
+ */
+export const TopicName = (name: string): TopicName => name as TopicName
+export const GroupId = (id: string): GroupId => id as GroupId
+export const TransactionalId = (id: string): TransactionalId => id as TransactionalId
+export const BrokerId = (id: number): BrokerId => id as BrokerId
+export const NodeId: (id: number) => NodeId = BrokerId
+export const ProducerId = (id: bigint): ProducerId => id as ProducerId
+export const LeaderEpoch = (epoch: number): LeaderEpoch => epoch as LeaderEpoch
+export const Uuid = (text: string): Uuid => text as Uuid
+
+/** Kafka's -1 for no node: no leader, a consumer's replica id, a peer not yet known. */
+export const NO_NODE: NodeId = NodeId(-1)
+/** Kafka's -1 for no producer id (RecordBatch.NO_PRODUCER_ID). */
+export const NO_PRODUCER_ID: ProducerId = ProducerId(-1n)
+export const ZERO_UUID: Uuid = Uuid('AAAAAAAAAAAAAAAAAAAAAA')
 
 export interface TopicPartition {
   readonly topic: TopicName

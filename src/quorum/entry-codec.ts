@@ -3,7 +3,7 @@
  * records (value = a metadata record frame) in batches whose partition leader epoch is the entry
  * epoch; a leader change is a control batch holding a LeaderChangeMessage (control type 2).
  */
-import type { NodeId } from '../model/index.ts'
+import { NodeId } from '../model/index.ts'
 import {
   BATCH_HEADER_BYTES,
   DecodeError,
@@ -97,9 +97,9 @@ export function batchesToEntries(bytes: Buffer): Entry[] {
           kind: 'leaderChange',
           offset: r.offset,
           epoch: header.partitionLeaderEpoch,
-          leaderId: msg.leaderId as NodeId,
-          voters: msg.voters.map((v) => v.voterId as NodeId),
-          grantingVoters: msg.grantingVoters.map((v) => v.voterId as NodeId),
+          leaderId: NodeId(msg.leaderId),
+          voters: msg.voters.map((v) => NodeId(v.voterId)),
+          grantingVoters: msg.grantingVoters.map((v) => NodeId(v.voterId)),
         })
       }
     } else {

@@ -4,7 +4,7 @@
  */
 import type { Disk } from '../io/index.ts'
 import { isNotFound, joinPath } from '../io/index.ts'
-import type { NodeId } from '../model/index.ts'
+import { NodeId } from '../model/index.ts'
 import type { PersistentState } from '../raft/index.ts'
 import { writeFileDurably } from '../storage/index.ts'
 
@@ -48,8 +48,8 @@ export async function readQuorumState(disk: Disk, dir: string): Promise<Persiste
   }
   return {
     epoch: json.leaderEpoch,
-    leaderId: json.leaderId < 0 ? null : (json.leaderId as NodeId),
-    votedId: json.votedId < 0 ? null : (json.votedId as NodeId),
+    leaderId: json.leaderId < 0 ? null : NodeId(json.leaderId),
+    votedId: json.votedId < 0 ? null : NodeId(json.votedId),
   }
 }
 

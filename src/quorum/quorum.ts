@@ -7,7 +7,7 @@
 import { ConnectionError, KafkaConnection } from '../client/index.ts'
 import type { Clock, Disk, Random, TimerHandle, Transport } from '../io/index.ts'
 import type { NodeId } from '../model/index.ts'
-import { apis } from '../protocol/index.ts'
+import { apis, ErrorCode } from '../protocol/index.ts'
 import {
   type Entry,
   formatMessage,
@@ -68,7 +68,8 @@ const LOAD_READ_BYTES = 4 * 1024 * 1024
 /** Requests in flight per peer connection. */
 const PEER_IN_FLIGHT_MAX = 8
 
-type Waiter = (m: RaftResponse) => void
+/** Resolves a waiting inbound request with its answer, or with null when the quorum closes. */
+type Waiter = (m: RaftResponse | null) => void
 
 export class Quorum {
   readonly nodeId: NodeId
@@ -114,7 +115,7 @@ export class Quorum {
     const entries: Entry[] = []
     for (let offset = start; offset < log.logEndOffset; ) {
       const read = await log.read(offset, LOAD_READ_BYTES)
-      if (read.errorCode !== 0 || read.records.length === 0) break
+      if (read.errorCode !== ErrorCode.None || read.records.length === 0) break
       const batch = batchesToEntries(read.records).filter((e) => e.offset >= offset)
       if (batch.length === 0) break
       entries.push(...batch)
@@ -189,7 +190,7 @@ export class Quorum {
     const key = `${request.from}:${request.correlationId}`
     const clock = this.#options.clock
     const waitMs =
-      (this.#options.raft?.requestTimeoutMs ?? 2000) + (this.#options.raft?.fetchMaxWaitMs ?? 500)
+      (this.#options.raft?.requestTimeoutMs ?? 2000) + (this.#options.raft?.fetchWaitMsMax ?? 500)
     const response = new Promise<RaftResponse | null>((resolve) => {
       const timer = clock.setTimer(waitMs, () => {
         this.#waiters.delete(key)
@@ -260,7 +261,8 @@ export class Quorum {
     if (ready.entries.length > 0) {
       const batches = Buffer.concat(entriesToBatches(ready.entries, clock.nowMs()))
       const result = await this.#log.append(batches, { origin: 'replication', flush: true })
-      if (result.errorCode !== 0) throw new Error(`metadata log append failed: ${result.errorMessage}`)
+      if (result.errorCode !== ErrorCode.None)
+        throw new Error(`metadata log append failed: ${result.errorMessage}`)
     }
     if (ready.state !== undefined) await writeQuorumState(disk, dir, ready.state, this.#voterIds)
   }
@@ -319,7 +321,7 @@ export class Quorum {
     if (address === undefined) throw new ConnectionError(`node ${id} is not a voter with a known address`)
     const { clock, transport } = this.#options
     const requestTimeoutMs =
-      (this.#options.raft?.requestTimeoutMs ?? 2000) + (this.#options.raft?.fetchMaxWaitMs ?? 500)
+      (this.#options.raft?.requestTimeoutMs ?? 2000) + (this.#options.raft?.fetchWaitMsMax ?? 500)
     const opening = KafkaConnection.open(
       { host: address.host, port: address.port },
       {
@@ -405,7 +407,7 @@ export class Quorum {
       else void p.then((c) => c.close()).catch(() => {})
     }
     this.#peers.clear()
-    for (const w of this.#waiters.values()) w(null as never)
+    for (const w of this.#waiters.values()) w(null)
     this.#waiters.clear()
     await this.#log.close()
   }

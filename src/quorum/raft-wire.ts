@@ -2,7 +2,7 @@
  * Raft messages <-> KRaft's RPCs as the generated codec shapes them (Vote, BeginQuorumEpoch,
  * EndQuorumEpoch, Fetch and FetchSnapshot on `__cluster_metadata-0`). Field by field, no logic.
  */
-import type { NodeId, TopicName, Uuid } from '../model/index.ts'
+import { NodeId, TopicName, Uuid, ZERO_UUID } from '../model/index.ts'
 import type {
   BeginQuorumEpochRequestData,
   BeginQuorumEpochResponseData,
@@ -25,16 +25,15 @@ import type {
   FetchSnapshotRequest,
   FetchSnapshotResponse,
   LeaderIdAndEpoch,
-  RaftErrorCode,
   VoteRequest,
   VoteResponse,
 } from '../raft/index.ts'
+import { RaftErrorCode } from '../raft/index.ts'
 import { batchesToEntries, entriesToBatches } from './entry-codec.ts'
 
-export const METADATA_TOPIC = '__cluster_metadata' as TopicName
+export const METADATA_TOPIC = TopicName('__cluster_metadata')
 /** Kafka's reserved id of `__cluster_metadata` (Uuid.METADATA_TOPIC_ID). */
-export const METADATA_TOPIC_ID = 'AAAAAAAAAAAAAAAAAAAAAQ' as Uuid
-const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA' as Uuid
+export const METADATA_TOPIC_ID = Uuid('AAAAAAAAAAAAAAAAAAAAAQ')
 
 /**
  * KIP-996's PreVote is a field of Vote v2. Weir's voters send Vote v1 and carry it as a tagged
@@ -50,7 +49,18 @@ interface Addressing {
   readonly correlationId: number
 }
 
-const leaderOrNull = (id: number): NodeId | null => (id < 0 ? null : (id as NodeId))
+const leaderOrNull = (id: number): NodeId | null => (id < 0 ? null : NodeId(id))
+
+/**
+ * A KRaft response's error, as raft reads it: the response's top-level code when it has one, else
+ * its partition's; a response without the `__cluster_metadata-0` partition is InvalidRequest. The
+ * codes come from the wire as numbers: raft answers only with RaftErrorCode's, and reads any other
+ * as an error.
+ */
+function responseError(top: number, partition: { readonly errorCode: number } | undefined): RaftErrorCode {
+  const code = top !== RaftErrorCode.None ? top : (partition?.errorCode ?? RaftErrorCode.InvalidRequest)
+  return code as RaftErrorCode
+}
 
 // Vote
 
@@ -95,7 +105,7 @@ export function voteRequestFromWire(w: VoteRequestData.VoteRequest, a: Addressin
 
 export function voteResponseToWire(m: VoteResponse): VoteResponseData.VoteResponseIn {
   return {
-    errorCode: 0,
+    errorCode: RaftErrorCode.None,
     topics: [
       {
         topicName: METADATA_TOPIC,
@@ -103,7 +113,7 @@ export function voteResponseToWire(m: VoteResponse): VoteResponseData.VoteRespon
           {
             partitionIndex: 0,
             errorCode: m.errorCode,
-            leaderId: (m.leaderId ?? -1) as NodeId,
+            leaderId: NodeId(m.leaderId ?? -1),
             leaderEpoch: m.leaderEpoch,
             voteGranted: m.voteGranted,
           },
@@ -120,7 +130,7 @@ export function voteResponseFromWire(w: VoteResponseData.VoteResponse, a: Addres
     from: a.peer,
     to: a.self,
     correlationId: a.correlationId,
-    errorCode: (w.errorCode !== 0 ? w.errorCode : (p?.errorCode ?? 42)) as RaftErrorCode,
+    errorCode: responseError(w.errorCode, p),
     leaderId: leaderOrNull(p?.leaderId ?? -1),
     leaderEpoch: p?.leaderEpoch ?? -1,
     voteGranted: p?.voteGranted ?? false,
@@ -165,7 +175,7 @@ export function beginResponseToWire(
   m: BeginQuorumEpochResponse,
 ): BeginQuorumEpochResponseData.BeginQuorumEpochResponseIn {
   return {
-    errorCode: 0,
+    errorCode: RaftErrorCode.None,
     topics: [
       {
         topicName: METADATA_TOPIC,
@@ -173,7 +183,7 @@ export function beginResponseToWire(
           {
             partitionIndex: 0,
             errorCode: m.errorCode,
-            leaderId: (m.leaderId ?? -1) as NodeId,
+            leaderId: NodeId(m.leaderId ?? -1),
             leaderEpoch: m.leaderEpoch,
           },
         ],
@@ -192,7 +202,7 @@ export function beginResponseFromWire(
     from: a.peer,
     to: a.self,
     correlationId: a.correlationId,
-    errorCode: (w.errorCode !== 0 ? w.errorCode : (p?.errorCode ?? 42)) as RaftErrorCode,
+    errorCode: responseError(w.errorCode, p),
     leaderId: leaderOrNull(p?.leaderId ?? -1),
     leaderEpoch: p?.leaderEpoch ?? -1,
   }
@@ -234,7 +244,7 @@ export function endRequestFromWire(
   const p = w.topics[0]?.partitions[0]
   if (p === undefined) return null
   const successors =
-    version >= 1 ? p.preferredCandidates.map((c) => c.candidateId) : (p.preferredSuccessors as NodeId[])
+    version >= 1 ? p.preferredCandidates.map((c) => c.candidateId) : p.preferredSuccessors.map(NodeId)
   return {
     type: 'EndQuorumEpochRequest',
     from: p.leaderId,
@@ -250,7 +260,7 @@ export function endResponseToWire(
   m: EndQuorumEpochResponse,
 ): EndQuorumEpochResponseData.EndQuorumEpochResponseIn {
   return {
-    errorCode: 0,
+    errorCode: RaftErrorCode.None,
     topics: [
       {
         topicName: METADATA_TOPIC,
@@ -258,7 +268,7 @@ export function endResponseToWire(
           {
             partitionIndex: 0,
             errorCode: m.errorCode,
-            leaderId: (m.leaderId ?? -1) as NodeId,
+            leaderId: NodeId(m.leaderId ?? -1),
             leaderEpoch: m.leaderEpoch,
           },
         ],
@@ -277,7 +287,7 @@ export function endResponseFromWire(
     from: a.peer,
     to: a.self,
     correlationId: a.correlationId,
-    errorCode: (w.errorCode !== 0 ? w.errorCode : (p?.errorCode ?? 42)) as RaftErrorCode,
+    errorCode: responseError(w.errorCode, p),
     leaderId: leaderOrNull(p?.leaderId ?? -1),
     leaderEpoch: p?.leaderEpoch ?? -1,
   }
@@ -326,7 +336,7 @@ export function fetchRequestFromWire(
 ): FetchRequest | null {
   const p = w.topics[0]?.partitions[0]
   if (p === undefined) return null
-  const replicaId = (version >= 15 ? w.replicaState.replicaId : w.replicaId) as NodeId
+  const replicaId = NodeId(version >= 15 ? w.replicaState.replicaId : w.replicaId)
   return {
     type: 'FetchRequest',
     from: replicaId,
@@ -343,14 +353,14 @@ export function fetchRequestFromWire(
 }
 
 const leaderToWire = (l: LeaderIdAndEpoch) => ({
-  leaderId: (l.leaderId ?? -1) as NodeId,
+  leaderId: NodeId(l.leaderId ?? -1),
   leaderEpoch: l.leaderEpoch,
 })
 
 export function fetchResponseToWire(m: FetchResponse, nowMs: number): FetchResponseData.FetchResponseIn {
   const records = m.records.length > 0 ? Buffer.concat(entriesToBatches(m.records, nowMs)) : Buffer.alloc(0)
   return {
-    errorCode: 0,
+    errorCode: RaftErrorCode.None,
     responses: [
       {
         topic: METADATA_TOPIC,
@@ -384,7 +394,7 @@ export function fetchResponseFromWire(w: FetchResponseData.FetchResponse, a: Add
       from: a.peer,
       to: a.self,
       correlationId: a.correlationId,
-      errorCode: (w.errorCode !== 0 ? w.errorCode : 42) as RaftErrorCode,
+      errorCode: responseError(w.errorCode, undefined),
       highWatermark: -1n,
       logStartOffset: -1n,
       currentLeader: { leaderId: null, leaderEpoch: -1 },
@@ -404,7 +414,7 @@ export function fetchResponseFromWire(w: FetchResponseData.FetchResponse, a: Add
     from: a.peer,
     to: a.self,
     correlationId: a.correlationId,
-    errorCode: (w.errorCode !== 0 ? w.errorCode : p.errorCode) as RaftErrorCode,
+    errorCode: responseError(w.errorCode, p),
     highWatermark: p.highWatermark,
     logStartOffset: p.logStartOffset,
     currentLeader: {
@@ -466,7 +476,7 @@ export function fetchSnapshotResponseToWire(
   m: FetchSnapshotResponse,
 ): FetchSnapshotResponseData.FetchSnapshotResponseIn {
   return {
-    errorCode: 0,
+    errorCode: RaftErrorCode.None,
     topics: [
       {
         name: METADATA_TOPIC,
@@ -500,7 +510,7 @@ export function fetchSnapshotResponseFromWire(
     from: a.peer,
     to: a.self,
     correlationId: a.correlationId,
-    errorCode: (w.errorCode !== 0 ? w.errorCode : (p?.errorCode ?? 42)) as RaftErrorCode,
+    errorCode: responseError(w.errorCode, p),
     snapshotId: { endOffset: p?.snapshotId.endOffset ?? -1n, epoch: p?.snapshotId.epoch ?? -1 },
     currentLeader: {
       leaderId: leaderOrNull(p?.currentLeader.leaderId ?? -1),

@@ -65,11 +65,11 @@ export function compareEpochOffset(a: EpochEndOffset, b: EpochEndOffset): number
 }
 
 /** The smaller of two offsets (`Math.min` takes no bigint). */
-export function minOffset(a: Offset, b: Offset): Offset {
+export function offsetMin(a: Offset, b: Offset): Offset {
   return a < b ? a : b
 }
 
 /** The larger of two offsets. */
-export function maxOffset(a: Offset, b: Offset): Offset {
+export function offsetMax(a: Offset, b: Offset): Offset {
   return a > b ? a : b
 }

@@ -7,8 +7,8 @@ export {
   type EpochEndOffset,
   entrySizeBytes,
   type LeaderChangeEntry,
-  maxOffset,
-  minOffset,
+  offsetMax,
+  offsetMin,
   type Snapshot,
   type SnapshotId,
 } from './entry.ts'

@@ -10,10 +10,10 @@ describe('raftConfig', () => {
     const config = raftConfig({ nodeId: 1 as NodeId, voters: ids(1, 2, 3) })
     assert.equal(config.electionTimeoutMs, 1000)
     assert.equal(config.fetchTimeoutMs, 2000)
-    assert.equal(config.electionBackoffMaxMs, 1000)
+    assert.equal(config.electionBackoffMsMax, 1000)
     assert.equal(config.requestTimeoutMs, 2000)
     assert.equal(config.retryBackoffMs, 20)
-    assert.equal(config.fetchMaxWaitMs, RAFT_CONFIG_DEFAULTS.fetchMaxWaitMs)
+    assert.equal(config.fetchWaitMsMax, RAFT_CONFIG_DEFAULTS.fetchWaitMsMax)
   })
 
   it('refuses settings that cannot work together', () => {
@@ -21,7 +21,7 @@ describe('raftConfig', () => {
     assert.throws(() => raftConfig({ ...base, voters: [] }), AssertionError)
     assert.throws(() => raftConfig({ ...base, voters: ids(1, 1) }), AssertionError)
     assert.throws(() => raftConfig({ ...base, electionTimeoutMs: 0 }), AssertionError)
-    assert.throws(() => raftConfig({ ...base, fetchMaxWaitMs: 2000 }), AssertionError)
+    assert.throws(() => raftConfig({ ...base, fetchWaitMsMax: 2000 }), AssertionError)
     assert.throws(
       () => raftConfig({ ...base, snapshotChunkBytesMax: 10, snapshotBytesMax: 5 }),
       AssertionError,

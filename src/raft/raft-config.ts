@@ -2,7 +2,7 @@
  * The quorum's settings under Kafka's names and defaults (`controller.quorum.*`), the core's limits,
  * and `controller.quorum.voters` parsing. Relationships between settings are asserted here, once.
  */
-import { assert, type NodeId } from '../model/index.ts'
+import { assert, NodeId } from '../model/index.ts'
 
 /** Settings of one node's raft core. Times are milliseconds of the clock passed to `tick`. */
 export interface RaftConfig {
@@ -15,13 +15,13 @@ export interface RaftConfig {
   /** `controller.quorum.fetch.timeout.ms` (2000): a voter that has not fetched successfully for this long starts an election. */
   readonly fetchTimeoutMs: number
   /** `controller.quorum.election.backoff.max.ms` (1000): the cap of the random backoff after a lost election. */
-  readonly electionBackoffMaxMs: number
+  readonly electionBackoffMsMax: number
   /** `controller.quorum.request.timeout.ms` (2000): an unanswered request is sent again after this. */
   readonly requestTimeoutMs: number
   /** `controller.quorum.retry.backoff.ms` (20): the wait before retrying a request that failed with an error. */
   readonly retryBackoffMs: number
   /** How long a leader may hold a Fetch with nothing to return (KafkaRaftClient's 500 ms). */
-  readonly fetchMaxWaitMs: number
+  readonly fetchWaitMsMax: number
   /**
    * Each fetch timer runs `fetchTimeoutMs` minus a uniform random part of up to this, so followers
    * that lost the same leader at the same instant rarely split the vote. Kafka defines the fetch
@@ -52,10 +52,10 @@ export interface RaftConfig {
 export const RAFT_CONFIG_DEFAULTS = {
   electionTimeoutMs: 1000,
   fetchTimeoutMs: 2000,
-  electionBackoffMaxMs: 1000,
+  electionBackoffMsMax: 1000,
   requestTimeoutMs: 2000,
   retryBackoffMs: 20,
-  fetchMaxWaitMs: 500,
+  fetchWaitMsMax: 500,
   fetchTimeoutJitterMsMax: 200,
   fetchBytesMax: 8 * 1024 * 1024,
   fetchEntriesMax: 4096,
@@ -74,7 +74,7 @@ export type RaftConfigInput = Pick<RaftConfig, 'nodeId' | 'voters'> &
 
 /**
  * A complete, checked config: defaults filled in, then every setting and relationship asserted.
- * Example: `raftConfig({ nodeId: 1 as NodeId, voters: [1, 2, 3] as NodeId[] })`.
+ * Example: `raftConfig({ nodeId: NodeId(1), voters: [1, 2, 3].map(NodeId) })`.
  */
 export function raftConfig(input: RaftConfigInput): RaftConfig {
   const config: RaftConfig = { ...RAFT_CONFIG_DEFAULTS, ...input, voters: [...input.voters] }
@@ -99,9 +99,9 @@ export function raftConfig(input: RaftConfigInput): RaftConfig {
     )
   }
   for (const key of [
-    'electionBackoffMaxMs',
+    'electionBackoffMsMax',
     'retryBackoffMs',
-    'fetchMaxWaitMs',
+    'fetchWaitMsMax',
     'fetchTimeoutJitterMsMax',
   ] as const) {
     assert(
@@ -116,13 +116,13 @@ export function raftConfig(input: RaftConfigInput): RaftConfig {
     assert(Number.isSafeInteger(id) && id >= 0, `raft config: bad voter id ${id}`)
   // A fetch that the leader holds must come back before the fetcher gives up on it.
   assert(
-    config.fetchMaxWaitMs < config.requestTimeoutMs,
-    'raft config: fetchMaxWaitMs must be < requestTimeoutMs',
+    config.fetchWaitMsMax < config.requestTimeoutMs,
+    'raft config: fetchWaitMsMax must be < requestTimeoutMs',
   )
   // A leader that holds fetches must still answer often enough to keep followers' fetch timers alive.
   assert(
-    config.fetchMaxWaitMs < config.fetchTimeoutMs - config.fetchTimeoutJitterMsMax,
-    'raft config: fetchMaxWaitMs must be < fetchTimeoutMs - fetchTimeoutJitterMsMax',
+    config.fetchWaitMsMax < config.fetchTimeoutMs - config.fetchTimeoutJitterMsMax,
+    'raft config: fetchWaitMsMax must be < fetchTimeoutMs - fetchTimeoutJitterMsMax',
   )
   assert(
     config.snapshotChunkBytesMax <= config.snapshotBytesMax,
@@ -157,7 +157,7 @@ export function parseQuorumVoters(text: string): { voters: QuorumVoter[] } | { e
     if (seen.has(id)) return { error: `controller.quorum.voters: voter ${id} appears twice` }
     seen.add(id)
     const host = match[2]!.startsWith('[') ? match[2]!.slice(1, -1) : match[2]!
-    voters.push({ id: id as NodeId, host, port })
+    voters.push({ id: NodeId(id), host, port })
   }
   return { voters }
 }

@@ -9,7 +9,7 @@ import {
   type Entry,
   type EpochEndOffset,
   type LeaderChangeEntry,
-  minOffset,
+  offsetMin,
   type Snapshot,
   type SnapshotId,
 } from './entry.ts'
@@ -46,8 +46,8 @@ import type {
  * `Random`, so the shell passes a `SeededRandom` or `systemRandom` without raft importing io.
  */
 export interface RaftRandom {
-  /** A uniform integer in [0, maxExclusive). */
-  int(maxExclusive: number): number
+  /** A uniform integer in [0, exclusiveMax). */
+  int(exclusiveMax: number): number
 }
 
 export interface RaftNodeOptions {
@@ -63,7 +63,7 @@ export interface RaftNodeOptions {
 export const CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
 /** The first step of the binary exponential election backoff (Kafka's RETRY_BACKOFF_BASE_MS). */
 export const ELECTION_BACKOFF_BASE_MS = 100
-/** Election retries beyond this stop growing the backoff (it is capped by electionBackoffMaxMs anyway). */
+/** Election retries beyond this stop growing the backoff (it is capped by electionBackoffMsMax anyway). */
 const ELECTION_RETRIES_MAX = 16
 const CORRELATION_ID_LIMIT = 2 ** 31
 /**
@@ -667,7 +667,7 @@ export class RaftNode {
     // Binary exponential backoff, capped (Kafka's binaryExponentialElectionBackoffMs).
     this.#electionRetries = Math.min(this.#electionRetries + 1, ELECTION_RETRIES_MAX)
     const capMs = Math.min(
-      this.config.electionBackoffMaxMs,
+      this.config.electionBackoffMsMax,
       ELECTION_BACKOFF_BASE_MS * 2 ** (this.#electionRetries - 1),
     )
     return this.#random.int(capMs + 1)
@@ -677,8 +677,8 @@ export class RaftNode {
   #endQuorumBackoffMs(successors: readonly NodeId[]): number {
     const position = successors.indexOf(this.nodeId)
     if (position === 0) return 0
-    if (position < 0) return this.config.electionBackoffMaxMs
-    return Math.min(this.config.electionBackoffMaxMs, ELECTION_BACKOFF_BASE_MS * 2 ** (position - 1))
+    if (position < 0) return this.config.electionBackoffMsMax
+    return Math.min(this.config.electionBackoffMsMax, ELECTION_BACKOFF_BASE_MS * 2 ** (position - 1))
   }
 
   /** When the leader re-announces itself to a voter that has not fetched (Kafka: fetch timeout / 2). */
@@ -1333,7 +1333,7 @@ export class RaftNode {
       progress.highWatermarkSent >= this.#highWatermark
     ) {
       // Long poll: hold the fetch until there is something to send (Kafka's fetch purgatory).
-      const waitMs = Math.min(request.maxWaitMs, this.config.fetchMaxWaitMs)
+      const waitMs = Math.min(request.maxWaitMs, this.config.fetchWaitMsMax)
       role.parked.set(request.replicaId, { request, deadlineMs: this.#nowMs + waitMs })
       return
     }
@@ -1533,7 +1533,7 @@ export class RaftNode {
       fetchOffset: this.#log.endOffset,
       lastFetchedEpoch: this.#log.lastEpoch,
       logStartOffset: this.#log.startOffset,
-      maxWaitMs: this.config.fetchMaxWaitMs,
+      maxWaitMs: this.config.fetchWaitMsMax,
       maxBytes: this.config.fetchBytesMax,
     })
   }
@@ -1597,7 +1597,7 @@ export class RaftNode {
     }
     // The fetch matched our log at fetchOffset and the records continue it, so our whole log is a
     // prefix of the leader's: its high watermark holds for us up to our log end.
-    this.#raiseHighWatermark(minOffset(response.highWatermark, this.#log.endOffset))
+    this.#raiseHighWatermark(offsetMin(response.highWatermark, this.#log.endOffset))
   }
 
   /** Append records from the leader after checking they continue our log; false if they do not. */
@@ -1628,7 +1628,7 @@ export class RaftNode {
     let truncateTo: Offset
     if (local === undefined) truncateTo = this.#log.startOffset
     else if (local.epoch === diverging.epoch) {
-      truncateTo = minOffset(local.endOffset, diverging.endOffset)
+      truncateTo = offsetMin(local.endOffset, diverging.endOffset)
     } else truncateTo = local.endOffset
     if (truncateTo < this.#log.startOffset) truncateTo = this.#log.startOffset
     if (truncateTo >= this.#log.endOffset) return false
@@ -1730,7 +1730,7 @@ export class RaftNode {
   }
 
   #committedEndOffset(): Offset {
-    const end = minOffset(this.#highWatermark, this.#log.endOffset)
+    const end = offsetMin(this.#highWatermark, this.#log.endOffset)
     return end > this.#applyHandedOffset + BigInt(this.config.applyEntriesMax)
       ? this.#applyHandedOffset + BigInt(this.config.applyEntriesMax)
       : end

@@ -5,7 +5,7 @@
  * its changes are still wanted. It reaches the controller only through the `send` port.
  */
 import type { Clock } from '../io/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
+import { type BrokerId, type TopicName, Uuid } from '../model/index.ts'
 import {
   type AlterPartitionRequestData,
   type AlterPartitionResponseData,
@@ -111,7 +111,7 @@ export class AlterPartitionManager {
     }
     const answered = new Set<IsrChangeRequest>()
     for (const t of res.topics ?? []) {
-      const topic = byTopic.get(t.topicId ?? ('' as Uuid))
+      const topic = byTopic.get(t.topicId ?? Uuid(''))
       if (topic === undefined) continue
       for (const p of t.partitions ?? []) {
         const r = topic.partitions.find((x) => x.partition === p.partitionIndex)

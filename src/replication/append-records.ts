@@ -72,7 +72,7 @@ async function appendOne(replicas: ReplicaReconciler, e: ProduceEntry, acks: num
   // An offline partition (its log dir failed) is Kafka's HostedPartition.Offline, whatever its role.
   if (p.log.offlineCause !== null) return { p, r: produceError(ErrorCode.KafkaStorageError) }
   const a = await p.appendAsLeader(e.records, acks)
-  if (a.errorCode !== 0 || !('firstOffset' in a)) {
+  if (a.errorCode !== ErrorCode.None || !('firstOffset' in a)) {
     const logStart = ERRORS_WITHOUT_LOG_START.has(a.errorCode) ? -1n : p.log.logStartOffset
     return { p, r: produceError(a.errorCode, 'errorMessage' in a ? a.errorMessage : null, logStart) }
   }

@@ -12,6 +12,7 @@ import type { DelayedOperations, WaitOutcome, Watchers } from './delayed-operati
 import type { FollowerJoins } from './follower-joins.ts'
 import type { IsrProposals } from './isr-proposals.ts'
 import type { Partition, ReadOutcome, ReadParams } from './partition.ts'
+import { readError } from './read-outcome.ts'
 import { type ReplicaSelectorKind, selectReadReplica } from './read-replica-selector.ts'
 import type { ReplicaReconciler } from './replica-reconciler.ts'
 import type { ReplicationStats } from './replication-stats.ts'
@@ -76,18 +77,6 @@ interface Watched {
   readonly role: string
 }
 
-function readError(errorCode: number): ReadOutcome {
-  return {
-    errorCode,
-    highWatermark: -1n,
-    lastStableOffset: -1n,
-    logStartOffset: -1n,
-    logEndOffset: -1n,
-    records: Buffer.alloc(0),
-    divergingEpoch: null,
-  }
-}
-
 function upToOf(params: FetchParams): ReadParams['upTo'] {
   if (params.replicaId >= 0) return 'logEndOffset'
   return params.isolationLevel === 1 ? 'lastStableOffset' : 'highWatermark'
@@ -121,7 +110,7 @@ async function readInto(
 ): Promise<ReadOutcome[]> {
   const upTo = upToOf(params)
   let budget = params.maxBytes
-  let minOneBatch = true
+  let atLeastOneBatch = true
   for (const s of specs) {
     const p = c.replicas.getPartition(s.topic, s.partition)
     if (p === undefined) {
@@ -147,11 +136,11 @@ async function readInto(
       fetchOnlyFromLeader:
         params.replicaId >= 0 ||
         (params.replicaId !== DEBUGGING_REPLICA_ID && params.clientRack === undefined),
-      minOneBatch,
+      atLeastOneBatch,
       ...(params.readBuffers === undefined ? {} : { buffers: params.readBuffers }),
     })
     if (r.records.length > 0) {
-      minOneBatch = false
+      atLeastOneBatch = false
       budget = Math.max(0, budget - r.records.length)
     }
     if (params.replicaId >= 0 && r.errorCode === ErrorCode.None && r.divergingEpoch === null) {
@@ -299,7 +288,11 @@ function wakeCheck(
     let available = 0
     for (const w of watched) {
       const { p, s } = w
-      if (c.replicas.getPartition(p.topic, p.index) !== p || p.leaderEpoch !== w.epoch || p.role !== w.role)
+      if (
+        c.replicas.getPartition(p.topic, p.partition) !== p ||
+        p.leaderEpoch !== w.epoch ||
+        p.role !== w.role
+      )
         return true
       if (s.fetchOffset < p.logStartOffset || s.fetchOffset > p.logEndOffset) return true
       const b = p.bytesAvailable(s.fetchOffset, upTo)

@@ -18,8 +18,8 @@ export const REPLICATION_OFFSET_CHECKPOINT_FILE = 'replication-offset-checkpoint
 
 export interface HighWatermarkCheckpointsOptions {
   readonly disk: Disk
-  /** The hosted partition of that topic and index, or undefined. */
-  readonly hosted: (topic: string, index: number) => Partition | undefined
+  /** The hosted partition of that topic and partition, or undefined. */
+  readonly hosted: (topic: string, partition: number) => Partition | undefined
   /** A failed write is its directory's failure (it goes offline). */
   readonly failLogDir: (e: unknown) => void
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void

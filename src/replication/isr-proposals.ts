@@ -10,7 +10,7 @@ import type { Partition } from './partition.ts'
 
 /** What the proposals read of the hosted partitions. */
 export interface IsrHosted {
-  getPartition(topic: string, index: number): Partition | undefined
+  getPartition(topic: string, partition: number): Partition | undefined
   partitions(): IterableIterator<Partition>
   readonly image: MetadataImage | null
 }
@@ -20,7 +20,7 @@ export interface IsrProposalsOptions {
   /** Null without replication. */
   readonly alterPartition: AlterPartitionManager | null
   /** `replica.lag.time.max.ms`; null without replication. */
-  readonly lagTimeMaxMs: number | null
+  readonly lagTimeMsMax: number | null
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
 }
 
@@ -40,14 +40,14 @@ export class IsrProposals {
 
   /** Proposes every lagging follower out of its leader's ISR (also run by the timer). */
   maybeShrinkIsrs(): void {
-    const lagTimeMaxMs = this.#o.lagTimeMaxMs
-    if (lagTimeMaxMs === null) return
+    const lagTimeMsMax = this.#o.lagTimeMsMax
+    if (lagTimeMsMax === null) return
     for (const p of this.#o.hosted.partitions()) {
-      const change = p.maybeShrinkIsr(lagTimeMaxMs)
+      const change = p.maybeShrinkIsr(lagTimeMsMax)
       if (change !== null) {
         this.#o.log(
           'info',
-          `partition ${p.topic}-${p.index}: shrinking ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
+          `partition ${p.topic}-${p.partition}: shrinking ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
         )
         this.#submit(p, change)
       }
@@ -61,7 +61,7 @@ export class IsrProposals {
     if (change !== null) {
       this.#o.log(
         'info',
-        `partition ${p.topic}-${p.index}: expanding ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
+        `partition ${p.topic}-${p.partition}: expanding ISR ${p.isr.join(',')} to ${change.isr.join(',')}`,
       )
       this.#submit(p, change)
     }
@@ -80,9 +80,9 @@ export class IsrProposals {
     this.#o.alterPartition?.submit({
       topic: p.topic,
       topicId: p.topicId,
-      partition: p.index,
+      partition: p.partition,
       change,
-      wanted: () => p.pendingIsrChange === change && this.#o.hosted.getPartition(p.topic, p.index) === p,
+      wanted: () => p.pendingIsrChange === change && this.#o.hosted.getPartition(p.topic, p.partition) === p,
       answer: (a) => p.onIsrChangeAnswer(change, a),
     })
   }

@@ -25,6 +25,7 @@ import {
 } from '../storage/index.ts'
 import { Watchers } from './delayed-operations.ts'
 import { UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts'
+import { readError } from './read-outcome.ts'
 import { producerInfo, type ReplicaLogState } from './replica-log-state.ts'
 import type { ReplicationStats } from './replication-stats.ts'
 
@@ -43,7 +44,7 @@ export interface PartitionAssignment {
 export interface PartitionSettings {
   readonly logConfig: LogConfig
   /** `min.insync.replicas` */
-  readonly minInsyncReplicas: number
+  readonly insyncReplicasMin: number
 }
 
 export type Role = 'leader' | 'follower' | 'stopped'
@@ -110,7 +111,7 @@ export interface ReadParams {
   /** Only the leader answers (consumers without a preferred read replica). */
   readonly fetchOnlyFromLeader: boolean
   /** Return the first batch whole even when larger than maxBytes. */
-  readonly minOneBatch: boolean
+  readonly atLeastOneBatch: boolean
   /** Where file reads get their buffers; the caller releases `records` to it (storage's `ReadBuffers`). */
   readonly buffers?: ReadBuffers
 }
@@ -139,18 +140,6 @@ export interface OffsetForTimestamp {
 
 const EMPTY = Buffer.alloc(0)
 
-function readError(errorCode: number): ReadOutcome {
-  return {
-    errorCode,
-    highWatermark: -1n,
-    lastStableOffset: -1n,
-    logStartOffset: -1n,
-    logEndOffset: -1n,
-    records: EMPTY,
-    divergingEpoch: null,
-  }
-}
-
 function min(a: bigint, b: bigint): bigint {
   return a < b ? a : b
 }
@@ -161,7 +150,7 @@ function max(a: bigint, b: bigint): bigint {
 
 export class Partition {
   readonly topic: TopicName
-  readonly index: number
+  readonly partition: number
   readonly topicId: Uuid
   readonly log: PartitionLog
   readonly state: ReplicaLogState
@@ -194,7 +183,7 @@ export class Partition {
 
   constructor(options: {
     topic: TopicName
-    index: number
+    partition: number
     topicId: Uuid
     log: PartitionLog
     state: ReplicaLogState
@@ -206,7 +195,7 @@ export class Partition {
     stats?: ReplicationStats
   }) {
     this.topic = options.topic
-    this.index = options.index
+    this.partition = options.partition
     this.topicId = options.topicId
     this.log = options.log
     this.state = options.state
@@ -552,7 +541,7 @@ export class Partition {
   async appendAsFollower(records: Buffer): Promise<{ errorCode: number; errorMessage: string | null }> {
     if (this.#role !== 'follower') return { errorCode: ErrorCode.NotLeaderOrFollower, errorMessage: null }
     const r = await this.log.append(records, { origin: 'replication' })
-    if (r.errorCode !== 0) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
+    if (r.errorCode !== ErrorCode.None) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
     this.watchers.wake()
     return { errorCode: 0, errorMessage: null }
   }
@@ -630,7 +619,7 @@ export class Partition {
     return {
       done: true,
       errorCode:
-        this.#isr.length >= this.#settings.minInsyncReplicas
+        this.#isr.length >= this.#settings.insyncReplicasMin
           ? ErrorCode.None
           : ErrorCode.NotEnoughReplicasAfterAppend,
     }
@@ -645,10 +634,10 @@ export class Partition {
    */
   appendAsLeader(batch: Buffer, requiredAcks: number): Promise<LeaderAppendResult> {
     if (this.#role !== 'leader') return Promise.resolve(this.#notLeader())
-    if (requiredAcks === -1 && this.#isr.length < this.#settings.minInsyncReplicas) {
+    if (requiredAcks === -1 && this.#isr.length < this.#settings.insyncReplicasMin) {
       return Promise.resolve({
         errorCode: ErrorCode.NotEnoughReplicas,
-        errorMessage: `The size of the current ISR ${this.#isr.length} is insufficient to satisfy the min.isr requirement of ${this.#settings.minInsyncReplicas} for partition ${this.topic}-${this.index}`,
+        errorMessage: `The size of the current ISR ${this.#isr.length} is insufficient to satisfy the min.isr requirement of ${this.#settings.insyncReplicasMin} for partition ${this.topic}-${this.partition}`,
       })
     }
     if (batch.length < BATCH_HEADER_BYTES) {
@@ -680,7 +669,7 @@ export class Partition {
   #notLeader(): LeaderAppendResult {
     return {
       errorCode: ErrorCode.NotLeaderOrFollower,
-      errorMessage: `This server is not the leader for partition ${this.topic}-${this.index}`,
+      errorMessage: `This server is not the leader for partition ${this.topic}-${this.partition}`,
     }
   }
 
@@ -708,7 +697,7 @@ export class Partition {
       if (this.role === 'stopped') return this.#notLeader()
       return { errorCode: ErrorCode.KafkaStorageError, errorMessage: e.message }
     }
-    if (r.errorCode !== 0) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
+    if (r.errorCode !== ErrorCode.None) return { errorCode: r.errorCode, errorMessage: r.errorMessage }
     this.#afterAppend()
     return {
       errorCode: 0,
@@ -723,7 +712,7 @@ export class Partition {
   // ---------------------------------------------------------------- reads
 
   /** Kafka's `checkCurrentLeaderEpoch` and the leader requirement. */
-  #checkEpochAndRole(currentLeaderEpoch: number, requireLeader: boolean): number {
+  #checkEpochAndRole(currentLeaderEpoch: number, requireLeader: boolean): ErrorCode {
     if (this.#role === 'stopped') return ErrorCode.NotLeaderOrFollower
     if (currentLeaderEpoch >= 0) {
       if (currentLeaderEpoch < this.#leaderEpoch) return ErrorCode.FencedLeaderEpoch
@@ -770,7 +759,7 @@ export class Partition {
         }
       }
     }
-    const maxOffset =
+    const offsetMax =
       p.upTo === 'logEndOffset'
         ? this.log.logEndOffset
         : p.upTo === 'lastStableOffset'
@@ -779,15 +768,15 @@ export class Partition {
     let r: Awaited<ReturnType<PartitionLog['read']>>
     try {
       r = await this.log.read(p.fetchOffset, p.maxBytes, {
-        maxOffset,
-        minOneBatch: p.minOneBatch,
+        offsetMax,
+        atLeastOneBatch: p.atLeastOneBatch,
         ...(p.buffers === undefined ? {} : { buffers: p.buffers }),
       })
     } catch (e) {
       if (!(e instanceof LogOfflineError)) throw e
       return readError(this.role === 'stopped' ? ErrorCode.NotLeaderOrFollower : ErrorCode.KafkaStorageError)
     }
-    if (r.errorCode !== 0) return readError(r.errorCode)
+    if (r.errorCode !== ErrorCode.None) return readError(r.errorCode)
     return { ...base, errorCode: ErrorCode.None, records: r.records, divergingEpoch: null }
   }
 

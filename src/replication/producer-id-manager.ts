@@ -12,7 +12,7 @@ export interface ProducerIdBlock {
 }
 
 /** Asks the controller for the next block; a refusal is its error code. */
-export type AllocateProducerIdBlock = () => Promise<ProducerIdBlock | { readonly errorCode: number }>
+export type AllocateProducerIdBlock = () => Promise<ProducerIdBlock | { readonly errorCode: ErrorCode }>
 
 /** Fetch the next block once this fraction of the current one is left (Kafka: 10%). */
 const PREFETCH_REMAINING_FRACTION = 0.1
@@ -25,7 +25,7 @@ export class ProducerIdManager {
   #end = 0n
   #length = 0
   #prefetched: ProducerIdBlock | null = null
-  #fetching: Promise<ProducerIdBlock | { readonly errorCode: number }> | null = null
+  #fetching: Promise<ProducerIdBlock | { readonly errorCode: ErrorCode }> | null = null
 
   constructor(allocate: AllocateProducerIdBlock) {
     this.#allocate = allocate
@@ -35,7 +35,7 @@ export class ProducerIdManager {
    * The next unused producer id. When no block could be had (the controller refused or could not be
    * reached), COORDINATOR_LOAD_IN_PROGRESS, which producers retry, as Kafka's RPCProducerIdManager.
    */
-  async generate(): Promise<{ readonly producerId: bigint } | { readonly errorCode: number }> {
+  async generate(): Promise<{ readonly producerId: bigint } | { readonly errorCode: ErrorCode }> {
     for (let fetches = 0; ; ) {
       if (this.#next < this.#end) {
         const producerId = this.#next++
@@ -66,10 +66,10 @@ export class ProducerIdManager {
   }
 
   /** One allocation in flight at a time; its block waits in `#prefetched` until needed. */
-  #fetchBlock(): Promise<ProducerIdBlock | { readonly errorCode: number }> {
+  #fetchBlock(): Promise<ProducerIdBlock | { readonly errorCode: ErrorCode }> {
     this.#fetching ??= this.#allocate()
       .then(
-        (r): ProducerIdBlock | { readonly errorCode: number } => {
+        (r): ProducerIdBlock | { readonly errorCode: ErrorCode } => {
           if ('errorCode' in r) return r
           if (r.length <= 0) return { errorCode: ErrorCode.UnknownServerError }
           this.#prefetched = r

@@ -46,7 +46,7 @@ export type ProducerCheck =
   | { readonly kind: 'append' }
   /** A retry of a batch already in the log: answer with its original offsets, append nothing. */
   | { readonly kind: 'duplicate'; readonly batch: BatchMetadata }
-  | { readonly kind: 'error'; readonly errorCode: number; readonly message: string }
+  | { readonly kind: 'error'; readonly errorCode: ErrorCode; readonly message: string }
 
 function lastSeqOf(info: ProducerBatchInfo): number {
   // Sequences wrap at Int32.MAX_VALUE.

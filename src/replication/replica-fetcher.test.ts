@@ -91,14 +91,14 @@ class Cluster {
         brokerEpoch: () => BigInt(id),
         alterPartition: (req) => this.#alterPartition(req),
         fetcher: {
-          fetchMaxBytes: 1 << 20,
-          responseMaxBytes: 10 << 20,
+          fetchBytesMax: 1 << 20,
+          responseBytesMax: 10 << 20,
           minBytes: 1,
           maxWaitMs: 500,
           backoffMs: this.fetcherBackoffMs,
           numFetchers: 1,
         },
-        lagTimeMaxMs: 10_000,
+        lagTimeMsMax: 10_000,
         highWatermarkCheckpointIntervalMs: 5000,
         alterPartitionRetryBackoffMs: 100,
       },
@@ -283,7 +283,7 @@ class Cluster {
 
   async start(
     ids: number[],
-    partition: { replicas: number[]; isr: number[]; leader: number; minIsr?: number },
+    partition: { replicas: number[]; isr: number[]; leader: number; isrMin?: number },
   ) {
     for (const id of ids) await this.addNode(id)
     await this.commit(
@@ -300,7 +300,7 @@ class Cluster {
         resourceType: ConfigResourceType.Topic,
         resourceName: TOPIC,
         name: 'min.insync.replicas',
-        value: String(partition.minIsr ?? 1),
+        value: String(partition.isrMin ?? 1),
       }),
       encodeMetadataRecord(T.Partition, 0, {
         topicId: TOPIC_ID,
@@ -346,7 +346,7 @@ class Cluster {
 
   async logBytes(id: number): Promise<Buffer> {
     const p = this.partition(id)
-    const r = await p.log.read(p.logStartOffset, 64 << 20, { maxOffset: p.logEndOffset })
+    const r = await p.log.read(p.logStartOffset, 64 << 20, { offsetMax: p.logEndOffset })
     assert.equal(r.errorCode, 0)
     return 'records' in r ? Buffer.from(r.records) : Buffer.alloc(0)
   }
@@ -362,7 +362,7 @@ class Cluster {
 describe('replica fetcher', { timeout: 120_000 }, () => {
   test('followers copy the leader byte for byte; acks=all completes once the ISR has the records', async () => {
     const c = new Cluster()
-    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
+    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, isrMin: 2 })
     const acked = c.produce(1, batch(5, 'a'), -1)
     let done = false
     void acked.then(() => {
@@ -451,7 +451,7 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
 
   test('a follower that lags past replica.lag.time.max.ms is proposed out; back in once caught up', async () => {
     const c = new Cluster()
-    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
+    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, isrMin: 2 })
     await c.produce(1, batch(2, 'x'))
     await c.run(600)
     c.cut.add('3->1')
@@ -478,7 +478,7 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
 
   test('acks=all: NOT_ENOUGH_REPLICAS below min ISR, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrinks meanwhile', async () => {
     const c = new Cluster()
-    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
+    await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, isrMin: 2 })
     await c.produce(1, batch(1, 'a'))
     await c.run(600)
     c.cut.add('2->1')
@@ -649,7 +649,7 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     test(`random cuts and clean leader changes: no acknowledged record is lost, replicas converge (seed ${seed})`, async () => {
       const random = new SeededRandom(seed)
       const c = new Cluster()
-      await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, minIsr: 2 })
+      await c.start([1, 2, 3], { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, isrMin: 2 })
       const acked = new Map<bigint, string>()
       const inFlight: Promise<void>[] = []
       /** HighWatermarkMonotonic: per (leader, epoch), the high watermark never moves back. */

@@ -66,9 +66,9 @@ export interface LeaderLink {
 
 export interface ReplicaFetcherSettings {
   /** `replica.fetch.max.bytes`: per partition. */
-  readonly fetchMaxBytes: number
+  readonly fetchBytesMax: number
   /** `replica.fetch.response.max.bytes` */
-  readonly responseMaxBytes: number
+  readonly responseBytesMax: number
   /** `replica.fetch.min.bytes` */
   readonly minBytes: number
   /** `replica.fetch.wait.max.ms` */
@@ -96,12 +96,12 @@ interface FetchState {
  */
 export const METADATA_LAG_RETRY_MS = 10
 
-function minOffset(a: bigint, b: bigint): bigint {
+function offsetMin(a: bigint, b: bigint): bigint {
   return a < b ? a : b
 }
 
-function keyOf(p: { topic: string; index: number }): string {
-  return `${p.topic}-${p.index}`
+function keyOf(p: { topic: string; partition: number }): string {
+  return `${p.topic}-${p.partition}`
 }
 
 /** The whole batches at the start of `records` (a response may end with a partial one). */
@@ -168,7 +168,7 @@ export class ReplicaFetcher {
   }
 
   /** Stops fetching `p`; resolves once no response for it is being applied. */
-  async remove(p: { topic: string; index: number }): Promise<void> {
+  async remove(p: { topic: string; partition: number }): Promise<void> {
     this.#states.delete(keyOf(p))
     await this.#processing
   }
@@ -228,12 +228,12 @@ export class ReplicaFetcher {
       const specs: ReplicaFetchPartition[] = ready.map((s) => ({
         topic: s.p.topic,
         topicId: s.p.topicId,
-        partition: s.p.index,
+        partition: s.p.partition,
         currentLeaderEpoch: s.leaderEpoch,
         fetchOffset: s.p.logEndOffset,
         lastFetchedEpoch: s.p.state.epochs.latestEpoch,
         logStartOffset: s.p.logStartOffset,
-        maxBytes: this.#settings.fetchMaxBytes,
+        maxBytes: this.#settings.fetchBytesMax,
       }))
       let response: ReplicaFetchResponse
       const sentMs = this.#clock.monotonicMs()
@@ -243,7 +243,7 @@ export class ReplicaFetcher {
           brokerEpoch: this.#brokerEpoch(),
           maxWaitMs: this.#settings.maxWaitMs,
           minBytes: this.#settings.minBytes,
-          maxBytes: this.#settings.responseMaxBytes,
+          maxBytes: this.#settings.responseBytesMax,
           partitions: specs,
         })
       } catch (e) {
@@ -375,12 +375,12 @@ export class ReplicaFetcher {
       s.delayedUntilMs = this.#clock.monotonicMs() + this.#settings.backoffMs
       return
     }
-    if (d.epoch === UNDEFINED_EPOCH) offset = minOffset(d.endOffset, end)
+    if (d.epoch === UNDEFINED_EPOCH) offset = offsetMin(d.endOffset, end)
     else {
       const mine = p.state.epochs.endOffsetFor(d.epoch, end)
-      if (mine.endOffset === UNDEFINED_EPOCH_OFFSET) offset = minOffset(d.endOffset, end)
-      else if (mine.epoch !== d.epoch) offset = minOffset(mine.endOffset, end)
-      else offset = minOffset(d.endOffset, mine.endOffset)
+      if (mine.endOffset === UNDEFINED_EPOCH_OFFSET) offset = offsetMin(d.endOffset, end)
+      else if (mine.epoch !== d.epoch) offset = offsetMin(mine.endOffset, end)
+      else offset = offsetMin(d.endOffset, mine.endOffset)
     }
     // An epoch of this log ends at most at its end (the latest at the end, the others where the
     // next starts), so divergence only ever cuts the log back.
@@ -405,7 +405,7 @@ export class ReplicaFetcher {
   async #handleOutOfRange(s: FetchState): Promise<void> {
     const p = s.p
     const [o] = await this.#link.offsets([
-      { topic: p.topic, partition: p.index, currentLeaderEpoch: s.leaderEpoch },
+      { topic: p.topic, partition: p.partition, currentLeaderEpoch: s.leaderEpoch },
     ])
     if (o === undefined || o.errorCode !== ErrorCode.None) {
       s.delayedUntilMs = this.#clock.monotonicMs() + this.#settings.backoffMs
@@ -475,7 +475,7 @@ export class ReplicaFetcherManager {
   async assign(p: Partition, leader: BrokerId, leaderEpoch: number): Promise<void> {
     if (this.#closed) return
     const k = keyOf(p)
-    const fk = `${leader}/${this.#fetcherId(p.topic, p.index)}`
+    const fk = `${leader}/${this.#fetcherId(p.topic, p.partition)}`
     const current = this.#assigned.get(k)
     if (current !== undefined && current.leader !== leader) await this.unassign(p)
     let f = this.#fetchers.get(fk)
@@ -497,7 +497,7 @@ export class ReplicaFetcherManager {
   }
 
   /** Stops fetching `p`; resolves once nothing more of a response is applied to it. */
-  async unassign(p: { topic: string; index: number }): Promise<void> {
+  async unassign(p: { topic: string; partition: number }): Promise<void> {
     const k = keyOf(p)
     const f = this.#assigned.get(k)
     if (f === undefined) return

@@ -56,7 +56,7 @@ export interface ReplicationOptions {
   readonly alterPartition: AlterPartitionManagerOptions['send']
   readonly fetcher: ReplicaFetcherSettings
   /** `replica.lag.time.max.ms` */
-  readonly lagTimeMaxMs: number
+  readonly lagTimeMsMax: number
   /** `replica.high.watermark.checkpoint.interval.ms` */
   readonly highWatermarkCheckpointIntervalMs: number
   /** Wait before resending a failed AlterPartition. */
@@ -166,7 +166,7 @@ export class ReplicaManager {
     this.#isr = new IsrProposals({
       hosted: this.#replicas,
       alterPartition: this.#alterPartition,
-      lagTimeMaxMs: options.replication?.lagTimeMaxMs ?? null,
+      lagTimeMsMax: options.replication?.lagTimeMsMax ?? null,
       log,
     })
     const { clock } = options
@@ -277,8 +277,8 @@ export class ReplicaManager {
   // ---------------------------------------------------------------- lookups
 
   /** A hosted partition, or undefined. */
-  getPartition(topic: string, index: number): Partition | undefined {
-    return this.#replicas.getPartition(topic, index)
+  getPartition(topic: string, partition: number): Partition | undefined {
+    return this.#replicas.getPartition(topic, partition)
   }
 
   /** Every hosted partition. */
@@ -313,17 +313,17 @@ export class ReplicaManager {
   // ---------------------------------------------------------------- offsets
 
   /** The hosted partition once served as the metadata says (`whenServed`), or the error why none. */
-  async #leaderFor(topic: string, index: number): Promise<Partition | number> {
-    const serving = this.#replicas.whenServed([{ topic, partition: index }])
+  async #leaderFor(topic: string, partition: number): Promise<Partition | number> {
+    const serving = this.#replicas.whenServed([{ topic, partition }])
     if (serving !== null) await serving
-    const p = this.getPartition(topic, index)
-    if (p === undefined) return this.#replicas.unhosted(topic, index)
+    const p = this.getPartition(topic, partition)
+    if (p === undefined) return this.#replicas.unhosted(topic, partition)
     return p.log.offlineCause !== null ? ErrorCode.KafkaStorageError : p
   }
 
   /** ListOffsets v1+ for one partition. Consumers (replica -1) see the high watermark or LSO. */
-  async listOffset(topic: string, index: number, params: ListOffsetParams): Promise<OffsetForTimestamp> {
-    const p = await this.#leaderFor(topic, index)
+  async listOffset(topic: string, partition: number, params: ListOffsetParams): Promise<OffsetForTimestamp> {
+    const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, timestamp: -1n, offset: -1n, leaderEpoch: -1 }
     return p.fetchOffsetForTimestamp(params.timestamp, {
       currentLeaderEpoch: params.currentLeaderEpoch,
@@ -335,10 +335,10 @@ export class ReplicaManager {
   /** OffsetForLeaderEpoch for one partition. */
   async lastOffsetForLeaderEpoch(
     topic: string,
-    index: number,
+    partition: number,
     params: { currentLeaderEpoch: number; leaderEpoch: number; replicaId: number },
   ): Promise<{ errorCode: number; leaderEpoch: number; endOffset: bigint }> {
-    const p = await this.#leaderFor(topic, index)
+    const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, leaderEpoch: -1, endOffset: -1n }
     return p.lastOffsetForLeaderEpoch(
       params.currentLeaderEpoch,
@@ -354,23 +354,23 @@ export class ReplicaManager {
    */
   async deleteRecords(
     topic: string,
-    index: number,
+    partition: number,
     offset: bigint,
   ): Promise<{ errorCode: number; lowWatermark: bigint }> {
-    const p = await this.#leaderFor(topic, index)
+    const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, lowWatermark: -1n }
     const r = await p.deleteRecordsOnLeader(offset)
     if (r.errorCode === ErrorCode.None)
-      await this.#replicas.managerOf(topic, index)?.manager.checkpointLogStartOffsets()
+      await this.#replicas.managerOf(topic, partition)?.manager.checkpointLogStartOffsets()
     return r
   }
 
   /** DescribeProducers for one partition (leader only). */
   async activeProducers(
     topic: string,
-    index: number,
+    partition: number,
   ): Promise<{ errorCode: number; producers: readonly ProducerEntry[] }> {
-    const p = await this.#leaderFor(topic, index)
+    const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, producers: [] }
     if (!p.isLeader) return { errorCode: ErrorCode.NotLeaderOrFollower, producers: [] }
     return { errorCode: ErrorCode.None, producers: [...p.state.producers.entries()] }
@@ -400,8 +400,8 @@ export class ReplicaManager {
   }
 
   /** The high watermark of a hosted partition (the cleaner's upper bound), or undefined. */
-  highWatermark(topic: string, index: number): bigint | undefined {
-    return this.getPartition(topic, index)?.highWatermark
+  highWatermark(topic: string, partition: number): bigint | undefined {
+    return this.getPartition(topic, partition)?.highWatermark
   }
 
   // ---------------------------------------------------------------- periodic tasks
@@ -420,7 +420,7 @@ export class ReplicaManager {
   #armIsrCheck(): void {
     const r = this.#o.replication
     if (r === undefined || this.#replicas.closed) return
-    this.#isrTimer = this.#o.clock.setTimer(Math.max(1, Math.floor(r.lagTimeMaxMs / 2)), () => {
+    this.#isrTimer = this.#o.clock.setTimer(Math.max(1, Math.floor(r.lagTimeMsMax / 2)), () => {
       this.#isrTimer = null
       this.maybeShrinkIsrs()
       this.#armIsrCheck()

@@ -83,7 +83,7 @@ export class ReplicaReconciler {
   #reconciling: Promise<void> = Promise.resolve()
   readonly #hw: HighWatermarkCheckpoints
   /** Partitions whose last reconciliation failed (a disk error), by key. */
-  readonly #unreconciled = new Map<string, { topic: TopicName; index: number }>()
+  readonly #unreconciled = new Map<string, { topic: TopicName; partition: number }>()
   /** High watermarks of partitions rebuilt after their log directory came back, until re-opened. */
   readonly #carriedHighWatermarks = new Map<string, bigint>()
 
@@ -91,7 +91,7 @@ export class ReplicaReconciler {
     this.#o = options
     this.#hw = new HighWatermarkCheckpoints({
       disk: options.disk,
-      hosted: (topic, index) => this.getPartition(topic, index),
+      hosted: (topic, partition) => this.getPartition(topic, partition),
       failLogDir: (e) => this.#failLogDir(e),
       log: options.log,
     })
@@ -160,7 +160,7 @@ export class ReplicaReconciler {
     if (this.#closed) return
     let n = 0
     for (const p of this.#partitions.values()) {
-      if (m.getLog(p.topic, p.index) !== p.log) continue
+      if (m.getLog(p.topic, p.partition) !== p.log) continue
       n++
       void this.#o.fetchers?.unassign(p)
       p.watchers.wake()
@@ -179,13 +179,13 @@ export class ReplicaReconciler {
     this.#reconciling = this.#reconciling.then(async () => {
       if (this.#closed) return
       const partitions = new Map<TopicName, Set<number>>()
-      const add = (topic: TopicName, index: number) => {
+      const add = (topic: TopicName, partition: number) => {
         const set = partitions.get(topic) ?? new Set<number>()
-        set.add(index)
+        set.add(partition)
         partitions.set(topic, set)
       }
       // Partitions whose reconciliation failed (on any dir) are tried again.
-      for (const { topic, index } of this.#unreconciled.values()) add(topic, index)
+      for (const { topic, partition } of this.#unreconciled.values()) add(topic, partition)
       for (const h of m.logs()) {
         const key = partitionKey(h.topic, h.partition)
         const p = this.#partitions.get(key)
@@ -194,7 +194,7 @@ export class ReplicaReconciler {
         await this.#o.fetchers?.unassign(p)
         p.stop()
         this.#carriedHighWatermarks.set(key, p.highWatermark)
-        add(p.topic, p.index)
+        add(p.topic, p.partition)
       }
       this.#o.log(
         'info',
@@ -279,10 +279,12 @@ export class ReplicaReconciler {
     for (const [name, indexes] of touched) {
       const topic = image.topicsByName.get(name)
       if (topic === undefined) continue
-      for (const [index, reg] of topic.partitions) {
-        if (indexes !== null && !indexes.has(index)) continue
+      for (const [partition, reg] of topic.partitions) {
+        if (indexes !== null && !indexes.has(partition)) continue
         tasks.push(() =>
-          this.#reconcilePartition(name, topic.id, index, reg, image).finally(() => this.#reconciled.wake()),
+          this.#reconcilePartition(name, topic.id, partition, reg, image).finally(() =>
+            this.#reconciled.wake(),
+          ),
         )
       }
     }
@@ -297,7 +299,7 @@ export class ReplicaReconciler {
   /** A deleted topic's partitions go, with the logs of it never adopted here. */
   async #removeTopic(t: { readonly name: TopicName; readonly id: Uuid }): Promise<void> {
     for (const [key, p] of [...this.#partitions]) {
-      if (p.topic === t.name && p.topicId === t.id) await this.#removePartition(key, p.topic, p.index)
+      if (p.topic === t.name && p.topicId === t.id) await this.#removePartition(key, p.topic, p.partition)
     }
     // Logs of the topic never adopted here (deleted before this broker reconciled them).
     for (const m of this.#managers) {
@@ -315,7 +317,7 @@ export class ReplicaReconciler {
     let s = this.#settings.get(topic)
     if (s === undefined) {
       const c = this.#o.topicConfig(topic, image)
-      s = { logConfig: logConfigFrom(c), minInsyncReplicas: c.int('min.insync.replicas') }
+      s = { logConfig: logConfigFrom(c), insyncReplicasMin: c.int('min.insync.replicas') }
       this.#settings.set(topic, s)
     }
     return s
@@ -324,30 +326,30 @@ export class ReplicaReconciler {
   async #reconcilePartition(
     topic: TopicName,
     topicId: Uuid,
-    index: number,
+    partition: number,
     reg: PartitionAssignment,
     image: MetadataImage,
   ): Promise<void> {
-    const key = partitionKey(topic, index)
+    const key = partitionKey(topic, partition)
     this.#unreconciled.delete(key)
     let p = this.#partitions.get(key)
     if (p !== undefined && p.topicId !== topicId) {
-      await this.#removePartition(key, topic, index)
+      await this.#removePartition(key, topic, partition)
       p = undefined
     }
     if (!reg.replicas.includes(this.#o.nodeId)) {
-      if (p !== undefined) await this.#removePartition(key, topic, index)
+      if (p !== undefined) await this.#removePartition(key, topic, partition)
       return
     }
     // A partition on an offline directory waits for it (#onLogDirOnline reconciles it then).
     if (p !== undefined && p.log.offlineCause !== null) return
     try {
-      p ??= await this.#openPartition(topic, topicId, index, image)
+      p ??= await this.#openPartition(topic, topicId, partition, image)
       await this.#becomeLeaderOrFollower(p, key, reg)
     } catch (e) {
       this.#o.log('error', `partition ${key}: ${(e as Error).message}`)
       // Reconciled again when a log dir comes back (a failed write took its dir offline).
-      this.#unreconciled.set(key, { topic, index })
+      this.#unreconciled.set(key, { topic, partition })
       this.#failLogDir(e)
     }
   }
@@ -384,10 +386,10 @@ export class ReplicaReconciler {
     }
   }
 
-  /** The log directory holding the log of that topic and index, with the log, or null. */
-  managerOf(topic: string, index: number): { manager: LogManager; log: PartitionLog } | null {
+  /** The log directory holding the log of that topic and partition, with the log, or null. */
+  managerOf(topic: string, partition: number): { manager: LogManager; log: PartitionLog } | null {
     for (const manager of this.#managers) {
-      const log = manager.getLog(topic, index)
+      const log = manager.getLog(topic, partition)
       if (log !== undefined) return { manager, log }
     }
     return null
@@ -396,14 +398,14 @@ export class ReplicaReconciler {
   async #openPartition(
     topic: TopicName,
     topicId: Uuid,
-    index: number,
+    partition: number,
     image: MetadataImage,
   ): Promise<Partition> {
-    const key = partitionKey(topic, index)
+    const key = partitionKey(topic, partition)
     const settings = this.#settingsFor(topic, image)
     const found =
-      (await this.#adoptLog(topic, topicId, index, settings)) ??
-      (await this.#createLog(topic, topicId, index, settings))
+      (await this.#adoptLog(topic, topicId, partition, settings)) ??
+      (await this.#createLog(topic, topicId, partition, settings))
     const state = this.#states.get(key)
     assert(state !== undefined, `log ${key} was opened without the replica manager's hooks`)
     if (!state.loaded) await state.load(found.log)
@@ -413,7 +415,7 @@ export class ReplicaReconciler {
     const checkpointed = carried ?? this.#hw.checkpointed(found.manager.dir, key)
     const p = new Partition({
       topic,
-      index,
+      partition,
       topicId,
       log: found.log,
       state,
@@ -435,18 +437,18 @@ export class ReplicaReconciler {
   async #adoptLog(
     topic: TopicName,
     topicId: Uuid,
-    index: number,
+    partition: number,
     settings: PartitionSettings,
   ): Promise<{ manager: LogManager; log: PartitionLog } | null> {
-    const found = this.managerOf(topic, index)
+    const found = this.managerOf(topic, partition)
     if (found === null) return null
     const owner = await readTopicId(this.#o.disk, found.log)
     if (owner !== null && owner !== topicId) {
-      const key = partitionKey(topic, index)
+      const key = partitionKey(topic, partition)
       this.#o.log('warn', `deleting log ${key} of an earlier topic id ${owner} (now ${topicId})`)
       this.#states.get(key)?.abandon()
       this.#states.delete(key)
-      await found.manager.deleteLog(topic, index)
+      await found.manager.deleteLog(topic, partition)
       return null
     }
     found.log.updateConfig(settings.logConfig)
@@ -458,7 +460,7 @@ export class ReplicaReconciler {
   async #createLog(
     topic: TopicName,
     topicId: Uuid,
-    index: number,
+    partition: number,
     settings: PartitionSettings,
   ): Promise<{ manager: LogManager; log: PartitionLog }> {
     const load = (m: LogManager) => m.logs().length + (this.#creating.get(m) ?? 0)
@@ -467,7 +469,7 @@ export class ReplicaReconciler {
     this.#creating.set(manager, (this.#creating.get(manager) ?? 0) + 1)
     let log: PartitionLog
     try {
-      log = await manager.getOrCreateLog(topic, index, settings.logConfig)
+      log = await manager.getOrCreateLog(topic, partition, settings.logConfig)
     } finally {
       this.#creating.set(manager, this.#creating.get(manager)! - 1)
     }
@@ -475,23 +477,23 @@ export class ReplicaReconciler {
     return { manager, log }
   }
 
-  async #removePartition(key: string, topic: string, index: number): Promise<void> {
+  async #removePartition(key: string, topic: string, partition: number): Promise<void> {
     const p = this.#partitions.get(key)
     this.#partitions.delete(key)
-    await this.#o.fetchers?.unassign({ topic, index })
+    await this.#o.fetchers?.unassign({ topic, partition })
     p?.stop()
     this.#states.get(key)?.abandon()
     this.#states.delete(key)
-    const found = this.managerOf(topic, index)
-    if (found !== null) await found.manager.deleteLog(topic, index)
+    const found = this.managerOf(topic, partition)
+    if (found !== null) await found.manager.deleteLog(topic, partition)
     this.#o.log('info', `partition ${key} removed`)
   }
 
   // ---------------------------------------------------------------- lookups
 
   /** A hosted partition, or undefined. */
-  getPartition(topic: string, index: number): Partition | undefined {
-    return this.#partitions.get(partitionKey(topic, index))
+  getPartition(topic: string, partition: number): Partition | undefined {
+    return this.#partitions.get(partitionKey(topic, partition))
   }
 
   /** Every hosted partition. */
@@ -510,12 +512,12 @@ export class ReplicaReconciler {
    * producer without idempotence then stores a key's records out of order) or count as failed sends.
    * Not for partitions whose reconciliation failed or whose log dir is offline: they answer at once.
    */
-  #becomingServed(topic: string, index: number): boolean {
+  #becomingServed(topic: string, partition: number): boolean {
     if (!this.#started || this.#closed) return false
     const t = this.#image?.topicsByName.get(topic as TopicName)
-    const reg = t?.partitions.get(index)
+    const reg = t?.partitions.get(partition)
     if (t === undefined || reg === undefined || !reg.replicas.includes(this.#o.nodeId)) return false
-    const key = partitionKey(topic, index)
+    const key = partitionKey(topic, partition)
     const p = this.#partitions.get(key)
     if (p === undefined || p.topicId !== t.id) return !this.#unreconciled.has(key)
     if (p.log.offlineCause !== null || reg.leader !== this.#o.nodeId) return false
@@ -540,9 +542,9 @@ export class ReplicaReconciler {
   }
 
   /** The error for a partition not hosted here: unknown to metadata, or led elsewhere. */
-  unhosted(topic: string, index: number): number {
+  unhosted(topic: string, partition: number): ErrorCode {
     const t = this.#image?.topicsByName.get(topic as TopicName)
-    if (t === undefined || !t.partitions.has(index)) return ErrorCode.UnknownTopicOrPartition
+    if (t === undefined || !t.partitions.has(partition)) return ErrorCode.UnknownTopicOrPartition
     return ErrorCode.NotLeaderOrFollower
   }
 

@@ -7,8 +7,8 @@
 import { type FrameBuffers, KafkaConnection } from '../client/index.ts'
 import type { Clock, Transport } from '../io/index.ts'
 import type { MetadataImage } from '../metadata/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
-import { apis, ErrorCode } from '../protocol/index.ts'
+import { type BrokerId, type TopicName, Uuid } from '../model/index.ts'
+import { apis, ErrorCode, errorCodeOf } from '../protocol/index.ts'
 import type {
   LeaderLink,
   ReplicaFetchAnswer,
@@ -82,7 +82,7 @@ export class WireLeaderLink implements LeaderLink {
 
   async fetch(req: ReplicaFetchRequest): Promise<ReplicaFetchResponse> {
     const c = await this.#connection()
-    const version = c.versionFor(apis.Fetch as never)
+    const version = c.versionFor(apis.Fetch)
     if (version === undefined || version < FETCH_VERSION_MIN) {
       c.close()
       throw new Error(`leader ${this.#o.leader} does not serve Fetch v${FETCH_VERSION_MIN}+`)
@@ -130,7 +130,7 @@ export class WireLeaderLink implements LeaderLink {
     // Nothing below throws: the caller releases the response once it has applied the answers.
     const res = held.body
     const byKey = new Map<string, ReplicaFetchAnswer>()
-    const failed = (errorCode: number): ReplicaFetchAnswer => ({
+    const failed = (errorCode: ErrorCode): ReplicaFetchAnswer => ({
       errorCode,
       highWatermark: -1n,
       logStartOffset: -1n,
@@ -151,7 +151,7 @@ export class WireLeaderLink implements LeaderLink {
         })
       }
     }
-    const topLevel = res.errorCode
+    const topLevel = errorCodeOf(res.errorCode)
     return {
       answers: req.partitions.map(
         (p) =>
@@ -166,7 +166,7 @@ export class WireLeaderLink implements LeaderLink {
     partitions: ReadonlyArray<{ topic: TopicName; partition: number; currentLeaderEpoch: number }>,
   ): Promise<Array<{ errorCode: number; logStartOffset: bigint; logEndOffset: bigint }>> {
     const c = await this.#connection()
-    const version = c.versionFor(apis.ListOffsets as never)
+    const version = c.versionFor(apis.ListOffsets)
     if (version === undefined || version < 4)
       throw new Error(`leader ${this.#o.leader} does not serve ListOffsets v4+`)
     const ask = async (timestamp: bigint) => {
@@ -209,5 +209,5 @@ export class WireLeaderLink implements LeaderLink {
 
 function findId(topics: ReadonlyMap<string, { topic: TopicName; topicId: Uuid }>, name: TopicName): Uuid {
   for (const t of topics.values()) if (t.topic === name) return t.topicId
-  return '' as Uuid
+  return Uuid('')
 }

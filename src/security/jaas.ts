@@ -132,8 +132,8 @@ class JaasTokenizer {
     this.#i++
     if (!/[0-7]/.test(first)) return ESCAPES[first] ?? first
     let code = first.charCodeAt(0) - 48
-    const maxDigits = first <= '3' ? 3 : 2
-    for (let digits = 1; digits < maxDigits && /[0-7]/.test(text[this.#i] ?? ''); digits++) {
+    const digitsMax = first <= '3' ? 3 : 2
+    for (let digits = 1; digits < digitsMax && /[0-7]/.test(text[this.#i] ?? ''); digits++) {
       code = code * 8 + (text.charCodeAt(this.#i) - 48)
       this.#i++
     }

@@ -211,7 +211,7 @@ describe('RefreshingJwks', () => {
   it('retries a failed refresh with doubling backoff within the budget, keeping the old set', async () => {
     const clock = new ManualClock()
     const s = source([() => setA, fail, fail, fail, fail, fail, fail, () => setB])
-    const jwks = new RefreshingJwks({ fetch: s.fetch, clock, retryBackoffMs: 100, retryBackoffMaxMs: 350 })
+    const jwks = new RefreshingJwks({ fetch: s.fetch, clock, retryBackoffMs: 100, retryBackoffMsMax: 350 })
     await jwks.init()
     const done = jwks.refresh()
     for (const ms of [100, 200, 50]) {

@@ -199,7 +199,7 @@ export interface RefreshingJwksOptions {
   /** `sasl.oauthbearer.jwks.endpoint.retry.backoff.ms`, default 100. */
   readonly retryBackoffMs?: number
   /** `sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms`, default 10000: the whole retry's budget. */
-  readonly retryBackoffMaxMs?: number
+  readonly retryBackoffMsMax?: number
 }
 
 /** RefreshingHttpsJwks's limits on early refreshes for unknown key ids. */
@@ -214,7 +214,7 @@ function isKeySet(value: unknown): value is JSONWebKeySet {
 /**
  * The key set of a JWKS endpoint, fetched on `init()`, refreshed every `refreshMs`, and early
  * (at most once a minute per key id, 16 ids remembered) when a token names a key it lacks. A
- * failed refresh retries with doubling backoff within `retryBackoffMaxMs`, then keeps the old set.
+ * failed refresh retries with doubling backoff within `retryBackoffMsMax`, then keeps the old set.
  */
 export class RefreshingJwks implements JwksKeySource {
   readonly #options: RefreshingJwksOptions
@@ -286,10 +286,10 @@ export class RefreshingJwks implements JwksKeySource {
     return document
   }
 
-  /** Kafka's Retry: waits of retryBackoffMs doubling, all within retryBackoffMaxMs; null if all failed. */
+  /** Kafka's Retry: waits of retryBackoffMs doubling, all within retryBackoffMsMax; null if all failed. */
   async #fetchWithRetry(): Promise<JSONWebKeySet | null> {
     const clock = this.#options.clock
-    const endMs = clock.monotonicMs() + (this.#options.retryBackoffMaxMs ?? 10_000)
+    const endMs = clock.monotonicMs() + (this.#options.retryBackoffMsMax ?? 10_000)
     let waitMs = this.#options.retryBackoffMs ?? 100
     for (;;) {
       try {

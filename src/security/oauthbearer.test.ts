@@ -199,8 +199,8 @@ describe('unsecured validator', () => {
 
 describe('OAuthBearerSaslServer', () => {
   const validator = unsecuredValidator({ ...jaas(''), requiredScope: ['write'] }, () => NOW_MS)
-  const make = (v: OAuthBearerValidator = validator, connectionsMaxReauthMs = 0) =>
-    new OAuthBearerSaslServer({ validator: v, nowMs: () => NOW_MS, connectionsMaxReauthMs })
+  const make = (v: OAuthBearerValidator = validator, connectionsReauthMsMax = 0) =>
+    new OAuthBearerSaslServer({ validator: v, nowMs: () => NOW_MS, connectionsReauthMsMax })
   const token = unsecured({ sub: 'alice', exp: NOW_S + 60, scope: ['write'] })
 
   it('completes with the token principal and its remaining lifetime, capped by connections.max.reauth.ms', async () => {

@@ -124,7 +124,7 @@ export function oauthBearerErrorJson(
 export interface OAuthBearerServerOptions {
   readonly validator: OAuthBearerValidator
   readonly nowMs: () => number
-  readonly connectionsMaxReauthMs?: number
+  readonly connectionsReauthMsMax?: number
 }
 
 export class OAuthBearerSaslServer implements SaslServer {
@@ -179,7 +179,7 @@ export class OAuthBearerSaslServer implements SaslServer {
       authorizationId: token.principalName,
       sessionLifetimeMs: sessionLifetimeMs({
         nowMs: this.#options.nowMs(),
-        connectionsMaxReauthMs: this.#options.connectionsMaxReauthMs ?? 0,
+        connectionsReauthMsMax: this.#options.connectionsReauthMsMax ?? 0,
         credentialExpiryMs: token.lifetimeMs,
       }),
       credentialExpiryMs: token.lifetimeMs,

@@ -12,11 +12,11 @@ const users = plainUsersFromJaas(
   ),
 )
 
-function server(connectionsMaxReauthMs = 0): PlainSaslServer {
+function server(connectionsReauthMsMax = 0): PlainSaslServer {
   return new PlainSaslServer({
     authenticate: plainAuthenticatorFromUsers(users),
     nowMs: () => 0,
-    connectionsMaxReauthMs,
+    connectionsReauthMsMax,
   })
 }
 

@@ -65,7 +65,7 @@ export function plainAuthenticatorFromUsers(users: ReadonlyMap<string, string>):
 export interface PlainServerOptions {
   readonly authenticate: PlainAuthenticator
   readonly nowMs: () => number
-  readonly connectionsMaxReauthMs?: number
+  readonly connectionsReauthMsMax?: number
 }
 
 /** Check one PLAIN message; throws SaslError with Kafka's client-visible messages. */
@@ -112,7 +112,7 @@ export class PlainSaslServer implements SaslServer {
       this.#state = 'COMPLETE'
       const lifetimeMs = sessionLifetimeMs({
         nowMs: this.#options.nowMs(),
-        connectionsMaxReauthMs: this.#options.connectionsMaxReauthMs ?? 0,
+        connectionsReauthMsMax: this.#options.connectionsReauthMsMax ?? 0,
         credentialExpiryMs: null,
       })
       return {

@@ -14,7 +14,7 @@ const credential = scramCredentialFromPassword('SCRAM-SHA-512', 'pw', 4096, new 
 const config: SaslServerConfig = {
   clock,
   random: new SeededRandom(1),
-  connectionsMaxReauthMs: { PLAIN: 120_000 },
+  connectionsReauthMsMax: { PLAIN: 120_000 },
   plain: { authenticate: plainAuthenticatorFromUsers(new Map([['alice', 'alice-secret']])) },
   scram: {
     mechanisms: ['SCRAM-SHA-512'],
@@ -64,8 +64,8 @@ describe('createSaslServer', () => {
 
 describe('sessionLifetimeMs (KIP-368)', () => {
   it("is Kafka's: the lesser of connections.max.reauth.ms and the credential's remaining life, 0 for none", () => {
-    const at = (connectionsMaxReauthMs: number, credentialExpiryMs: number | null) =>
-      sessionLifetimeMs({ nowMs: 1000, connectionsMaxReauthMs, credentialExpiryMs })
+    const at = (connectionsReauthMsMax: number, credentialExpiryMs: number | null) =>
+      sessionLifetimeMs({ nowMs: 1000, connectionsReauthMsMax, credentialExpiryMs })
     assert.equal(at(0, null), 0)
     assert.equal(at(-1, null), 0)
     assert.equal(at(5000, null), 5000)

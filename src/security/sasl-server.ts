@@ -15,7 +15,7 @@ export interface SaslServerConfig {
   readonly clock: Clock
   readonly random: Random
   /** `connections.max.reauth.ms` per mechanism (Kafka's `listener.name.<l>.<mechanism>.` prefix); 0: none. */
-  readonly connectionsMaxReauthMs?: Partial<Record<SaslMechanism, number>>
+  readonly connectionsReauthMsMax?: Partial<Record<SaslMechanism, number>>
   /** PLAIN: enabled when given. */
   readonly plain?: { readonly authenticate: PlainAuthenticator }
   /** SCRAM-SHA-256 and -512: enabled when given (each only if listed in `mechanisms`). */
@@ -50,15 +50,15 @@ function unsupported(mechanism: string): SaslFailure {
 export function createSaslServer(name: string, config: SaslServerConfig): SaslServer | SaslFailure {
   if (!isSaslMechanism(name) || !enabledSaslMechanisms(config).includes(name)) return unsupported(name)
   const nowMs = () => config.clock.nowMs()
-  const connectionsMaxReauthMs = config.connectionsMaxReauthMs?.[name] ?? 0
+  const connectionsReauthMsMax = config.connectionsReauthMsMax?.[name] ?? 0
   if (name === 'PLAIN') {
-    return new PlainSaslServer({ authenticate: config.plain!.authenticate, nowMs, connectionsMaxReauthMs })
+    return new PlainSaslServer({ authenticate: config.plain!.authenticate, nowMs, connectionsReauthMsMax })
   }
   if (name === 'OAUTHBEARER') {
     return new OAuthBearerSaslServer({
       validator: config.oauthbearer!.validator,
       nowMs,
-      connectionsMaxReauthMs,
+      connectionsReauthMsMax,
     })
   }
   const scram = config.scram!
@@ -69,6 +69,6 @@ export function createSaslServer(name: string, config: SaslServerConfig): SaslSe
     ...(tokenCredential === undefined ? {} : { tokenCredential: (id: string) => tokenCredential(name, id) }),
     random: config.random,
     nowMs,
-    connectionsMaxReauthMs,
+    connectionsReauthMsMax,
   })
 }

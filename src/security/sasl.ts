@@ -128,15 +128,15 @@ export interface SessionLifetimeInput {
   /** Wall time (ms) when authentication completed. */
   readonly nowMs: number
   /** `connections.max.reauth.ms` for the listener and mechanism; 0 or less: none. */
-  readonly connectionsMaxReauthMs: number
+  readonly connectionsReauthMsMax: number
   readonly credentialExpiryMs: number | null
 }
 
 /** KIP-368's session lifetime, as Kafka's SaslServerAuthenticator computes it (0: none). */
 export function sessionLifetimeMs(input: SessionLifetimeInput): number {
-  const maxReauthSet = input.connectionsMaxReauthMs > 0
+  const reauthLimited = input.connectionsReauthMsMax > 0
   const expiry = input.credentialExpiryMs
-  if (expiry === null) return maxReauthSet ? input.connectionsMaxReauthMs : 0
+  if (expiry === null) return reauthLimited ? input.connectionsReauthMsMax : 0
   const remainingMs = Math.max(0, expiry - input.nowMs)
-  return maxReauthSet ? Math.min(remainingMs, input.connectionsMaxReauthMs) : remainingMs
+  return reauthLimited ? Math.min(remainingMs, input.connectionsReauthMsMax) : remainingMs
 }

@@ -174,7 +174,7 @@ describe('SCRAM exchanges', () => {
 
     it(`${mechanism}: a full exchange with a drawn nonce, an escaped name, an authzid and a lifetime`, async () => {
       const credential = scramCredentialFromPassword(mechanism, 'sécret', 8192, new SeededRandom(5))
-      const s = server(mechanism, { 'a,b=c': credential }, { connectionsMaxReauthMs: 30_000 })
+      const s = server(mechanism, { 'a,b=c': credential }, { connectionsReauthMsMax: 30_000 })
       const bare = 'n=a=2Cb=3Dc,r=clientnonce,ext=value'
       const first = text(await s.evaluate(ascii(`n,a=a=2Cb=3Dc,${bare}`)))
       assert.match(first, /^r=clientnonce[0-9a-z]+,s=[A-Za-z0-9+/=]+,i=8192$/)

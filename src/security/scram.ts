@@ -166,7 +166,7 @@ export interface ScramServerOptions {
   /** The server nonce, for test vectors; default 130 random bits in base 36, as Kafka's. */
   readonly serverNonce?: () => string
   readonly nowMs: () => number
-  readonly connectionsMaxReauthMs?: number
+  readonly connectionsReauthMsMax?: number
 }
 
 /** What the first step leaves for the second. */
@@ -299,7 +299,7 @@ export class ScramSaslServer implements SaslServer {
       authorizationId: pending.principal,
       sessionLifetimeMs: sessionLifetimeMs({
         nowMs: this.#options.nowMs(),
-        connectionsMaxReauthMs: this.#options.connectionsMaxReauthMs ?? 0,
+        connectionsReauthMsMax: this.#options.connectionsReauthMsMax ?? 0,
         credentialExpiryMs: pending.expiryMs,
       }),
       credentialExpiryMs: pending.expiryMs,

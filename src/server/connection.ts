@@ -39,7 +39,7 @@ export interface ConnectionLimits {
   /** Bytes of frames read ahead and waiting; past it the socket stops being read. */
   readonly inFlightBytesMax: number
   /** `connections.max.idle.ms`: a connection with no traffic for this long is closed. */
-  readonly connectionsMaxIdleMs: number
+  readonly connectionsIdleMsMax: number
 }
 
 export interface ConnectionEvents {
@@ -311,7 +311,7 @@ export class Connection {
   }
 
   #armIdleTimer(): void {
-    const idleMs = this.#limits.connectionsMaxIdleMs
+    const idleMs = this.#limits.connectionsIdleMsMax
     const due = this.#lastActivityMs + idleMs - this.#clock.monotonicMs()
     this.#idleTimer = this.#clock.setTimer(Math.max(due, 1), () => {
       this.#idleTimer = null

@@ -124,7 +124,7 @@ async function startNode(options: { configs?: Record<string, string> } = {}): Pr
       image: () => loader.image,
       sessions: new FetchSessionCache({ slotsMax: 10, evictionMs: 120_000 }, new SeededRandom(1)),
       nowMs: () => clock.monotonicMs(),
-      fetchMaxBytes: 55 * 1024 * 1024,
+      fetchBytesMax: 55 * 1024 * 1024,
       fetchMessages: (s, p) => rm.fetchMessages(s, p),
     }),
     makeListOffsetsHandler(rm),

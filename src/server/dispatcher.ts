@@ -3,6 +3,7 @@
  * sockets: `dispatch` is also how tests inject frames into a node.
  */
 import {
+  type Api,
   ApiKey,
   apis,
   DecodeError,
@@ -14,6 +15,12 @@ import {
 } from '../protocol/index.ts'
 import { NO_RESPONSE, type RequestContext } from './handler.ts'
 import type { HandlerRegistry } from './registry.ts'
+
+/**
+ * A registry handler's api with its response type erased to `unknown`: the handler was defined
+ * against that api (`defineHandler`), so what it returned is that api's response.
+ */
+type ErasedApi = Api<unknown, never, unknown, unknown>
 
 export type DispatchResult =
   /**
@@ -111,7 +118,7 @@ export class Dispatcher {
       return { kind: 'none' }
     }
     try {
-      const frame = encodeResponse(handler.api, apiVersion, correlationId, result as never)
+      const frame = encodeResponse(handler.api as ErasedApi, apiVersion, correlationId, result)
       return after === null ? { kind: 'response', frame } : { kind: 'response', frame, done }
     } catch (e) {
       done()

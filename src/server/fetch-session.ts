@@ -4,7 +4,7 @@
  * handler reads the logs, this decides which partitions a request covers and which to answer.
  */
 import type { Random } from '../io/index.ts'
-import type { TopicName, Uuid } from '../model/index.ts'
+import { TopicName, type Uuid } from '../model/index.ts'
 import { ErrorCode, type FetchRequestData, type FetchResponseData } from '../protocol/index.ts'
 
 /** KIP-227 epochs: 0 starts a session, -1 ends one (or asks for none). */
@@ -63,7 +63,7 @@ export type FetchContext =
       readonly session: FetchSession
       readonly partitions: readonly FetchPartitionRequest[]
     }
-  | { readonly kind: 'error'; readonly errorCode: number }
+  | { readonly kind: 'error'; readonly errorCode: ErrorCode }
 
 function keyOf(usesTopicIds: boolean, topic: string, topicId: string, partition: number): string {
   return usesTopicIds ? `${topicId}:${partition}` : `${topic}:${partition}`
@@ -77,7 +77,7 @@ export function requestedPartitions(
 ): FetchPartitionRequest[] {
   const out: FetchPartitionRequest[] = []
   for (const t of req.topics) {
-    const topic = version >= 13 ? (nameOf(t.topicId) ?? ('' as TopicName)) : t.topic
+    const topic = version >= 13 ? (nameOf(t.topicId) ?? TopicName('')) : t.topic
     for (const p of t.partitions) {
       out.push({
         topic,
@@ -215,7 +215,7 @@ function mustRespond(cached: CachedPartition, answer: FetchResponseData.Partitio
   let must = false
   const records = answer.records
   if (records != null && records.length > 0) must = true
-  if ((answer.errorCode ?? 0) !== 0) must = true
+  if ((answer.errorCode ?? ErrorCode.None) !== ErrorCode.None) must = true
   if (answer.highWatermark !== undefined && answer.highWatermark !== cached.highWatermark) {
     cached.highWatermark = answer.highWatermark
     must = true

@@ -81,7 +81,7 @@ describe('ReadGcPacer', () => {
         requestBytesMax: 8 * MIB,
         inFlightRequestsMax: 8,
         inFlightBytesMax: 8 * MIB,
-        connectionsMaxIdleMs: 10_000,
+        connectionsIdleMsMax: 10_000,
         connectionsMax: 8,
       },
       log: () => {},

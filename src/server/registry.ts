@@ -1,6 +1,6 @@
 /**
  * The handlers a node serves, by api key. ApiVersions is derived from here, never hand-listed, so
- * what a node advertises is what it can answer (one exception, `ADVERTISED_MIN_VERSION`).
+ * what a node advertises is what it can answer (one exception, `ADVERTISED_VERSION_MIN`).
  */
 import { ApiKey, type ApiVersionsResponseData } from '../protocol/index.ts'
 import type { Handler } from './handler.ts'
@@ -11,7 +11,7 @@ import type { Handler } from './handler.ts'
  * Produce range does not start at 0. Weir does the same; a Produce v0-2 request still closes the
  * connection as any version the handler does not serve.
  */
-const ADVERTISED_MIN_VERSION: ReadonlyMap<number, number> = new Map([[ApiKey.Produce, 0]])
+const ADVERTISED_VERSION_MIN: ReadonlyMap<number, number> = new Map([[ApiKey.Produce, 0]])
 
 export class HandlerRegistry {
   readonly #byKey: Array<Handler | undefined> = []
@@ -34,7 +34,7 @@ export class HandlerRegistry {
     const out: ApiVersionsResponseData.ApiVersion[] = []
     for (const h of this.#byKey) {
       if (h !== undefined) {
-        const minVersion = Math.min(h.minVersion, ADVERTISED_MIN_VERSION.get(h.api.apiKey) ?? h.minVersion)
+        const minVersion = Math.min(h.minVersion, ADVERTISED_VERSION_MIN.get(h.api.apiKey) ?? h.minVersion)
         out.push({ apiKey: h.api.apiKey, minVersion, maxVersion: h.maxVersion })
       }
     }

@@ -79,7 +79,7 @@ function loopbackListener(
       requestBytesMax: 1024 * 1024,
       inFlightRequestsMax: 8,
       inFlightBytesMax,
-      connectionsMaxIdleMs: 10_000,
+      connectionsIdleMsMax: 10_000,
       connectionsMax: 8,
     },
     log: () => {},

@@ -22,7 +22,7 @@ const compactConfig = (overrides: Partial<LogConfig> = {}): LogConfig =>
   config({
     cleanupPolicy: { delete: false, compact: true },
     segmentBytes: 400,
-    minCleanableDirtyRatio: 0.01,
+    cleanableDirtyRatioMin: 0.01,
     deleteRetentionMs: 10_000,
     ...overrides,
   })
@@ -90,7 +90,7 @@ async function fileRecords(disk: SimDisk, log: PartitionLog): Promise<Map<bigint
 describe('OffsetMap', () => {
   it('keeps the latest offset per key within its memory, then reports full', () => {
     const map = new OffsetMap(24 * 100, 0.9)
-    assert.equal(map.maxEntries, 90)
+    assert.equal(map.entriesMax, 90)
     for (let i = 0; i < 90; i++) map.put(Buffer.from(`key-${i}`), i)
     assert.ok(map.isFull)
     map.put(Buffer.from('key-3'), 1000) // an existing key still updates
@@ -200,7 +200,7 @@ describe('log cleaner', () => {
   })
 
   it('honours min.compaction.lag.ms', async () => {
-    const { m, log, clock } = await setup(compactConfig({ minCompactionLagMs: 5000 }))
+    const { m, log, clock } = await setup(compactConfig({ compactionLagMsMin: 5000 }))
     await writeUpdates(log, 40, 2, clock.nowMs())
     assert.equal(await m.runCleanerOnce(), null, 'everything is younger than the lag')
     clock.advance(5001)

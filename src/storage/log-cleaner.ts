@@ -126,10 +126,10 @@ export class LogCleaner {
       const dirty = dirtySegments(c.log.segments, chosen.firstDirtyOffset, chosen.firstUncleanableOffset)
       const firstDirtyTs = dirty[0]?.rollingBasedTimestampMs ?? dirty[0]?.maxTimestampMs ?? -1
       const urgent =
-        config.maxCompactionLagMs < NEVER_MS &&
+        config.compactionLagMsMax < NEVER_MS &&
         firstDirtyTs >= 0 &&
-        nowMs - firstDirtyTs > config.maxCompactionLagMs
-      if (!urgent && chosen.dirtyRatio < config.minCleanableDirtyRatio) continue
+        nowMs - firstDirtyTs > config.compactionLagMsMax
+      if (!urgent && chosen.dirtyRatio < config.cleanableDirtyRatioMin) continue
       if (
         best === null ||
         (urgent && !bestUrgent) ||
@@ -357,7 +357,7 @@ function measure(c: CleanerCandidate, nowMs: number): ChosenLog | null {
   if (firstDirty > active.baseOffset) firstDirty = active.baseOffset
   let firstUncleanable = active.baseOffset
   if (c.upperBound !== undefined && c.upperBound < firstUncleanable) firstUncleanable = c.upperBound
-  const lagMs = log.config.minCompactionLagMs
+  const lagMs = log.config.compactionLagMsMin
   if (lagMs > 0) {
     // min.compaction.lag.ms: the first segment with a record younger than the lag, and all after it.
     for (let i = 0; i < segments.length - 1; i++) {

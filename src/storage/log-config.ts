@@ -47,23 +47,23 @@ export interface LogConfig {
   /** `cleanup.policy`: `delete`, `compact`, or both. */
   readonly cleanupPolicy: CleanupPolicy
   /** `min.cleanable.dirty.ratio`: clean a log once dirty / (clean + dirty) bytes reach this. */
-  readonly minCleanableDirtyRatio: number
+  readonly cleanableDirtyRatioMin: number
   /** `delete.retention.ms`: how long the cleaner keeps a tombstone after it first cleans it. */
   readonly deleteRetentionMs: number
   /** `min.compaction.lag.ms`: records younger than this are never compacted. */
-  readonly minCompactionLagMs: number
+  readonly compactionLagMsMin: number
   /** `max.compaction.lag.ms`: a dirty record older than this makes its log due for cleaning. */
-  readonly maxCompactionLagMs: number
+  readonly compactionLagMsMax: number
   /** `file.delete.delay.ms`: a deleted segment stays as `.deleted` files this long. */
   readonly fileDeleteDelayMs: number
   /** `max.message.bytes`: the largest record batch accepted. */
-  readonly maxMessageBytes: number
+  readonly messageBytesMax: number
   /** `message.timestamp.type`. */
   readonly messageTimestampType: 'CreateTime' | 'LogAppendTime'
   /** `message.timestamp.before.max.ms`: CreateTime may be at most this far in the past. */
-  readonly messageTimestampBeforeMaxMs: number
+  readonly messageTimestampBeforeMsMax: number
   /** `message.timestamp.after.max.ms`: CreateTime may be at most this far in the future. */
-  readonly messageTimestampAfterMaxMs: number
+  readonly messageTimestampAfterMsMax: number
 }
 
 /** Settings of one log directory's manager (broker keys). */
@@ -115,20 +115,20 @@ export function logConfigFrom(c: EffectiveConfig): LogConfig {
     retentionMs: num(c, 'retention.ms'),
     retentionBytes: num(c, 'retention.bytes'),
     cleanupPolicy: Object.freeze(parseCleanupPolicy(c.list('cleanup.policy'))),
-    minCleanableDirtyRatio: c.double('min.cleanable.dirty.ratio'),
+    cleanableDirtyRatioMin: c.double('min.cleanable.dirty.ratio'),
     deleteRetentionMs: num(c, 'delete.retention.ms'),
-    minCompactionLagMs: num(c, 'min.compaction.lag.ms'),
-    maxCompactionLagMs: num(c, 'max.compaction.lag.ms'),
+    compactionLagMsMin: num(c, 'min.compaction.lag.ms'),
+    compactionLagMsMax: num(c, 'max.compaction.lag.ms'),
     fileDeleteDelayMs: num(c, 'file.delete.delay.ms'),
-    maxMessageBytes: num(c, 'max.message.bytes'),
+    messageBytesMax: num(c, 'max.message.bytes'),
     messageTimestampType: type === 'LogAppendTime' ? 'LogAppendTime' : 'CreateTime',
-    messageTimestampBeforeMaxMs: num(c, 'message.timestamp.before.max.ms'),
-    messageTimestampAfterMaxMs: num(c, 'message.timestamp.after.max.ms'),
+    messageTimestampBeforeMsMax: num(c, 'message.timestamp.before.max.ms'),
+    messageTimestampAfterMsMax: num(c, 'message.timestamp.after.max.ms'),
   }
   // Relationships between limits, asserted in one place (the config module validated each value).
   assert(config.segmentIndexBytes >= 8, 'segment.index.bytes must hold one index entry')
   assert(
-    config.maxCompactionLagMs >= config.minCompactionLagMs,
+    config.compactionLagMsMax >= config.compactionLagMsMin,
     'max.compaction.lag.ms >= min.compaction.lag.ms',
   )
   return Object.freeze(config)

@@ -12,7 +12,7 @@ import { LOG_DIR_PROBE_FILE, LogDirFile, LogManager } from './log-manager.ts'
 import { LogOfflineError } from './partition-log.ts'
 
 const ROOT = LOG_DIR_ROOT
-const setup = () => logDirSetup({ probe: { backoffMs: 100, backoffMaxMs: 800 } })
+const setup = () => logDirSetup({ probe: { backoffMs: 100, backoffMsMax: 800 } })
 
 /** Lets the SimDisk's asynchronous operations run (no real I/O exists here). */
 async function until(what: string, cond: () => boolean): Promise<void> {
@@ -74,7 +74,7 @@ describe('log directory health', () => {
     )
     assert.ok(
       gaps.every((g) => g <= 800 + 800),
-      `probe delays stay bounded by backoffMaxMs: ${gaps.join(', ')}`,
+      `probe delays stay bounded by backoffMsMax: ${gaps.join(', ')}`,
     )
     assert.equal(m.state, 'offline')
     assert.deepEqual(events, ['offline: ENOSPC'])

@@ -92,10 +92,10 @@ export interface LogDirProbeConfig {
   /** The first probe's delay after the directory goes offline. */
   readonly backoffMs: number
   /** The longest wait between probes (the delay doubles up to it). */
-  readonly backoffMaxMs: number
+  readonly backoffMsMax: number
 }
 
-export const DEFAULT_LOG_DIR_PROBE: LogDirProbeConfig = { backoffMs: 500, backoffMaxMs: 10_000 }
+export const DEFAULT_LOG_DIR_PROBE: LogDirProbeConfig = { backoffMs: 500, backoffMsMax: 10_000 }
 
 /** The probe's file, written, fsynced and removed in the directory. */
 export const LOG_DIR_PROBE_FILE = '.weir-probe'
@@ -176,8 +176,8 @@ export class LogManager {
     this.defaultLogConfig = options.defaultLogConfig ?? DEFAULT_LOG_CONFIG
     this.#probe = { ...DEFAULT_LOG_DIR_PROBE, ...options.probe }
     assert(
-      this.#probe.backoffMs >= 1 && this.#probe.backoffMaxMs >= this.#probe.backoffMs,
-      'log dir probe: 1 <= backoffMs <= backoffMaxMs',
+      this.#probe.backoffMs >= 1 && this.#probe.backoffMsMax >= this.#probe.backoffMs,
+      'log dir probe: 1 <= backoffMs <= backoffMsMax',
     )
     this.#cleaner = new LogCleaner({
       dedupeBufferBytes: this.config.cleanerDedupeBufferBytes,
@@ -450,7 +450,7 @@ export class LogManager {
       this.#state = 'offline'
       this.#offlineCause = err
       for (const h of this.#logs.values()) if (h.log.offlineCause === null) h.log.markOffline(err)
-      this.#probeDelayMs = Math.min(this.#probeDelayMs * 2, this.#probe.backoffMaxMs)
+      this.#probeDelayMs = Math.min(this.#probeDelayMs * 2, this.#probe.backoffMsMax)
       this.#armProbe()
       return
     }

@@ -104,7 +104,7 @@ export class LogSegment {
   /** Largest batch maxTimestamp seen (ms), -1 when none; with the last offset of that batch. */
   maxTimestampMs = -1
   /** `offsetOfMaxTimestamp` relative to the base. */
-  #maxTimestampRelative = 0
+  #relativeOffsetOfMaxTimestamp = 0
   /** The base offset as two uint32 halves, to write absolute offsets without BigInt arithmetic. */
   readonly #baseHigh: number
   readonly #baseLow: number
@@ -259,7 +259,7 @@ export class LogSegment {
 
   /** The last offset of the batch holding `maxTimestampMs` (the base offset when none). */
   get offsetOfMaxTimestamp(): bigint {
-    return this.baseOffset + BigInt(this.#maxTimestampRelative)
+    return this.baseOffset + BigInt(this.#relativeOffsetOfMaxTimestamp)
   }
 
   get isEmpty(): boolean {
@@ -290,8 +290,8 @@ export class LogSegment {
     const timeIndex = this.#timeIndex
     if (offsetIndex === null || timeIndex === null) return false
     return (
-      offsetIndex.entries + batches <= offsetIndex.maxEntries &&
-      timeIndex.entries + batches <= timeIndex.maxEntries
+      offsetIndex.entries + batches <= offsetIndex.entriesMax &&
+      timeIndex.entries + batches <= timeIndex.entriesMax
     )
   }
 
@@ -361,7 +361,7 @@ export class LogSegment {
     this.#timeIndex = timeIndex
     if (timeLast !== null && timeLast !== undefined && timeLast.timestampMs > this.maxTimestampMs) {
       this.maxTimestampMs = timeLast.timestampMs
-      this.#maxTimestampRelative = timeLast.relativeOffset
+      this.#relativeOffsetOfMaxTimestamp = timeLast.relativeOffset
     }
     this.indexFilesCurrent = true
   }
@@ -382,7 +382,7 @@ export class LogSegment {
     }
     if (last !== null && last !== undefined) {
       this.maxTimestampMs = last.timestampMs
-      this.#maxTimestampRelative = last.relativeOffset
+      this.#relativeOffsetOfMaxTimestamp = last.relativeOffset
     }
   }
 
@@ -400,7 +400,7 @@ export class LogSegment {
     this.#offsetIndex = new OffsetIndex(segmentIndexBytes)
     this.#timeIndex = new TimeIndex(segmentIndexBytes)
     this.maxTimestampMs = -1
-    this.#maxTimestampRelative = 0
+    this.#relativeOffsetOfMaxTimestamp = 0
     this.rollingBasedTimestampMs = null
     this.#bytesSinceLastIndexEntry = 0
     this.#nextRelative = 0
@@ -469,7 +469,7 @@ export class LogSegment {
       const lastRelative = this.relative(b.lastOffset)
       if (ts > this.maxTimestampMs) {
         this.maxTimestampMs = ts
-        this.#maxTimestampRelative = lastRelative
+        this.#relativeOffsetOfMaxTimestamp = lastRelative
       }
       next = lastRelative + 1
     }
@@ -491,7 +491,7 @@ export class LogSegment {
   ): void {
     if (maxTimestampMs > this.maxTimestampMs) {
       this.maxTimestampMs = maxTimestampMs
-      this.#maxTimestampRelative = lastRelative
+      this.#relativeOffsetOfMaxTimestamp = lastRelative
     }
     if (this.#bytesSinceLastIndexEntry > this.#settings.indexIntervalBytes) {
       const offsetIndex = this.#offsetIndex!
@@ -499,7 +499,7 @@ export class LogSegment {
       // A rebuild under a smaller segment.index.bytes than the data was written with: sparser index.
       if (!(rebuilding && (offsetIndex.isFull || timeIndex.isFull))) {
         offsetIndex.append(lastRelative, position)
-        timeIndex.maybeAppend(this.maxTimestampMs, this.#maxTimestampRelative)
+        timeIndex.maybeAppend(this.maxTimestampMs, this.#relativeOffsetOfMaxTimestamp)
       }
       this.#bytesSinceLastIndexEntry = 0
     }
@@ -700,8 +700,8 @@ export class LogSegment {
 
   /**
    * Whole batches from the one containing `offset`: at most `maxBytes` of them, except that the
-   * first batch comes whole even when larger, if `minOneBatch`. Only batches whose last offset is
-   * below `maxOffset` (exclusive). Null when no batch in this segment reaches `offset`.
+   * first batch comes whole even when larger, if `atLeastOneBatch`. Only batches whose last offset is
+   * below `offsetMax` (exclusive). Null when no batch in this segment reaches `offset`.
    *
    * One file read in the common case: from the batch where a previous read of this segment ended
    * (a consumer reading on; `#readHints`), or else from the offset index's entry, with room for the
@@ -714,8 +714,8 @@ export class LogSegment {
   async read(
     offset: bigint,
     maxBytes: number,
-    maxOffset: bigint,
-    minOneBatch: boolean,
+    offsetMax: bigint,
+    atLeastOneBatch: boolean,
     buffers?: ReadBuffers,
   ): Promise<Buffer | null> {
     await this.ensureIndexes()
@@ -762,7 +762,7 @@ export class LogSegment {
     }
     const firstSize = LOG_OVERHEAD + buf.readInt32BE(at + BatchOffsets.batchLength)
     const firstLast = buf.readBigInt64BE(at) + BigInt(buf.readInt32BE(at + BatchOffsets.lastOffsetDelta))
-    if (firstLast >= maxOffset || (firstSize > maxBytes && !minOneBatch)) {
+    if (firstLast >= offsetMax || (firstSize > maxBytes && !atLeastOneBatch)) {
       buffers?.release(buf)
       return EMPTY
     }
@@ -782,7 +782,7 @@ export class LogSegment {
       const size = LOG_OVERHEAD + buf.readInt32BE(end + BatchOffsets.batchLength)
       if (end + size > got || (end > at && end - at + size > maxBytes)) break
       const lastOffset = buf.readBigInt64BE(end) + BigInt(buf.readInt32BE(end + BatchOffsets.lastOffsetDelta))
-      if (lastOffset >= maxOffset) break
+      if (lastOffset >= offsetMax) break
       end += size
       nextOffset = lastOffset + 1n
     }
@@ -890,7 +890,7 @@ export class LogSegment {
     // Recompute the end and timestamps from the last index entry on.
     const timeLast = this.#timeIndex!.lastEntry
     this.maxTimestampMs = timeLast?.timestampMs ?? -1
-    this.#maxTimestampRelative = timeLast === null ? 0 : timeLast.relativeOffset
+    this.#relativeOffsetOfMaxTimestamp = timeLast === null ? 0 : timeLast.relativeOffset
     this.#nextRelative = null
     this.rollingBasedTimestampMs = this.size === 0 ? null : this.rollingBasedTimestampMs
     await this.loadEnd()
@@ -906,7 +906,7 @@ export class LogSegment {
   async seal(): Promise<void> {
     await this.ensureIndexes()
     if (this.maxTimestampMs >= 0 && this.#nextRelative !== null) {
-      this.#timeIndex!.maybeAppend(this.maxTimestampMs, this.#maxTimestampRelative, true)
+      this.#timeIndex!.maybeAppend(this.maxTimestampMs, this.#relativeOffsetOfMaxTimestamp, true)
     }
     await this.sync()
     await this.writeIndexFiles()

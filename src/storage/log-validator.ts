@@ -33,7 +33,7 @@ const ERROR_CODE_BY_NAME = new Map<string, Exclude<ErrorCode, 0>>(
 const REPLICATION_SCAN: ScanOptions = { origin: 'log', requireBatch: false }
 
 interface ScanOptionsFor {
-  readonly maxMessageBytes: number
+  readonly messageBytesMax: number
   readonly client: ScanOptions
   readonly log: ScanOptions
 }
@@ -93,11 +93,11 @@ export class LogValidator {
    * goes forward (a step back is seen at the next round's reading).
    */
   #allPassTimestamps(config: LogConfig): boolean {
-    const maxMs = this.scan.maxTimestampMs
-    if (boundsNever(config)) return maxMs <= NEVER_MS
+    const msMax = this.scan.maxTimestampMs
+    if (boundsNever(config)) return msMax <= NEVER_MS
     return (
-      config.messageTimestampBeforeMaxMs >= NEVER_MS &&
-      maxMs - this.#clockSeenMs <= config.messageTimestampAfterMaxMs
+      config.messageTimestampBeforeMsMax >= NEVER_MS &&
+      msMax - this.#clockSeenMs <= config.messageTimestampAfterMsMax
     )
   }
 
@@ -107,7 +107,7 @@ export class LogValidator {
    */
   #checkEachBatch(batches: Buffer, config: LogConfig, logAppendTime: boolean): AppendRefusal | null {
     const never = boundsNever(config)
-    const afterOnly = config.messageTimestampBeforeMaxMs >= NEVER_MS
+    const afterOnly = config.messageTimestampBeforeMsMax >= NEVER_MS
     const compact = config.cleanupPolicy.compact
     const count = this.scan.batches
     let nowMs: number | null = null
@@ -117,8 +117,8 @@ export class LogValidator {
         this.logAppendTimeMs = nowMs
         setMaxTimestampAndLogAppendTime(batches, at, BigInt(nowMs), { baseTimestamp: false })
       } else if (!never) {
-        const maxMs = readInt64AsNumber(batches, at + BatchOffsets.maxTimestamp)
-        if (afterOnly && nowMs === null && maxMs - this.#clockSeenMs <= config.messageTimestampAfterMaxMs) {
+        const msMax = readInt64AsNumber(batches, at + BatchOffsets.maxTimestamp)
+        if (afterOnly && nowMs === null && msMax - this.#clockSeenMs <= config.messageTimestampAfterMsMax) {
           // Accepted against an earlier reading of the clock: accepted now.
         } else {
           nowMs ??= this.readClock()
@@ -142,10 +142,10 @@ export class LogValidator {
   #scanOptions(origin: AppendOrigin, config: LogConfig): ScanOptions {
     if (origin === 'replication') return REPLICATION_SCAN
     let cached = this.#scanOptionsFor
-    if (cached === null || cached.maxMessageBytes !== config.maxMessageBytes) {
-      const batchBytesMax = config.maxMessageBytes
+    if (cached === null || cached.messageBytesMax !== config.messageBytesMax) {
+      const batchBytesMax = config.messageBytesMax
       cached = {
-        maxMessageBytes: batchBytesMax,
+        messageBytesMax: batchBytesMax,
         client: { origin: 'client', batchBytesMax },
         log: { origin: 'log', batchBytesMax },
       }
@@ -157,7 +157,7 @@ export class LogValidator {
 
 /** Neither CreateTime bound applies (both NEVER_MS, Kafka's Long.MAX_VALUE). */
 function boundsNever(config: LogConfig): boolean {
-  return config.messageTimestampAfterMaxMs >= NEVER_MS && config.messageTimestampBeforeMaxMs >= NEVER_MS
+  return config.messageTimestampAfterMsMax >= NEVER_MS && config.messageTimestampBeforeMsMax >= NEVER_MS
 }
 
 /** A follower's batches keep their offsets: each must start past the one before. */
@@ -184,11 +184,11 @@ function scanError(e: BatchScanError): AppendRefusal {
 function checkTimestamps(buf: Buffer, at: number, nowMs: number, config: LogConfig): string | null {
   const max = readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
   const base = readInt64AsNumber(buf, at + BatchOffsets.baseTimestamp)
-  if (max >= 0 && max - nowMs > config.messageTimestampAfterMaxMs) {
-    return `timestamp ${max} is more than message.timestamp.after.max.ms ${config.messageTimestampAfterMaxMs} ahead of the broker's time ${nowMs}`
+  if (max >= 0 && max - nowMs > config.messageTimestampAfterMsMax) {
+    return `timestamp ${max} is more than message.timestamp.after.max.ms ${config.messageTimestampAfterMsMax} ahead of the broker's time ${nowMs}`
   }
-  if (base >= 0 && nowMs - base > config.messageTimestampBeforeMaxMs) {
-    return `timestamp ${base} is more than message.timestamp.before.max.ms ${config.messageTimestampBeforeMaxMs} behind the broker's time ${nowMs}`
+  if (base >= 0 && nowMs - base > config.messageTimestampBeforeMsMax) {
+    return `timestamp ${base} is more than message.timestamp.before.max.ms ${config.messageTimestampBeforeMsMax} behind the broker's time ${nowMs}`
   }
   return null
 }

@@ -14,25 +14,25 @@ export interface OffsetPosition {
   readonly position: number
 }
 
-/** The index of one segment. Bounded: at most `maxEntries` entries (from `segment.index.bytes`). */
+/** The index of one segment. Bounded: at most `entriesMax` entries (from `segment.index.bytes`). */
 export class OffsetIndex {
-  readonly maxEntries: number
+  readonly entriesMax: number
   #buf: Buffer
   #entries = 0
 
-  constructor(maxIndexBytes: number) {
-    this.maxEntries = Math.floor(maxIndexBytes / OFFSET_INDEX_ENTRY_BYTES)
-    assert(this.maxEntries >= 1, 'offset index must hold at least one entry')
-    this.#buf = Buffer.alloc(Math.min(this.maxEntries, 64) * OFFSET_INDEX_ENTRY_BYTES)
+  constructor(indexBytesMax: number) {
+    this.entriesMax = Math.floor(indexBytesMax / OFFSET_INDEX_ENTRY_BYTES)
+    assert(this.entriesMax >= 1, 'offset index must hold at least one entry')
+    this.#buf = Buffer.alloc(Math.min(this.entriesMax, 64) * OFFSET_INDEX_ENTRY_BYTES)
   }
 
   /**
    * Load an index file's bytes, or null when they are not a sane index for a segment of
    * `segmentBytes`: a partial entry, entries not strictly increasing, a position past the end.
    */
-  static fromBytes(bytes: Buffer, maxIndexBytes: number, segmentBytes: number): OffsetIndex | null {
+  static fromBytes(bytes: Buffer, indexBytesMax: number, segmentBytes: number): OffsetIndex | null {
     if (bytes.length % OFFSET_INDEX_ENTRY_BYTES !== 0) return null
-    const index = new OffsetIndex(Math.max(maxIndexBytes, bytes.length))
+    const index = new OffsetIndex(Math.max(indexBytesMax, bytes.length))
     let lastRel = -1
     let lastPos = -1
     for (let at = 0; at < bytes.length; at += OFFSET_INDEX_ENTRY_BYTES) {
@@ -51,7 +51,7 @@ export class OffsetIndex {
   }
 
   get isFull(): boolean {
-    return this.#entries >= this.maxEntries
+    return this.#entries >= this.entriesMax
   }
 
   /** The last entry, or null when empty. */
@@ -82,7 +82,7 @@ export class OffsetIndex {
     }
     assert(relativeOffset >= 0 && relativeOffset <= 0x7fffffff, 'relative offset out of int32 range')
     if (at + OFFSET_INDEX_ENTRY_BYTES > this.#buf.length) {
-      const grown = Buffer.alloc(Math.min(this.#buf.length * 2, this.maxEntries * OFFSET_INDEX_ENTRY_BYTES))
+      const grown = Buffer.alloc(Math.min(this.#buf.length * 2, this.entriesMax * OFFSET_INDEX_ENTRY_BYTES))
       this.#buf.copy(grown)
       this.#buf = grown
     }

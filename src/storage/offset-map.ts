@@ -90,11 +90,11 @@ export function murmur3x86x128(key: Uint8Array, out: Int32Array, seed = 0): void
 /**
  * A bounded map from record key to the latest offset seen for it. Its memory is fixed at
  * construction (`memoryBytes`, e.g. `log.cleaner.dedupe.buffer.size`); it accepts keys until
- * `maxEntries` (`loadFactor` of the slots) and then reports `isFull`.
+ * `entriesMax` (`loadFactor` of the slots) and then reports `isFull`.
  */
 export class OffsetMap {
   readonly slots: number
-  readonly maxEntries: number
+  readonly entriesMax: number
   readonly #ints: Int32Array
   readonly #hash = new Int32Array(4)
   #size = 0
@@ -103,7 +103,7 @@ export class OffsetMap {
     this.slots = Math.floor(memoryBytes / OFFSET_MAP_SLOT_BYTES)
     assert(this.slots >= 1, `offset map needs at least ${OFFSET_MAP_SLOT_BYTES} bytes`)
     assert(loadFactor > 0 && loadFactor <= 1, 'load factor must be in (0, 1]')
-    this.maxEntries = Math.max(1, Math.floor(this.slots * loadFactor))
+    this.entriesMax = Math.max(1, Math.floor(this.slots * loadFactor))
     this.#ints = new Int32Array(this.slots * INTS_PER_SLOT)
     this.clear()
   }
@@ -113,12 +113,12 @@ export class OffsetMap {
   }
 
   get isFull(): boolean {
-    return this.#size >= this.maxEntries
+    return this.#size >= this.entriesMax
   }
 
   /** Free slots before the map is full. */
   get remaining(): number {
-    return this.maxEntries - this.#size
+    return this.entriesMax - this.#size
   }
 
   /** Forget every key (the memory stays). */

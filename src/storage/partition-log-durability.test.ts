@@ -332,7 +332,7 @@ describe('PartitionLog with write rounds in flight', () => {
         )
       for (let i = 0; i < 10; i++) await null // the writer issues this cohort as its own round
     }
-    assert.equal(disk.maxWritesInFlight, 3, 'a, b and c at the disk at once; d waits for a slot')
+    assert.equal(disk.writesInFlightMax, 3, 'a, b and c at the disk at once; d waits for a slot')
     assert.equal(disk.writes, 1, 'c completed beside the two held')
     assert.equal(log.logEndOffset, 0n, 'nothing readable before the oldest round completes')
     gates[1]!() // b completes before a: still nothing readable, nothing resolved
@@ -349,7 +349,7 @@ describe('PartitionLog with write rounds in flight', () => {
       resolved,
       ['a', 'b', 'c', 'd'].flatMap((c) => [0, 1, 2].map((i) => `${c}${i}`)),
     )
-    assert.equal(disk.maxWritesInFlight, 3)
+    assert.equal(disk.writesInFlightMax, 3)
     disk.setHook(null)
     assert.deepEqual(
       (await readAll(log)).map((r) => r.value),
@@ -365,7 +365,7 @@ describe('PartitionLog with write rounds in flight', () => {
     for (let i = 0; i < 10; i++) await null
     const second = log.append(valuesBatch(1, 'b'))
     for (let i = 0; i < 10; i++) await null
-    assert.equal(disk.maxWritesInFlight, 1)
+    assert.equal(disk.writesInFlightMax, 1)
     held.release()
     assert.deepEqual(
       (await Promise.all([first, second])).map((r) => (r.errorCode === 0 ? Number(r.baseOffset) : -1)),
@@ -387,7 +387,7 @@ describe('PartitionLog with write rounds in flight', () => {
       rounds.push(Array.from({ length: 2 }, (_, i) => log.append(valuesBatch(1, `${cohort}${i}`))))
       for (let i = 0; i < 10; i++) await null
     }
-    assert.equal(disk.maxWritesInFlight, 3)
+    assert.equal(disk.writesInFlightMax, 3)
     gates[1]!() // b is written; a fails
     gates[0]!('EIO')
     for (const o of await Promise.allSettled(rounds.flat())) {
@@ -426,7 +426,7 @@ describe('PartitionLog with write rounds in flight', () => {
     // The second round is written (beside the held first) and completes first at the disk.
     for (let i = 0; i < 50 && disk.writes < 1; i++) await null
     assert.equal(disk.writes, 1, 'the second write completed while the first is held')
-    assert.equal(disk.maxWritesInFlight, 2)
+    assert.equal(disk.writesInFlightMax, 2)
     // A read never sees a hole: nothing is readable before the first round completes.
     assert.equal(log.logEndOffset, 0n)
     const early = await log.read(0n, 1 << 20)
@@ -463,7 +463,7 @@ describe('PartitionLog with write rounds in flight', () => {
     for (let i = 0; i < 10; i++) await null
     const second = Array.from({ length: 5 }, (_, i) => log.append(valuesBatch(1, `b${i}`), { flush: true }))
     for (let i = 0; i < 50 && disk.writes < 2; i++) await null
-    assert.equal(disk.maxWritesInFlight, 2)
+    assert.equal(disk.writesInFlightMax, 2)
     held.release('EIO')
     const outcomes = await Promise.allSettled([...first, ...second])
     for (const o of outcomes) {
@@ -490,12 +490,12 @@ describe('PartitionLog with write rounds in flight', () => {
     disk.setHook(firstWrite.hook)
     const first = log.append(valuesBatch(1, 'a'))
     for (let i = 0; i < 10; i++) await null // its write is held at the disk; the writer waits
-    assert.equal(disk.maxWritesInFlight, 1)
+    assert.equal(disk.writesInFlightMax, 1)
     const burst: Promise<AppendResult>[] = []
     for (let i = 0; i < 2; i++) burst.push(log.append(valuesBatch(1, `b${i}`)))
-    assert.equal(disk.maxWritesInFlight, 1)
+    assert.equal(disk.writesInFlightMax, 1)
     burst.push(log.append(valuesBatch(1, 'b2')))
-    assert.equal(disk.maxWritesInFlight, 2, 'the third append issued the round b0-b2 in its own call')
+    assert.equal(disk.writesInFlightMax, 2, 'the third append issued the round b0-b2 in its own call')
     for (let i = 3; i < 6; i++) burst.push(log.append(valuesBatch(1, `b${i}`)))
     assert.equal(log.logEndOffset, 0n)
     firstWrite.release()

@@ -95,7 +95,7 @@ describe('PartitionLog append and read', () => {
     const two = await log.read(0n, sizes[0]! + sizes[1]! + 5)
     assert.ok(two.errorCode === 0 && 'records' in two)
     assert.equal(two.records.length, sizes[0]! + sizes[1]!)
-    const none = await log.read(0n, 10, { minOneBatch: false })
+    const none = await log.read(0n, 10, { atLeastOneBatch: false })
     assert.ok(none.errorCode === 0 && 'records' in none)
     assert.equal(none.records.length, 0)
     // From the middle of a batch: the batch holding the offset comes first.
@@ -104,11 +104,11 @@ describe('PartitionLog append and read', () => {
     assert.equal(readBatchHeader(mid.records).baseOffset, 4n)
   })
 
-  it('stops below maxOffset (the high watermark) and refuses offsets out of range', async () => {
+  it('stops below offsetMax (the high watermark) and refuses offsets out of range', async () => {
     const { log } = await openSimLog()
     await log.append(valuesBatch(2, 'a'))
     await log.append(valuesBatch(2, 'b'))
-    const r = await log.read(0n, 1 << 20, { maxOffset: 2n })
+    const r = await log.read(0n, 1 << 20, { offsetMax: 2n })
     assert.ok(r.errorCode === 0 && 'records' in r)
     assert.equal(readBatchHeader(r.records).baseOffset, 0n)
     assert.equal(r.records.length, readBatchHeader(r.records).batchLength + 12)
@@ -119,7 +119,7 @@ describe('PartitionLog append and read', () => {
   })
 
   it('refuses corrupt, oversized and out-of-policy batches with Kafka error codes', async () => {
-    const { log } = await openSimLog({ maxMessageBytes: 200 })
+    const { log } = await openSimLog({ messageBytesMax: 200 })
     const bad = valuesBatch(1, 'x')
     bad.writeUInt8(bad.readUInt8(bad.length - 1) ^ 0xff, bad.length - 1)
     assert.equal((await log.append(bad)).errorCode, ErrorCode.CorruptMessage)
@@ -147,7 +147,7 @@ describe('PartitionLog append and read', () => {
     // streams, their joins and its byte-wise tail. A corrupt batch is refused whole with
     // CORRUPT_MESSAGE, on a client's append, a follower's and among good batches, and nothing lands.
     for (const valueBytes of [1000, 16 * 1024, 3 * 8192 + 777]) {
-      const { log } = await openSimLog({ maxMessageBytes: 1 << 20, segmentBytes: 1 << 22 })
+      const { log } = await openSimLog({ messageBytesMax: 1 << 20, segmentBytes: 1 << 22 })
       const good = batch([{ key: 'k', value: 'v'.repeat(valueBytes) }])
       const positions = [21, 22, 61, good.length >> 1, good.length - 8, good.length - 1]
       for (const at of positions) {
@@ -176,7 +176,7 @@ describe('PartitionLog append and read', () => {
   })
 
   it('checks CreateTime bounds and stamps LogAppendTime', async () => {
-    const { log, clock } = await openSimLog({ messageTimestampAfterMaxMs: 1000 })
+    const { log, clock } = await openSimLog({ messageTimestampAfterMsMax: 1000 })
     const future = await log.append(valuesBatch(1, 'x', clock.nowMs() + 5000))
     assert.equal(future.errorCode, ErrorCode.InvalidTimestamp)
     // Under the default bounds (NEVER_MS) only a timestamp past NEVER_MS is too far ahead.
@@ -204,7 +204,7 @@ describe('PartitionLog append and read', () => {
       }
     }
     const clock = new CountingClock({ nowMs: 1_000_000 })
-    const { log } = await openSimLog({ messageTimestampAfterMaxMs: 1000 }, { clock })
+    const { log } = await openSimLog({ messageTimestampAfterMsMax: 1000 }, { clock })
     const t0 = clock.nowMs()
     assert.equal((await log.append(valuesBatch(1, 'a', t0))).errorCode, 0)
     const reads = clock.reads

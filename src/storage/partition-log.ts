@@ -123,9 +123,9 @@ export type AppendResult =
 
 export interface ReadOptions {
   /** Exclusive bound: only batches whose last offset is below it (the high watermark). */
-  readonly maxOffset?: bigint
+  readonly offsetMax?: bigint
   /** Return the first batch whole even when larger than `maxBytes` (default true, as Kafka). */
-  readonly minOneBatch?: boolean
+  readonly atLeastOneBatch?: boolean
   /**
    * Where file reads get their buffers (`read-buffer-pool.ts`); the caller then releases the
    * returned `records` to it once written. Default: a new buffer per read, left to the GC.
@@ -501,7 +501,7 @@ export class PartitionLog {
    *
    * ```ts
    * const r = await log.append(produceRecords, { leaderEpoch: 3, flush: config.flushOnAck })
-   * if (r.errorCode === 0) respond(r.baseOffset)
+   * if (r.errorCode === ErrorCode.None) respond(r.baseOffset)
    * ```
    */
   append(batches: Buffer, options: AppendOptions = {}): Promise<AppendResult> {
@@ -787,12 +787,12 @@ export class PartitionLog {
         for (let i = 0, at = 0; i < p.batchCount; i++) {
           const size = batchSize(buf, at)
           const lastOffsetDelta = buf.readInt32BE(at + BatchOffsets.lastOffsetDelta)
-          const batchMaxMs = stamped >= 0 ? stamped : readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
+          const batchMsMax = stamped >= 0 ? stamped : readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
           segment.writeOffset(buf, at, next)
           if (p.leaderEpoch !== undefined)
             buf.writeInt32BE(p.leaderEpoch, at + BatchOffsets.partitionLeaderEpoch)
           next += lastOffsetDelta
-          segment.registerAppend(size, next, batchMaxMs)
+          segment.registerAppend(size, next, batchMsMax)
           next++
           if (onBatch !== undefined) onBatch(appendedHeader(buf, at), 'append')
           at += size
@@ -882,12 +882,12 @@ export class PartitionLog {
       for (let i = 0; i < p.batchCount; i++) {
         const size = batchSize(buf, at)
         const lastOffsetDelta = buf.readInt32BE(at + BatchOffsets.lastOffsetDelta)
-        const batchMaxMs =
+        const batchMsMax =
           p.logAppendTimeMs >= 0 ? p.logAppendTimeMs : readInt64AsNumber(buf, at + BatchOffsets.maxTimestamp)
         // A replicated batch keeps its offset, which may be far past the segment's range.
         const firstOffset = assign ? null : buf.readBigInt64BE(at)
         let first = firstOffset === null ? next : relativeOrOutside(firstOffset, segment.baseOffset)
-        if (this.#shouldRoll(segment, size, first + lastOffsetDelta, batchMaxMs, nowMs)) {
+        if (this.#shouldRoll(segment, size, first + lastOffsetDelta, batchMsMax, nowMs)) {
           if (at > sliceStart) buffers.push(buf.subarray(sliceStart, at))
           sliceStart = at
           while (this.#inFlight.length > 0) await this.#completeOldest()
@@ -904,8 +904,8 @@ export class PartitionLog {
         if (p.leaderEpoch !== undefined)
           buf.writeInt32BE(p.leaderEpoch, at + BatchOffsets.partitionLeaderEpoch)
         const last = first + lastOffsetDelta
-        segment.registerAppend(size, last, batchMaxMs)
-        if (batchMaxMs > maxTimestampMs) maxTimestampMs = batchMaxMs
+        segment.registerAppend(size, last, batchMsMax)
+        if (batchMsMax > maxTimestampMs) maxTimestampMs = batchMsMax
         if (i === 0) baseOffset = firstOffset ?? segment.baseOffset + BigInt(first)
         next = last + 1
         if (onBatch !== undefined) onBatch(appendedHeader(buf, at), 'append')
@@ -934,7 +934,7 @@ export class PartitionLog {
     segment: LogSegment,
     batchBytes: number,
     lastRelative: number,
-    batchMaxMs: number,
+    batchMsMax: number,
     nowMs: number,
   ): boolean {
     const config = this.#config
@@ -944,7 +944,7 @@ export class PartitionLog {
     if (segment.size > 0) {
       // Kafka's timeWaitedForRoll: by record time when the first batch had one, else by wall time.
       const rolling = segment.rollingBasedTimestampMs
-      const waitedMs = rolling !== null && rolling >= 0 ? batchMaxMs - rolling : nowMs - segment.createdMs
+      const waitedMs = rolling !== null && rolling >= 0 ? batchMsMax - rolling : nowMs - segment.createdMs
       if (waitedMs > config.segmentMs) return true
     }
     return false
@@ -1042,7 +1042,7 @@ export class PartitionLog {
 
   /**
    * Read whole batches from the one containing `offset`, up to `maxBytes` (the first batch whole
-   * even when larger, unless `minOneBatch: false`), below `maxOffset`. An offset outside
+   * even when larger, unless `atLeastOneBatch: false`), below `offsetMax`. An offset outside
    * [logStartOffset, logEndOffset] is OFFSET_OUT_OF_RANGE.
    */
   async read(offset: bigint, maxBytes: number, options: ReadOptions = {}): Promise<ReadResult> {
@@ -1052,20 +1052,20 @@ export class PartitionLog {
     if (offset < logStartOffset || offset > logEndOffset) {
       return { errorCode: ErrorCode.OffsetOutOfRange, logStartOffset, logEndOffset }
     }
-    const maxOffset =
-      options.maxOffset !== undefined && options.maxOffset < logEndOffset ? options.maxOffset : logEndOffset
+    const offsetMax =
+      options.offsetMax !== undefined && options.offsetMax < logEndOffset ? options.offsetMax : logEndOffset
     const ok = (records: Buffer): ReadResult => ({ errorCode: 0, records, logStartOffset, logEndOffset })
-    if (offset >= maxOffset) return ok(EMPTY)
+    if (offset >= offsetMax) return ok(EMPTY)
     // The segments walked here, not in LocalLog: a fetch then awaits no async function more.
     const segments = this.#local.segments
     const all = segments.all
-    const minOneBatch = options.minOneBatch !== false
+    const atLeastOneBatch = options.atLeastOneBatch !== false
     for (let i = Math.max(0, segments.floorIndex(offset)); i < all.length; i++) {
       const segment = all[i]!
-      if (segment.baseOffset >= maxOffset) break
+      if (segment.baseOffset >= offsetMax) break
       let bytes: Buffer | null
       try {
-        bytes = await segment.read(offset, maxBytes, maxOffset, minOneBatch, options.buffers)
+        bytes = await segment.read(offset, maxBytes, offsetMax, atLeastOneBatch, options.buffers)
       } catch (e) {
         // A segment deleted by retention while we read: the offset is now below the log start.
         if (this.#offline === null && !this.#local.segments.includes(segment)) {

@@ -125,9 +125,9 @@ describe('PartitionLog reads through a ReadBufferPool', () => {
     }
     assert.equal(values, 200)
     // Reads that return nothing (below the high watermark, past a too-small budget) give it back.
-    const none = await log.read(3n, 700, { buffers: pool, maxOffset: 2n })
+    const none = await log.read(3n, 700, { buffers: pool, offsetMax: 2n })
     assert.ok(none.errorCode === 0 && 'records' in none && none.records.length === 0)
-    const small = await log.read(50n, 1, { buffers: pool, minOneBatch: false })
+    const small = await log.read(50n, 1, { buffers: pool, atLeastOneBatch: false })
     assert.ok(small.errorCode === 0 && 'records' in small && small.records.length === 0)
     assert.equal(pool.lentBytes, 0)
     assert.equal(pool.heldBytes, READ_BUFFER_GRANULE_BYTES)

@@ -69,8 +69,8 @@ export function scanAppend(buf: Buffer, options: ScanOptions, out: AppendScan): 
       size = checked.size
     }
     offsets += int32(buf, position + BatchOffsets.lastOffsetDelta) + 1
-    const batchMaxMs = readInt64AsNumber(buf, position + BatchOffsets.maxTimestamp)
-    if (batchMaxMs > maxTimestampMs) maxTimestampMs = batchMaxMs
+    const batchMsMax = readInt64AsNumber(buf, position + BatchOffsets.maxTimestamp)
+    if (batchMsMax > maxTimestampMs) maxTimestampMs = batchMsMax
     position += size
     batches++
   }

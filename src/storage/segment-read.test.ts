@@ -86,7 +86,7 @@ describe('LogSegment reads', () => {
   })
 
   it('returns a first batch larger than the budget whole, and one larger than a read, in full', async () => {
-    const { log } = await openSimLog({ segmentBytes: 10_000_000, maxMessageBytes: 2_000_000 })
+    const { log } = await openSimLog({ segmentBytes: 10_000_000, messageBytesMax: 2_000_000 })
     await log.append(valuesBatch(2, 'small-'))
     const big = valuesBatch(1, 'x'.repeat(100_000))
     await log.append(big)
@@ -97,7 +97,7 @@ describe('LogSegment reads', () => {
       assert.deepEqual(spans(bytes), [[2, 2]])
       assert.equal(decodeAll(bytes)[0]!.value, `${'x'.repeat(100_000)}0`)
     }
-    const r = await log.read(2n, 10, { minOneBatch: false })
+    const r = await log.read(2n, 10, { atLeastOneBatch: false })
     assert.ok(r.errorCode === 0 && 'records' in r && r.records.length === 0)
   })
 })

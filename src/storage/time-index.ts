@@ -15,25 +15,25 @@ export interface TimestampOffset {
   readonly relativeOffset: number
 }
 
-/** The time index of one segment. Bounded: at most `maxEntries` entries. */
+/** The time index of one segment. Bounded: at most `entriesMax` entries. */
 export class TimeIndex {
-  readonly maxEntries: number
+  readonly entriesMax: number
   #buf: Buffer
   #entries = 0
 
-  constructor(maxIndexBytes: number) {
-    this.maxEntries = Math.floor(maxIndexBytes / TIME_INDEX_ENTRY_BYTES)
-    assert(this.maxEntries >= 1, 'time index must hold at least one entry')
-    this.#buf = Buffer.alloc(Math.min(this.maxEntries, 64) * TIME_INDEX_ENTRY_BYTES)
+  constructor(indexBytesMax: number) {
+    this.entriesMax = Math.floor(indexBytesMax / TIME_INDEX_ENTRY_BYTES)
+    assert(this.entriesMax >= 1, 'time index must hold at least one entry')
+    this.#buf = Buffer.alloc(Math.min(this.entriesMax, 64) * TIME_INDEX_ENTRY_BYTES)
   }
 
   /**
    * Load a time index file's bytes, or null when they are not sane: a partial entry, timestamps not
    * strictly increasing, relative offsets decreasing or negative.
    */
-  static fromBytes(bytes: Buffer, maxIndexBytes: number): TimeIndex | null {
+  static fromBytes(bytes: Buffer, indexBytesMax: number): TimeIndex | null {
     if (bytes.length % TIME_INDEX_ENTRY_BYTES !== 0) return null
-    const index = new TimeIndex(Math.max(maxIndexBytes, bytes.length))
+    const index = new TimeIndex(Math.max(indexBytesMax, bytes.length))
     let lastTs = Number.NEGATIVE_INFINITY
     let lastRel = -1
     for (let at = 0; at < bytes.length; at += TIME_INDEX_ENTRY_BYTES) {
@@ -52,7 +52,7 @@ export class TimeIndex {
   }
 
   get isFull(): boolean {
-    return this.#entries >= this.maxEntries
+    return this.#entries >= this.entriesMax
   }
 
   /** The last entry, or null when empty. */
@@ -72,13 +72,13 @@ export class TimeIndex {
   /**
    * Add (timestampMs, relativeOffset) if `timestampMs` is larger than the last entry's, as Kafka's
    * `maybeAppend`; returns whether it was added. `closing`: the final entry a segment writes as it
-   * becomes inactive, allowed one past `maxEntries` (a full index rolls the segment first).
+   * becomes inactive, allowed one past `entriesMax` (a full index rolls the segment first).
    */
   maybeAppend(timestampMs: number, relativeOffset: number, closing = false): boolean {
     const n = this.#entries
     if (n > 0 && timestampMs <= this.#lastTimestampMs) return false
     if (timestampMs < 0) return false
-    assert(closing ? n <= this.maxEntries : !this.isFull, 'time index is full')
+    assert(closing ? n <= this.entriesMax : !this.isFull, 'time index is full')
     assert(
       n === 0 || relativeOffset >= this.#buf.readInt32BE((n - 1) * TIME_INDEX_ENTRY_BYTES + 8),
       'time index offsets must not decrease',
@@ -96,7 +96,7 @@ export class TimeIndex {
     const at = this.#entries * TIME_INDEX_ENTRY_BYTES
     if (at + TIME_INDEX_ENTRY_BYTES > this.#buf.length) {
       const grown = Buffer.alloc(
-        Math.min(this.#buf.length * 2, (this.maxEntries + 1) * TIME_INDEX_ENTRY_BYTES),
+        Math.min(this.#buf.length * 2, (this.entriesMax + 1) * TIME_INDEX_ENTRY_BYTES),
       )
       this.#buf.copy(grown)
       this.#buf = grown

@@ -231,19 +231,19 @@ function kafkaEntries(
   const index: string[] = []
   const timeIndex: string[] = []
   let since = 0
-  let maxTs = -1n
-  let maxTsOffset = 0n
+  let tsMax = -1n
+  let tsMaxOffset = 0n
   let lastTimeEntry = -1n
   const time = () => {
-    if (maxTs > lastTimeEntry) {
-      timeIndex.push(`timestamp: ${maxTs} offset: ${maxTsOffset}`)
-      lastTimeEntry = maxTs
+    if (tsMax > lastTimeEntry) {
+      timeIndex.push(`timestamp: ${tsMax} offset: ${tsMaxOffset}`)
+      lastTimeEntry = tsMax
     }
   }
   for (const b of batches) {
-    if (b.maxTimestamp > maxTs) {
-      maxTs = b.maxTimestamp
-      maxTsOffset = b.lastOffset
+    if (b.maxTimestamp > tsMax) {
+      tsMax = b.maxTimestamp
+      tsMaxOffset = b.lastOffset
     }
     if (since > INDEX_INTERVAL_BYTES) {
       index.push(`offset: ${b.lastOffset} position: ${b.position}`)

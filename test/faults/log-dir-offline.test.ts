@@ -42,7 +42,7 @@ test('a full log dir on one node: its leaderships move, writes go on, and it rej
     topic: TOPIC,
     partitions: PARTITIONS,
     replicationFactor: 3,
-    minInsyncReplicas: 2,
+    insyncReplicasMin: 2,
     seed: 1,
     groupId: 'unused',
   })

@@ -63,7 +63,7 @@ test('rolling restart under Java producers: only leadership moves fail a send wi
     `only NOT_LEADER_OR_FOLLOWER, only while a node stops:${timeline}`,
   )
   assert.deepEqual({ failed: retrying.failed, duplicates: retrying.duplicates }, { failed: 0, duplicates: 0 })
-  for (const [partition, gapMs] of Object.entries(retrying.maxAckGapMs))
+  for (const [partition, gapMs] of Object.entries(retrying.ackGapMsMax))
     assert.ok(gapMs <= ACK_GAP_MS_MAX, `partition ${partition} went ${gapMs} ms without an ack:${timeline}`)
 })
 

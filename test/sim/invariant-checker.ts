@@ -3,7 +3,7 @@
  * invariant, so a failing seed says what broke, not just that something did.
  */
 import type { NodeId } from '../../src/model/index.ts'
-import { type Entry, maxOffset, type RaftNode, type RaftStatus, type Snapshot } from '../../src/raft/index.ts'
+import { type Entry, offsetMax, type RaftNode, type RaftStatus, type Snapshot } from '../../src/raft/index.ts'
 import { entryKey, parseSnapshot } from './sim-state-machine.ts'
 
 export const Invariant = {
@@ -100,7 +100,7 @@ export class InvariantChecker {
       fail(Invariant.HighWatermarkMonotonic, `node ${id}: ${view.highWatermark} -> ${s.highWatermark}`)
     }
     if (s.highWatermark > view.highWatermark) {
-      const from = maxOffset(view.highWatermark, s.logStartOffset)
+      const from = offsetMax(view.highWatermark, s.logStartOffset)
       for (let offset = from; offset < s.highWatermark; offset++) {
         const entry = raft.log.entryAt(offset)
         if (entry === undefined) {

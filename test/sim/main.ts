@@ -22,7 +22,7 @@ export interface SeedSummary {
   readonly observers: number
   readonly timeScale: number
   readonly committed: string
-  readonly maxEpoch: number
+  readonly epochMax: number
   readonly crashes: number
   readonly snapshotsInstalled: number
 }
@@ -41,7 +41,7 @@ export function summarize(result: SeedResult): SeedSummary {
     observers: result.plan.cluster.observers,
     timeScale: result.plan.timeScale,
     committed: String(result.committed),
-    maxEpoch: result.stats.maxEpoch,
+    epochMax: result.stats.epochMax,
     crashes: result.stats.crashes,
     snapshotsInstalled: result.stats.snapshotsInstalled,
   }
@@ -113,7 +113,7 @@ async function main(args: string[]): Promise<number> {
     done++
     events += s.events
     crashes += s.crashes
-    epochs += s.maxEpoch
+    epochs += s.epochMax
     installs += s.snapshotsInstalled
     if (s.recoveryMs !== null) worstRecoveryMs = Math.max(worstRecoveryMs, s.recoveryMs / s.timeScale)
     if (!s.ok) {

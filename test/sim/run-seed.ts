@@ -64,14 +64,14 @@ function pick<T>(random: SeededRandom, choices: readonly T[]): T {
 }
 
 function faultNetwork(random: SeededRandom, timeScale: number): NetworkProfile {
-  const delayMinMs = 1 + random.int(3)
+  const delayMsMin = 1 + random.int(3)
   return {
     dropRate: pick(random, [0, 0.01, 0.05, 0.2]),
     duplicateRate: pick(random, [0, 0.02, 0.1]),
-    delayMinMs,
-    delayMaxMs: delayMinMs + pick(random, [0, 5, 20, Math.round(250 * timeScale)]),
+    delayMsMin,
+    delayMsMax: delayMsMin + pick(random, [0, 5, 20, Math.round(250 * timeScale)]),
     longDelayRate: pick(random, [0, 0.01, 0.05]),
-    longDelayMaxMs: Math.round(1000 * timeScale),
+    longDelayMsMax: Math.round(1000 * timeScale),
   }
 }
 
@@ -87,10 +87,10 @@ export function planSeed(seed: number, options: { trace?: boolean } = {}): SeedP
     config: {
       electionTimeoutMs: ms(1000),
       fetchTimeoutMs: ms(2000),
-      electionBackoffMaxMs: ms(1000),
+      electionBackoffMsMax: ms(1000),
       requestTimeoutMs: ms(2000),
       retryBackoffMs: ms(20),
-      fetchMaxWaitMs: ms(500),
+      fetchWaitMsMax: ms(500),
       fetchTimeoutJitterMsMax: ms(200),
       fetchEntriesMax: pick(random, [1, 4, 64, 4096]),
       snapshotChunkBytesMax: pick(random, [64, 1000, 65_536]),
@@ -160,8 +160,8 @@ export function runSeed(seed: number, options: { trace?: boolean } = {}): SeedRe
     for (const id of ids) (faults.nextFloat() < 0.5 ? a : b).push(id)
     return [a, b]
   }
-  const restartLater = (node: SimNode, maxMs: number) =>
-    cluster.at(cluster.nowMs + faults.int(maxMs + 1), 'restart', () => cluster.restart(node))
+  const restartLater = (node: SimNode, msMax: number) =>
+    cluster.at(cluster.nowMs + faults.int(msMax + 1), 'restart', () => cluster.restart(node))
   const electionTimeoutMs = plan.cluster.config.electionTimeoutMs ?? 1000
   const actions: Record<FaultKind, () => void> = {
     crash: () => {
@@ -230,7 +230,7 @@ export function runSeed(seed: number, options: { trace?: boolean } = {}): SeedRe
   cluster.onLeaderElected = (leader) => {
     if (!trapArmed || cluster.nowMs >= quietAtMs) return
     trapArmed = false
-    const delayMs = faults.int(4 * (cluster.network.delayMaxMs + plan.cluster.fsyncMsMax) + 1)
+    const delayMs = faults.int(4 * (cluster.network.delayMsMax + plan.cluster.fsyncMsMax) + 1)
     const incarnation = leader.incarnation
     cluster.at(cluster.nowMs + delayMs, 'crash new leader', () => {
       if (leader.incarnation !== incarnation) return
@@ -263,7 +263,7 @@ export function runSeed(seed: number, options: { trace?: boolean } = {}): SeedRe
 
   /** Time to replicate `entries` on a calm network, one round trip per full fetch. */
   const catchUpMs = (entries: bigint) => {
-    const roundTripMs = 2 * CALM_NETWORK.delayMaxMs + plan.cluster.fsyncMsMax + 2
+    const roundTripMs = 2 * CALM_NETWORK.delayMsMax + plan.cluster.fsyncMsMax + 2
     const fetchEntriesMax = plan.cluster.config.fetchEntriesMax ?? 4096
     return Math.ceil((Number(entries) / fetchEntriesMax) * roundTripMs)
   }

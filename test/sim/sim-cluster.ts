@@ -23,20 +23,20 @@ export interface NetworkProfile {
   dropRate: number
   /** Probability that a message is delivered twice. */
   duplicateRate: number
-  delayMinMs: number
-  delayMaxMs: number
-  /** Probability of a much longer delay (up to `longDelayMaxMs`), which reorders messages. */
+  delayMsMin: number
+  delayMsMax: number
+  /** Probability of a much longer delay (up to `longDelayMsMax`), which reorders messages. */
   longDelayRate: number
-  longDelayMaxMs: number
+  longDelayMsMax: number
 }
 
 export const CALM_NETWORK: NetworkProfile = {
   dropRate: 0,
   duplicateRate: 0,
-  delayMinMs: 1,
-  delayMaxMs: 3,
+  delayMsMin: 1,
+  delayMsMax: 3,
   longDelayRate: 0,
-  longDelayMaxMs: 0,
+  longDelayMsMax: 0,
 }
 
 export interface ClusterOptions {
@@ -109,7 +109,7 @@ export interface ClusterStats {
   snapshotsTaken: number
   snapshotsInstalled: number
   proposals: number
-  maxEpoch: number
+  epochMax: number
 }
 
 /** The same-instant event count past which a node is deemed stuck (its deadline never moves). */
@@ -128,7 +128,7 @@ export class SimCluster {
     snapshotsTaken: 0,
     snapshotsInstalled: 0,
     proposals: 0,
-    maxEpoch: 0,
+    epochMax: 0,
   }
   /** Directed links that drop everything, as "from>to". */
   readonly blocked = new Set<string>()
@@ -385,7 +385,7 @@ export class SimCluster {
     const raft = node.raft!
     this.#guard(node, () => this.checker.check(node.id, raft))
     const status = raft.status()
-    if (status.epoch > this.stats.maxEpoch) this.stats.maxEpoch = status.epoch
+    if (status.epoch > this.stats.epochMax) this.stats.epochMax = status.epoch
     if (
       status.role === 'leader' &&
       status.highWatermark > node.leaderHighWatermark &&
@@ -544,8 +544,8 @@ export class SimCluster {
     }
     const copies = random.nextFloat() < net.duplicateRate ? 2 : 1
     for (let i = 0; i < copies; i++) {
-      let delayMs = net.delayMinMs + random.int(net.delayMaxMs - net.delayMinMs + 1)
-      if (random.nextFloat() < net.longDelayRate) delayMs += random.int(net.longDelayMaxMs + 1)
+      let delayMs = net.delayMsMin + random.int(net.delayMsMax - net.delayMsMin + 1)
+      if (random.nextFloat() < net.longDelayRate) delayMs += random.int(net.longDelayMsMax + 1)
       const incarnation = this.node(message.to).incarnation
       this.#queue.push(this.nowMs + delayMs, { kind: 'deliver', message, incarnation })
     }

@@ -44,7 +44,7 @@ export function valuesBatch(n: number, prefix: string, ts = 1000, key?: (i: numb
 }
 
 export function config(overrides: Partial<LogConfig> = {}): LogConfig {
-  return { ...DEFAULT_LOG_CONFIG, messageTimestampAfterMaxMs: Number.MAX_SAFE_INTEGER, ...overrides }
+  return { ...DEFAULT_LOG_CONFIG, messageTimestampAfterMsMax: Number.MAX_SAFE_INTEGER, ...overrides }
 }
 
 export interface SimLog {

@@ -138,7 +138,7 @@ export class CompatTarget {
    */
   async waitSettled(timeoutMs = 60_000): Promise<void> {
     if (!this.clustered) return
-    const minIsr = Math.min(2, this.nodes)
+    const isrMin = Math.min(2, this.nodes)
     for (const address of this.addresses) {
       const [host, port] = address.split(':')
       await waitFor(
@@ -154,7 +154,7 @@ export class CompatTarget {
             if (m.brokers.length < this.nodes) return undefined
             for (const t of m.topics) {
               for (const p of t.partitions) {
-                if (p.errorCode !== 0 || p.leaderId < 0 || p.isrNodes.length < minIsr) return undefined
+                if (p.errorCode !== 0 || p.leaderId < 0 || p.isrNodes.length < isrMin) return undefined
               }
             }
             return true

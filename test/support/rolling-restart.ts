@@ -62,7 +62,7 @@ export interface ProducerResult {
   readonly duplicates: number
   readonly read: number
   /** By partition, the longest time between two acknowledgements. */
-  readonly maxAckGapMs: Readonly<Record<string, number>>
+  readonly ackGapMsMax: Readonly<Record<string, number>>
 }
 
 /** Where the restart was when a send failed. */

@@ -26,7 +26,7 @@ const listenerOptions = (registry: HandlerRegistry) => ({
     requestBytesMax: 1 << 20,
     inFlightRequestsMax: 16,
     inFlightBytesMax: 1 << 20,
-    connectionsMaxIdleMs: 60_000,
+    connectionsIdleMsMax: 60_000,
     connectionsMax: 10,
   },
   log: () => {},

@@ -27,9 +27,9 @@ interface Running {
 const RAFT = {
   electionTimeoutMs: 300,
   fetchTimeoutMs: 600,
-  electionBackoffMaxMs: 300,
+  electionBackoffMsMax: 300,
   requestTimeoutMs: 500,
-  fetchMaxWaitMs: 100,
+  fetchWaitMsMax: 100,
 }
 
 async function startNode(id: NodeId, voters: VoterAddress[], port: number): Promise<Running> {
@@ -46,7 +46,7 @@ async function startNode(id: NodeId, voters: VoterAddress[], port: number): Prom
       requestBytesMax: 1 << 26,
       inFlightRequestsMax: 64,
       inFlightBytesMax: 1 << 26,
-      connectionsMaxIdleMs: 600_000,
+      connectionsIdleMsMax: 600_000,
       connectionsMax: 100,
     },
     log: () => {},

@@ -67,7 +67,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
 const settle = () => new Promise((r) => setImmediate(r))
 
 /** Most positional writes in flight at once over every scenario run (the property must see 3). */
-let maxWritesInFlight = 0
+let writesInFlightMax = 0
 
 async function runScenario(s: Scenario): Promise<void> {
   const disk = new SimDisk()
@@ -143,7 +143,7 @@ async function runScenario(s: Scenario): Promise<void> {
   } catch {
     // The crash (or the failure it caused) ends the first process.
   }
-  maxWritesInFlight = Math.max(maxWritesInFlight, disk.maxWritesInFlight)
+  writesInFlightMax = Math.max(writesInFlightMax, disk.writesInFlightMax)
   if (!dead) {
     dead = true
     disk.crash({ random: new SeededRandom(s.seed), garbage: s.garbage })
@@ -247,7 +247,7 @@ describe('partition log under simulated crashes', () => {
         ],
       ],
     })
-    assert.equal(maxWritesInFlight, 3, 'some runs had three write rounds in flight (the most)')
+    assert.equal(writesInFlightMax, 3, 'some runs had three write rounds in flight (the most)')
   })
 
   // Found by the property (1 run in ~50): four records in two 2-record batches, flushed;

@@ -23,8 +23,8 @@ after(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true })
 })
 
-/** Run the writer until it has acknowledged `minAcked` records past its start, then SIGKILL it. */
-function runAndKill(dir: string, minAcked: number, extraMs: number): Promise<number> {
+/** Run the writer until it has acknowledged `ackedMin` records past its start, then SIGKILL it. */
+function runAndKill(dir: string, ackedMin: number, extraMs: number): Promise<number> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(NODE, [WRITER, dir], { stdio: ['ignore', 'pipe', 'pipe'] })
     let acked = 0
@@ -44,7 +44,7 @@ function runAndKill(dir: string, minAcked: number, extraMs: number): Promise<num
         if (word === 'ready') start = Number(n)
         if (word === 'acked') acked = Math.max(acked, Number(n))
       }
-      if (!killed && start >= 0 && acked - start >= minAcked) {
+      if (!killed && start >= 0 && acked - start >= ackedMin) {
         killed = true
         setTimeout(() => child.kill('SIGKILL'), extraMs)
       }

@@ -492,6 +492,128 @@ describe('tidy: process talk', () => {
   })
 })
 
+describe('tidy: vocabulary', () => {
+  it("reports 'as never' in shipped code, not in tests nor the generated codecs", () => {
+    const source = [
+      'const a = x as never',
+      'const b = f(y as never, 1)',
+      'const c = z as NodeId',
+      'const d = o.as as never',
+      '// q as never',
+      "const e = 'as never'",
+    ].join('\n')
+    assert.deepEqual(
+      check(['protocol', 'storage'], {
+        'src/storage/segment.ts': source,
+        'src/storage/segment.test.ts': source,
+        'src/protocol/generated/x.ts': source,
+      }),
+      [
+        'src/storage/segment.ts:1 as-never',
+        'src/storage/segment.ts:2 as-never',
+        'src/storage/segment.ts:4 as-never',
+      ],
+    )
+  })
+
+  it('reports an error code compared with or defaulted to a number literal', () => {
+    const source = [
+      'if (r.errorCode !== 0) return',
+      'const a = p?.errorCode ?? 42',
+      'const b = errorCode === 3',
+      'const c = (answer.errorCode) != -1',
+      'const d = 0 === r.errorCode',
+      'const e = topLevelErrorCode == 7',
+    ].join('\n')
+    assert.deepEqual(
+      check(['storage'], { 'src/storage/segment.ts': source, 'src/storage/segment.test.ts': source }),
+      [1, 2, 3, 4, 5, 6].map((line) => `src/storage/segment.ts:${line} error-literal`),
+    )
+  })
+
+  it('does not report error codes named, numbers elsewhere, nor the generated codecs', () => {
+    const source = [
+      'if (r.errorCode !== ErrorCode.None) return',
+      'const a = p?.errorCode ?? ErrorCode.InvalidRequest',
+      'const b = { errorCode: 0 }',
+      'const c = errorCodes.length === 0',
+      'const d = r.errorCode === e ? 0 : 1',
+      'const f = count === 0 && errorCode === ErrorCode.None',
+      "const g = 'errorCode === 0'",
+    ].join('\n')
+    assert.deepEqual(
+      check(['protocol', 'storage'], {
+        'src/storage/segment.ts': source,
+        'src/protocol/generated/x.ts': 'const z = (o.errorCode === undefined || o.errorCode === 0)\n',
+      }),
+      [],
+    )
+  })
+
+  it('names the error code and the literal in its message', () => {
+    const [v] = tidy(tree(['storage'], { 'src/storage/segment.ts': 'const a = p?.errorCode ?? 42\n' }))
+    assert.match(formatViolation(v!), /^src\/storage\/segment\.ts:1: errorCode \?\? 42: say ErrorCode\.X/)
+  })
+
+  it('reports limits declared with max/min first or before their unit', () => {
+    const source = [
+      'interface Limits {',
+      '  readonly maxRetainMs: number',
+      '  minEntries?: number',
+      '  holdTimeMaxMs: number',
+      '}',
+      'const maxFlushGapMs = 10',
+      'function f(minBufferCapacity: number) {}',
+      'class C {',
+      '  #maxSeen = 0',
+      '  readonly maxRound = 1',
+      '  maxPendingWrites = 0',
+      '}',
+      'const o = { fetchMetadataMaxBytes: 4096 }',
+    ].join('\n')
+    assert.deepEqual(
+      check(['storage'], { 'src/storage/segment.ts': source }),
+      [2, 3, 4, 6, 7, 9, 10, 11, 13].map((line) => `src/storage/segment.ts:${line} limit-name`),
+    )
+  })
+
+  it("allows limits with Max/Min last, Kafka's field names from the generated codecs, and reads", () => {
+    const source = [
+      'interface Limits {',
+      '  readonly sessionTimeoutMsMax: number',
+      '  readonly delayedOperationsMax: number',
+      '  readonly maxWaitMs: number',
+      '  readonly partitionMaxBytes: number',
+      '}',
+      'const a = { minVersion: 0, maxOutputLength: 1 }',
+      'const b = req.maxBytes + o.maxSlots',
+      'const c = ok ? maxSlots : 0',
+      'const d = Math.max(x, y)',
+      'const e = setMaxTimestamp',
+    ].join('\n')
+    const generated = [
+      'export interface FetchRequest {',
+      '  maxWaitMs: number',
+      '  partitionMaxBytes: number',
+      '  minVersion: number',
+      '}',
+    ].join('\n')
+    assert.deepEqual(
+      check(['protocol', 'storage'], {
+        'src/storage/segment.ts': source,
+        'src/storage/segment.test.ts': 'const maxFlushGapMs = 10\n',
+        'src/protocol/generated/fetch.ts': generated,
+      }),
+      [],
+    )
+  })
+
+  it('says how to name the limit', () => {
+    const [v] = tidy(tree(['storage'], { 'src/storage/segment.ts': 'const maxFlushGapMs = 10\n' }))
+    assert.match(v!.message, /'maxFlushGapMs': a limit ends in its unit and Max\/Min/)
+  })
+})
+
 describe('tokenizer', () => {
   it('tells regular expressions from division', () => {
     const kinds = (s: string) => tokenize(s).map((t) => `${t.kind}:${t.value}`)

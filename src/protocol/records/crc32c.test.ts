@@ -8,7 +8,7 @@ import {
   crc32cBatchRun,
   crc32cPure,
   crc32cRange,
-  NATIVE_MIN_BYTES,
+  NATIVE_BYTES_MIN,
 } from './crc32c.ts'
 
 /** crc32cBatchRun's contract, one batch at a time in TypeScript: the reference it must agree with. */
@@ -78,7 +78,7 @@ describe('crc32c', () => {
   it('native and pure TS agree on any input, range and continuation', () => {
     fc.assert(
       fc.property(
-        fc.uint8Array({ minLength: 0, maxLength: 3 * NATIVE_MIN_BYTES }),
+        fc.uint8Array({ minLength: 0, maxLength: 3 * NATIVE_BYTES_MIN }),
         fc.nat(),
         fc.nat(),
         (bytes, a, b) => {

@@ -1,5 +1,5 @@
 /**
- * CRC-32C (Castagnoli), the checksum of record batch v2. For inputs of at least `NATIVE_MIN_BYTES`:
+ * CRC-32C (Castagnoli), the checksum of record batch v2. For inputs of at least `NATIVE_BYTES_MIN`:
  * Weir's own addon (`native/crc32c.c`: SSE4.2 on three interleaved streams, ~20 GB/s at 64 KiB,
  * ~0.1 us for a 1 KiB batch, a range call with no view) where it was built, else `@node-rs/crc32`
  * (~5-6 GB/s, ~0.3 us for 1 KiB); below that, or where neither loads, a pure-TS slicing-by-8 table
@@ -160,7 +160,7 @@ const native: RangeCrc32c | null =
  * Below this many bytes the pure-TS table beats the native call's fixed cost (measured:
  * bench/crc32c.ts; Weir's addon costs ~70 ns a call, @node-rs/crc32's ~100 ns and a view).
  */
-export const NATIVE_MIN_BYTES = weirNative !== null ? 128 : 256
+export const NATIVE_BYTES_MIN = weirNative !== null ? 128 : 256
 
 /**
  * Which implementation `crc32c` uses for large inputs: Weir's addon ('weir-native'),
@@ -186,7 +186,7 @@ export const crc32cBatchRun: BatchRun | null = weirNative?.crc32cBatches ?? null
  * `crc32c(b.subarray(4), crc32c(b.subarray(0, 4))) === crc32c(b)`.
  */
 export function crc32c(buf: Uint8Array, crc = 0): number {
-  if (native === null || buf.length < NATIVE_MIN_BYTES) return crc32cPure(buf, crc)
+  if (native === null || buf.length < NATIVE_BYTES_MIN) return crc32cPure(buf, crc)
   return native(buf, crc, 0, buf.length) >>> 0
 }
 
@@ -195,6 +195,6 @@ export function crc32c(buf: Uint8Array, crc = 0): number {
  * without making the view (~25-35 ns a call here, a tenth of a 1 KiB batch's CRC with Weir's addon).
  */
 export function crc32cRange(buf: Uint8Array, start: number, end: number, crc = 0): number {
-  if (native === null || end - start < NATIVE_MIN_BYTES) return crc32cPure(buf.subarray(start, end), crc)
+  if (native === null || end - start < NATIVE_BYTES_MIN) return crc32cPure(buf.subarray(start, end), crc)
   return native(buf, crc, start, end) >>> 0
 }

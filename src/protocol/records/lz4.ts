@@ -37,7 +37,7 @@ const MAX_OFFSET = 65535
 const HASH_BITS = 14
 const SKIP_TRIGGER = 6
 /** Literal or match runs at least this long are copied with `set`/`copyWithin`, shorter ones byte by byte. */
-const BULK_COPY_MIN_BYTES = 32
+const BULK_COPY_BYTES_MIN = 32
 
 function corrupt(message: string): CompressionError {
   return new CompressionError('corrupt', `lz4: ${message}`)
@@ -148,7 +148,7 @@ function writeLength(dst: Uint8Array, d: number, rest: number): number {
 }
 
 function copyBytes(src: Uint8Array, from: number, n: number, dst: Uint8Array, d: number): void {
-  if (n >= BULK_COPY_MIN_BYTES) dst.set(src.subarray(from, from + n), d)
+  if (n >= BULK_COPY_BYTES_MIN) dst.set(src.subarray(from, from + n), d)
   else for (let k = 0; k < n; k++) dst[d + k] = src[from + k]!
 }
 
@@ -239,7 +239,7 @@ export function lz4DecompressBlock(
     matchLength += MIN_MATCH
     if (matchLength > dstEnd - d) throw new CompressionError('too-large', 'lz4: output exceeds its limit')
     const from = d - offset
-    if (offset >= matchLength && matchLength >= BULK_COPY_MIN_BYTES) {
+    if (offset >= matchLength && matchLength >= BULK_COPY_BYTES_MIN) {
       dst.copyWithin(d, from, from + matchLength)
       d += matchLength
     } else {

@@ -22,7 +22,7 @@ const FRAGMENT_BYTES = 65536
 const HASH_BITS = 14
 const MIN_MATCH = 4
 const SKIP_TRIGGER = 5
-const BULK_COPY_MIN_BYTES = 32
+const BULK_COPY_BYTES_MIN = 32
 const PREAMBLE_BYTES_MAX = 5
 
 function corrupt(message: string): CompressionError {
@@ -45,7 +45,7 @@ function hash4(seq: number): number {
 }
 
 function copyBytes(src: Uint8Array, from: number, n: number, dst: Uint8Array, d: number): void {
-  if (n >= BULK_COPY_MIN_BYTES) dst.set(src.subarray(from, from + n), d)
+  if (n >= BULK_COPY_BYTES_MIN) dst.set(src.subarray(from, from + n), d)
   else for (let k = 0; k < n; k++) dst[d + k] = src[from + k]!
 }
 
@@ -247,7 +247,7 @@ function decodeElements(
     if (offset === 0 || offset > d - at) throw corrupt(`copy offset ${offset} outside the output`)
     if (n > dEnd - d) throw corrupt('block decodes to more than its declared length')
     const from = d - offset
-    if (offset >= n && n >= BULK_COPY_MIN_BYTES) dst.copyWithin(d, from, from + n)
+    if (offset >= n && n >= BULK_COPY_BYTES_MIN) dst.copyWithin(d, from, from + n)
     else for (let k = 0; k < n; k++) dst[d + k] = dst[from + k]!
     d += n
   }

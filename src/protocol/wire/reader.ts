@@ -3,7 +3,7 @@
  * remain before anything is allocated, so a hostile length fails with `DecodeError`, never a huge
  * allocation. Byte fields are views (`subarray`) into the source buffer: no copy.
  */
-import type { Uuid } from '../../model/index.ts'
+import { Uuid } from '../../model/index.ts'
 
 /** The input is not a valid encoding. The only error a decoder throws for bad bytes. */
 export class DecodeError extends Error {
@@ -66,7 +66,7 @@ export class Reader {
 
   uuid(): Uuid {
     const at = this.take(UUID_BYTES)
-    return this.buf.toString('base64url', at, at + UUID_BYTES) as Uuid
+    return Uuid(this.buf.toString('base64url', at, at + UUID_BYTES))
   }
 
   /** Unsigned LEB128 of at most 32 bits (5 bytes). */

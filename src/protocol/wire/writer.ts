@@ -10,7 +10,7 @@ export class EncodeError extends Error {
 }
 
 /** Byte fields at least this long are referenced instead of copied. */
-export const ZERO_COPY_MIN_BYTES = 4096
+export const ZERO_COPY_BYTES_MIN = 4096
 const INITIAL_BYTES = 256
 const UUID_BYTES = 16
 
@@ -132,7 +132,7 @@ export class Writer {
 
   /** Raw bytes with no length: copied when small, referenced when large. */
   raw(v: Uint8Array): void {
-    if (v.length >= ZERO_COPY_MIN_BYTES) {
+    if (v.length >= ZERO_COPY_BYTES_MIN) {
       this.seal()
       const b = Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.length)
       this.done.push(b)

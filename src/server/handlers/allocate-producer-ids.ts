@@ -3,7 +3,7 @@
  * ids, decided by the active controller (ProducerIdsRecord) and answered once committed.
  */
 
-import type { ProducerId } from '../../model/index.ts'
+import { NO_PRODUCER_ID } from '../../model/index.ts'
 import type { AllocateProducerIdsRequestData, AllocateProducerIdsResponseData } from '../../protocol/index.ts'
 import { apis } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
@@ -26,7 +26,7 @@ export function makeAllocateProducerIdsHandler(
       return {
         throttleTimeMs: 0,
         errorCode: failureOf(e).errorCode,
-        producerIdStart: -1n as ProducerId,
+        producerIdStart: NO_PRODUCER_ID,
         producerIdLen: 0,
       }
     }

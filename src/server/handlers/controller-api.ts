@@ -17,6 +17,7 @@ import type {
   DeleteTopicsResponseData,
   ElectLeadersRequestData,
   ElectLeadersResponseData,
+  ErrorCode,
   IncrementalAlterConfigsRequestData,
   IncrementalAlterConfigsResponseData,
 } from '../../protocol/index.ts'
@@ -63,7 +64,7 @@ export interface ControllerRegistrationApi {
 
 /** The error a failed controller call maps to: NOT_CONTROLLER or REQUEST_TIMED_OUT, with its message. */
 export interface ControllerFailure {
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
   readonly message: string
 }
 

@@ -4,7 +4,7 @@
  * without a Metadata round trip. Read from the metadata image.
  */
 import type { MetadataImage } from '../../metadata/index.ts'
-import type { BrokerId } from '../../model/index.ts'
+import { type BrokerId, TopicName } from '../../model/index.ts'
 import { ErrorCode } from '../../protocol/index.ts'
 
 /** Errors that come with a leader hint. */
@@ -18,7 +18,7 @@ export function currentLeaderOf(
   topic: string,
   partition: number,
 ): { leaderId: BrokerId; leaderEpoch: number } | null {
-  const reg = image.topicsByName.get(topic as never)?.partitions.get(partition)
+  const reg = image.topicsByName.get(TopicName(topic))?.partitions.get(partition)
   if (reg === undefined || reg.leader < 0) return null
   return { leaderId: reg.leader, leaderEpoch: reg.leaderEpoch }
 }

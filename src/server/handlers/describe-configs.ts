@@ -19,7 +19,7 @@ import {
   topicNameProblem,
 } from '../../controller/index.ts'
 import { ConfigResourceType, configKey, type MetadataImage } from '../../metadata/index.ts'
-import type { TopicName } from '../../model/index.ts'
+import { TopicName } from '../../model/index.ts'
 import { apis, type DescribeConfigsResponseData, ErrorCode } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
@@ -43,9 +43,9 @@ const TYPE_NAMES: Readonly<Record<number, string>> = {
 type Result = DescribeConfigsResponseData.DescribeConfigsResultIn
 
 class DescribeFailure {
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
   readonly message: string | null
-  constructor(errorCode: number, message: string | null) {
+  constructor(errorCode: ErrorCode, message: string | null) {
     this.errorCode = errorCode
     this.message = message
   }
@@ -85,7 +85,7 @@ function describeOne(
       const problem = topicNameProblem(name)
       if (problem !== null) return new DescribeFailure(ErrorCode.InvalidTopicException, problem)
       // Kafka answers an unknown topic with the message field left at its default, ''.
-      if (!image.topicsByName.has(name as TopicName))
+      if (!image.topicsByName.has(TopicName(name)))
         return new DescribeFailure(ErrorCode.UnknownTopicOrPartition, '')
       return describeTopicConfigs(topicConfigLayers(image, name, node), options)
     }

@@ -3,7 +3,7 @@
  * sequence and timestamp), as `kafka-transactions.sh describe-producers` shows them. Not
  * implemented: open transactions (none exist yet: currentTxnStartOffset is always -1).
  */
-import type { ProducerId, TopicName } from '../../model/index.ts'
+import { ProducerId, type TopicName } from '../../model/index.ts'
 import { apis, type DescribeProducersResponseData, ErrorCode, errorInfo } from '../../protocol/index.ts'
 import type { ProducerEntry } from '../../replication/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
@@ -30,7 +30,7 @@ export function makeDescribeProducersHandler(view: DescribeProducersView): Handl
               activeProducers: r.producers.map((e) => {
                 const last = e.batches.at(-1)
                 return {
-                  producerId: e.producerId as ProducerId,
+                  producerId: ProducerId(e.producerId),
                   producerEpoch: e.epoch,
                   lastSequence: last?.lastSeq ?? -1,
                   lastTimestamp: last?.timestamp ?? -1n,

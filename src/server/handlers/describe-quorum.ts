@@ -3,12 +3,16 @@
  * `kafka-metadata-quorum describe --status/--replication`. A non-leader answers
  * NOT_LEADER_OR_FOLLOWER for the partition, as Kafka does. Not implemented: directory ids (zero).
  */
-import type { BrokerId } from '../../model/index.ts'
-import { apis, ErrorCode, errorInfo } from '../../protocol/index.ts'
+import { type BrokerId, ZERO_UUID } from '../../model/index.ts'
+import {
+  apis,
+  type DescribeQuorumRequestData,
+  type DescribeQuorumResponseData,
+  ErrorCode,
+  errorInfo,
+} from '../../protocol/index.ts'
 import { METADATA_TOPIC, type Quorum } from '../../quorum/index.ts'
-import { defineHandler, type Handler } from '../handler.ts'
-
-const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA'
+import { defineHandler, type Handler, type RequestContext } from '../handler.ts'
 
 export interface QuorumEndpoints {
   /** Controller listeners by node id, for v2's `nodes`. */
@@ -20,8 +24,16 @@ export interface QuorumEndpoints {
   readonly wallClockMs: (monotonicMs: number) => number
 }
 
-export function makeDescribeQuorumHandler(quorum: Quorum, endpoints: QuorumEndpoints): Handler {
-  return defineHandler(apis.DescribeQuorum, {}, (req, ctx) => {
+/** The DescribeQuorum handler, and its answer typed, for a node that forwards it to the controller. */
+export interface DescribeQuorumHandler extends Handler {
+  readonly answer: (
+    req: DescribeQuorumRequestData.DescribeQuorumRequest,
+    ctx: RequestContext,
+  ) => DescribeQuorumResponseData.DescribeQuorumResponseIn
+}
+
+export function makeDescribeQuorumHandler(quorum: Quorum, endpoints: QuorumEndpoints): DescribeQuorumHandler {
+  const answer: DescribeQuorumHandler['answer'] = (req, ctx) => {
     // Kafka's hasValidTopicPartition: exactly __cluster_metadata-0, or every partition asked gets
     // UNKNOWN_TOPIC_OR_PARTITION (getPartitionLevelErrorResponse), the request itself none.
     const asked =
@@ -64,7 +76,7 @@ export function makeDescribeQuorumHandler(quorum: Quorum, endpoints: QuorumEndpo
     const ts = (ms: number): bigint => (ms < 0 ? -1n : BigInt(Math.trunc(endpoints.wallClockMs(ms))))
     const replica = (r: (typeof d.currentVoters)[number]) => ({
       replicaId: r.replicaId,
-      replicaDirectoryId: ZERO_UUID as never,
+      replicaDirectoryId: ZERO_UUID,
       logEndOffset: r.logEndOffset,
       lastFetchTimestamp: ts(r.lastFetchTimestamp),
       lastCaughtUpTimestamp: ts(r.lastCaughtUpTimestamp),
@@ -96,5 +108,6 @@ export function makeDescribeQuorumHandler(quorum: Quorum, endpoints: QuorumEndpo
           }
         : {}),
     }
-  })
+  }
+  return { ...defineHandler(apis.DescribeQuorum, {}, answer), answer }
 }

@@ -8,7 +8,7 @@
  * implemented: aborted-transaction lists (always empty), quotas (throttle 0).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../../model/index.ts'
+import { type BrokerId, NO_NODE, TopicName, type Uuid } from '../../model/index.ts'
 import { apis, ErrorCode, type FetchResponseData } from '../../protocol/index.ts'
 import type { FetchParams, FetchSpec, ReadOutcome } from '../../replication/index.ts'
 import type { ReadBuffers } from '../../storage/index.ts'
@@ -26,7 +26,7 @@ export interface FetchView {
   readonly sessions: FetchSessionCache
   nowMs(): number
   /** The broker's `fetch.max.bytes`: a response carries at most this much (plus one batch). */
-  readonly fetchMaxBytes: number
+  readonly fetchBytesMax: number
   /** Where reads of old data get their buffers: released once the response is written. */
   readonly readBuffers?: ReadBuffers
   fetchMessages(specs: readonly FetchSpec[], params: FetchParams): Promise<ReadOutcome[]>
@@ -63,7 +63,7 @@ export function makeFetchHandler(view: FetchView): Handler {
         lastFetchedEpoch: v >= 12 ? p.lastFetchedEpoch : -1,
       })
     }
-    const maxBytes = Math.max(0, Math.min(req.maxBytes, view.fetchMaxBytes))
+    const maxBytes = Math.max(0, Math.min(req.maxBytes, view.fetchBytesMax))
     // Pooled reads only where the connection reports when the response was written.
     const readBuffers = ctx.afterResponse === undefined ? undefined : view.readBuffers
     const outcomes = await view.fetchMessages(specs, {
@@ -87,7 +87,7 @@ export function makeFetchHandler(view: FetchView): Handler {
     const answers = context.partitions.map((p, i) => {
       const at = specOf[i]!
       const data = partitionData(v, p, at < 0 ? null : outcomes[at]!, req.isolationLevel)
-      if (v >= 12 && wantsLeaderHint(data.errorCode ?? 0)) {
+      if (v >= 12 && wantsLeaderHint(data.errorCode ?? ErrorCode.None)) {
         const leader = currentLeaderOf(image, p.topic, p.partition)
         if (leader !== null) {
           data.currentLeader = leader
@@ -108,7 +108,7 @@ export function makeFetchHandler(view: FetchView): Handler {
         responses.push(
           v >= 13
             ? { topicId: p.topicId, partitions: list }
-            : { topic: p.topic as TopicName, partitions: list },
+            : { topic: TopicName(p.topic), partitions: list },
         )
       }
       list.push(data)
@@ -143,7 +143,7 @@ function partitionData(
       lastStableOffset: -1n,
       logStartOffset: -1n,
       abortedTransactions: [],
-      preferredReadReplica: -1 as BrokerId,
+      preferredReadReplica: NO_NODE,
       records: Buffer.alloc(0),
     }
   }
@@ -159,7 +159,7 @@ function partitionData(
     logStartOffset: r.logStartOffset,
     abortedTransactions:
       unknown || (isolationLevel === READ_COMMITTED && r.errorCode === ErrorCode.None) ? [] : null,
-    preferredReadReplica: v >= 11 ? (r.preferredReadReplica ?? (-1 as BrokerId)) : (-1 as BrokerId),
+    preferredReadReplica: v >= 11 ? (r.preferredReadReplica ?? NO_NODE) : NO_NODE,
     records: r.records,
   }
   if (v >= 12 && r.divergingEpoch !== null) out.divergingEpoch = r.divergingEpoch

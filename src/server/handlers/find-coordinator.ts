@@ -61,7 +61,7 @@ export function makeFindCoordinatorHandler(view: FindCoordinatorView): Handler {
 }
 
 /** Kafka's `Errors.message()`: the error's default text, or its name when it has none ("NONE"). */
-function oldErrorMessage(errorCode: number): string {
+function oldErrorMessage(errorCode: ErrorCode): string {
   const info = errorInfo(errorCode) ?? errorInfo(ErrorCode.UnknownServerError)!
   return info.message === '' ? info.name : info.message
 }

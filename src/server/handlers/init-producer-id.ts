@@ -5,21 +5,21 @@
  * transactional id. Not implemented: transactional ids (there is no transaction coordinator yet:
  * COORDINATOR_NOT_AVAILABLE), quotas.
  */
-import type { ProducerId } from '../../model/index.ts'
+import { NO_PRODUCER_ID, ProducerId } from '../../model/index.ts'
 import { apis, ErrorCode } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface InitProducerIdView {
   /** The next producer id, or the error that kept one from being allocated. */
-  generateProducerId(): Promise<{ readonly producerId: bigint } | { readonly errorCode: number }>
+  generateProducerId(): Promise<{ readonly producerId: bigint } | { readonly errorCode: ErrorCode }>
 }
 
 export function makeInitProducerIdHandler(view: InitProducerIdView): Handler {
   return defineHandler(apis.InitProducerId, {}, async (req) => {
-    const failed = (errorCode: number) => ({
+    const failed = (errorCode: ErrorCode) => ({
       throttleTimeMs: 0,
       errorCode,
-      producerId: -1n as ProducerId,
+      producerId: NO_PRODUCER_ID,
       producerEpoch: -1,
     })
     if (req.transactionalId !== null) return failed(ErrorCode.CoordinatorNotAvailable)
@@ -28,7 +28,7 @@ export function makeInitProducerIdHandler(view: InitProducerIdView): Handler {
     return {
       throttleTimeMs: 0,
       errorCode: ErrorCode.None,
-      producerId: r.producerId as ProducerId,
+      producerId: ProducerId(r.producerId),
       producerEpoch: 0,
     }
   })

@@ -7,7 +7,7 @@
  * ACLs (every operation is authorized).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
-import type { BrokerId, TopicName, Uuid } from '../../model/index.ts'
+import { type BrokerId, type TopicName, ZERO_UUID } from '../../model/index.ts'
 import {
   apis,
   type CreateTopicsResponseData,
@@ -21,7 +21,6 @@ export const INTERNAL_TOPIC_NAMES: ReadonlySet<string> = new Set([
   '__consumer_offsets',
   '__transaction_state',
 ])
-const ZERO_UUID = 'AAAAAAAAAAAAAAAAAAAAAA' as Uuid
 /** Kafka's "not requested" value for authorized operations. */
 export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 /** Kafka's AclOperation codes a topic supports: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11. */
@@ -69,7 +68,7 @@ function describeTopic(
       const b = image.brokers.get(r)
       return b === undefined || b.fenced
     })
-    let errorCode: number = ErrorCode.None
+    let errorCode: ErrorCode = ErrorCode.None
     if (p.leader < 0) errorCode = ErrorCode.LeaderNotAvailable
     else if (image.brokers.get(p.leader)?.endpoints.find((e) => e.name === listenerName) === undefined) {
       errorCode = ErrorCode.ListenerNotFound
@@ -132,7 +131,7 @@ export function makeMetadataHandler(view: MetadataView): Handler {
           continue
         }
         const problem = view.topicNameProblem(wanted.name)
-        let errorCode: number = ErrorCode.UnknownTopicOrPartition
+        let errorCode: ErrorCode = ErrorCode.UnknownTopicOrPartition
         if (problem !== null) errorCode = ErrorCode.InvalidTopicException
         else if (allowAutoCreate && !INTERNAL_TOPIC_NAMES.has(wanted.name)) {
           // Kafka 4.0 (AutoTopicCreationManager.sendCreateTopicRequest) answers UNKNOWN_TOPIC_OR_PARTITION

@@ -27,7 +27,8 @@ export function makeOffsetDeleteHandler(view: OffsetDeleteView): Handler {
     }
     const answered = new Map<string, number>()
     for (const t of r.topics ?? []) {
-      for (const p of t.partitions ?? []) answered.set(`${t.name}\u0000${p.partitionIndex}`, p.errorCode ?? 0)
+      for (const p of t.partitions ?? [])
+        answered.set(`${t.name}\u0000${p.partitionIndex}`, p.errorCode ?? ErrorCode.None)
     }
     return {
       errorCode: ErrorCode.None,

@@ -45,7 +45,7 @@ type PartitionOut = ProduceResponseData.PartitionProduceResponseIn
 export function produceRecordsProblem(
   version: number,
   records: Buffer | null,
-): { errorCode: number; message: string } | null {
+): { errorCode: ErrorCode; message: string } | null {
   if (records === null || records.length === 0) {
     return {
       errorCode: ErrorCode.InvalidRecord,
@@ -87,9 +87,14 @@ export function makeProduceHandler(view: ProduceView): Handler {
     const acksValid = req.acks === -1 || req.acks === 0 || req.acks === 1
     const internalAllowed = ctx.header.clientId === ADMIN_CLIENT_ID
     /** Per request partition, in order: either an early answer or an index into `entries`. */
-    const slots: Array<{ topic: TopicName; index: number; early: PartitionOut | null; entry: number }> = []
+    const slots: Array<{ topic: TopicName; partition: number; early: PartitionOut | null; entry: number }> =
+      []
     const entries: ProduceEntry[] = []
-    const early = (index: number, errorCode: number, errorMessage: string | null = null): PartitionOut => ({
+    const early = (
+      index: number,
+      errorCode: ErrorCode,
+      errorMessage: string | null = null,
+    ): PartitionOut => ({
       index,
       errorCode,
       baseOffset: -1n,
@@ -100,7 +105,7 @@ export function makeProduceHandler(view: ProduceView): Handler {
     for (const t of req.topicData) {
       const topic = image.topicsByName.get(t.name)
       for (const p of t.partitionData) {
-        const slot = { topic: t.name, index: p.index, early: null as PartitionOut | null, entry: -1 }
+        const slot = { topic: t.name, partition: p.index, early: null as PartitionOut | null, entry: -1 }
         slots.push(slot)
         if (!acksValid) {
           slot.early = early(p.index, ErrorCode.InvalidRequiredAcks)
@@ -145,16 +150,18 @@ export function makeProduceHandler(view: ProduceView): Handler {
       if (out === null) {
         const r = results[slot.entry]!
         out = {
-          index: slot.index,
+          index: slot.partition,
           errorCode: r.errorCode,
           baseOffset: r.baseOffset,
           logAppendTimeMs: BigInt(r.logAppendTimeMs),
           logStartOffset: r.logStartOffset,
-          ...(v >= 8 ? { recordErrors: [], errorMessage: r.errorCode === 0 ? null : r.errorMessage } : {}),
+          ...(v >= 8
+            ? { recordErrors: [], errorMessage: r.errorCode === ErrorCode.None ? null : r.errorMessage }
+            : {}),
         }
       }
-      if (v >= 10 && wantsLeaderHint(out.errorCode ?? 0)) {
-        const leader = currentLeaderOf(latest, slot.topic, slot.index)
+      if (v >= 10 && wantsLeaderHint(out.errorCode ?? ErrorCode.None)) {
+        const leader = currentLeaderOf(latest, slot.topic, slot.partition)
         if (leader !== null) {
           out = { ...out, currentLeader: leader }
           leaders.push(leader.leaderId)

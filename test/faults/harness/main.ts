@@ -53,7 +53,7 @@ const report = await runHarness({
   nodes: Number(values.nodes),
   partitions: Number(values.partitions),
   ...(values.rf !== undefined ? { replicationFactor: Number(values.rf) } : {}),
-  ...(values['min-isr'] !== undefined ? { minInsyncReplicas: Number(values['min-isr']) } : {}),
+  ...(values['min-isr'] !== undefined ? { insyncReplicasMin: Number(values['min-isr']) } : {}),
   ...(kinds !== undefined ? { kinds } : {}),
   network: values.network as NetworkMode | 'auto',
   log: (line) => console.log(`  ${line}`),

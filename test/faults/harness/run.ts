@@ -19,7 +19,7 @@ export interface RunOptions {
   /** Default min(3, nodes). */
   readonly replicationFactor?: number
   /** Default min(2, rf - 1), at least 1. */
-  readonly minInsyncReplicas?: number
+  readonly insyncReplicasMin?: number
   readonly network?: NetworkMode | 'auto'
   /** Fault kinds to draw from (default: every kind this machine can do). */
   readonly kinds?: readonly FaultKind[]
@@ -46,7 +46,7 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
   const nodes = options.nodes ?? 3
   const partitions = options.partitions ?? 12
   const rf = options.replicationFactor ?? Math.min(3, nodes)
-  const minIsr = options.minInsyncReplicas ?? Math.max(1, Math.min(2, rf - 1))
+  const isrMin = options.insyncReplicasMin ?? Math.max(1, Math.min(2, rf - 1))
   // A tmpfs per node needs root (mount); without it there is no disk-full fault.
   const tmpfsBytes = options.tmpfsBytes ?? (process.getuid?.() === 0 ? 64 << 20 : 0)
   const topic = 'faults'
@@ -58,7 +58,7 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
       'offsets.topic.replication.factor': Math.min(rf, nodes),
       'offsets.topic.num.partitions': 6,
       'transaction.state.log.replication.factor': Math.min(rf, nodes),
-      'min.insync.replicas': minIsr,
+      'min.insync.replicas': isrMin,
       'log.segment.bytes': 1 << 20,
     },
   })
@@ -75,7 +75,7 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
       topic,
       partitions,
       replicationFactor: rf,
-      minInsyncReplicas: minIsr,
+      insyncReplicasMin: isrMin,
       seed: options.seed,
       groupId: 'faults-group',
       log,
@@ -110,7 +110,7 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
       producingEndedAt,
       faults: injector.injected,
     })
-    const replay = `npm run faults -- --duration ${Math.round(options.durationMs / 1000)} --seed ${options.seed} --nodes ${nodes} --partitions ${partitions} --rf ${rf} --min-isr ${minIsr}`
+    const replay = `npm run faults -- --duration ${Math.round(options.durationMs / 1000)} --seed ${options.seed} --nodes ${nodes} --partitions ${partitions} --rf ${rf} --min-isr ${isrMin}`
     const table = formatTable({ injected: injector.injected, verdict })
     return {
       seed: options.seed,

@@ -33,7 +33,7 @@ export interface WorkloadOptions {
   readonly topic: string
   readonly partitions: number
   readonly replicationFactor: number
-  readonly minInsyncReplicas: number
+  readonly insyncReplicasMin: number
   readonly seed: number
   readonly groupId: string
   /** Records per send: 1..batchMax. */
@@ -79,7 +79,7 @@ export async function createTopic(options: WorkloadOptions): Promise<void> {
           topic: options.topic,
           numPartitions: options.partitions,
           replicationFactor: options.replicationFactor,
-          configEntries: [{ name: 'min.insync.replicas', value: String(options.minInsyncReplicas) }],
+          configEntries: [{ name: 'min.insync.replicas', value: String(options.insyncReplicasMin) }],
         },
       ],
     })

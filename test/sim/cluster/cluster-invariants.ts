@@ -252,7 +252,7 @@ export class ClusterChecker {
     for (const b of brokers) {
       if (!b.up || !b.serving || b.rm === null) continue
       for (const p of b.rm.partitions()) {
-        const tp = `${p.topic}-${p.index}`
+        const tp = `${p.topic}-${p.partition}`
         if (p.isLeader) {
           this.#claimLeader(tp, p.leaderEpoch, b.id, `broker ${b.id} acts as leader`)
           const isr = p.isr

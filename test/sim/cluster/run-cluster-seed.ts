@@ -24,14 +24,14 @@ export interface ClusterPlan {
   readonly brokers: number
   readonly partitions: number
   readonly replicationFactor: number
-  readonly minInsyncReplicas: number
+  readonly insyncReplicasMin: number
   /** Kafka's default timeouts times this. */
   readonly timeScale: number
   readonly timings: BrokerTimings
   readonly sessionTimeoutMs: number
   readonly network: NetworkProfile
   readonly clockSkew: number
-  readonly slowDisk: { readonly rate: number; readonly maxMs: number }
+  readonly slowDisk: { readonly rate: number; readonly msMax: number }
   readonly powerLossShare: number
   readonly faultPhaseMs: number
   readonly faultGapMs: number
@@ -68,13 +68,13 @@ function pick<T>(random: SeededRandom, choices: readonly T[]): T {
 }
 
 function faultNetwork(random: SeededRandom, timeScale: number): NetworkProfile {
-  const delayMinMs = 0.2 + random.nextFloat()
+  const delayMsMin = 0.2 + random.nextFloat()
   return {
     dropRate: pick(random, [0, 0, 0.01, 0.05, 0.2]),
-    delayMinMs,
-    delayMaxMs: delayMinMs + pick(random, [0, 2, 10, Math.round(100 * timeScale)]),
+    delayMsMin,
+    delayMsMax: delayMsMin + pick(random, [0, 2, 10, Math.round(100 * timeScale)]),
     longDelayRate: pick(random, [0, 0.01, 0.05]),
-    longDelayMaxMs: Math.round(1000 * timeScale),
+    longDelayMsMax: Math.round(1000 * timeScale),
   }
 }
 
@@ -89,21 +89,21 @@ export function planClusterSeed(seed: number): ClusterPlan {
     brokers,
     partitions: pick(random, [1, 2, 3]),
     replicationFactor,
-    minInsyncReplicas: pick(random, [1, 2, 2, replicationFactor]),
+    insyncReplicasMin: pick(random, [1, 2, 2, replicationFactor]),
     timeScale,
     timings: {
       heartbeatIntervalMs: ms(2000),
       requestTimeoutMs: ms(30_000),
-      fetchMaxWaitMs: ms(500),
+      fetchWaitMsMax: ms(500),
       fetchBackoffMs: ms(1000),
-      lagTimeMaxMs: ms(30_000),
+      lagTimeMsMax: ms(30_000),
       hwCheckpointIntervalMs: ms(5000),
       metadataPullMs: ms(500),
     },
     sessionTimeoutMs: ms(9000),
     network: faultNetwork(random, timeScale),
     clockSkew: pick(random, [0, 0.001, 0.02]),
-    slowDisk: { rate: pick(random, [0, 0.05, 0.3]), maxMs: pick(random, [1, 5, ms(200)]) },
+    slowDisk: { rate: pick(random, [0, 0.05, 0.3]), msMax: pick(random, [1, 5, ms(200)]) },
     powerLossShare: pick(random, [0, 0.1, 0.25]),
     faultPhaseMs: ms(30_000 + random.int(60_000)),
     faultGapMs: ms(1000 + random.int(5000)),
@@ -140,7 +140,7 @@ export async function runClusterSeed(
   const checker = new ClusterChecker((line) => world.log(line))
   const controller = new SimController(world, new SeededRandom(seeds.nextU32()), {
     sessionTimeoutMs: plan.sessionTimeoutMs,
-    commitDelayMaxMs: Math.max(2, 10 * plan.timeScale),
+    commitDelayMsMax: Math.max(2, 10 * plan.timeScale),
   })
   world.endpoints.set(CONTROLLER_ID, controller)
   const brokers: SimBroker[] = []
@@ -488,7 +488,8 @@ export async function runClusterSeed(
   const crash = (b: SimBroker) => {
     const power = faults.nextFloat() < plan.powerLossShare
     if (power && b.rm !== null) {
-      for (const p of b.rm.partitions()) checker.powerLoss(b.id, `${p.topic}-${p.index}`, p.log.recoveryPoint)
+      for (const p of b.rm.partitions())
+        checker.powerLoss(b.id, `${p.topic}-${p.partition}`, p.log.recoveryPoint)
     }
     b.crash(power ? 'power' : 'kill', faults)
     const downMs = faults.nextFloat() * plan.faultGapMs * 3
@@ -665,7 +666,7 @@ async function createTopic(world: SimWorld, controller: SimController, plan: Clu
             numPartitions: plan.partitions,
             replicationFactor: plan.replicationFactor,
             assignments: [],
-            configs: [{ name: 'min.insync.replicas', value: String(plan.minInsyncReplicas) }],
+            configs: [{ name: 'min.insync.replicas', value: String(plan.insyncReplicasMin) }],
           },
         ],
         timeoutMs: 30_000,

@@ -40,9 +40,9 @@ const SIM_DIRECTORY_ID = 'c2ltLWxvZy1kaXItMDAwMA'
 export interface BrokerTimings {
   readonly heartbeatIntervalMs: number
   readonly requestTimeoutMs: number
-  readonly fetchMaxWaitMs: number
+  readonly fetchWaitMsMax: number
   readonly fetchBackoffMs: number
-  readonly lagTimeMaxMs: number
+  readonly lagTimeMsMax: number
   readonly hwCheckpointIntervalMs: number
   readonly metadataPullMs: number
 }
@@ -211,7 +211,7 @@ export class SimBroker implements SimEndpoint {
   readonly #random: Random
   readonly #timings: BrokerTimings
   readonly #peers: BrokerPeers
-  readonly #slowDisk: { rate: number; maxMs: number }
+  readonly #slowDisk: { rate: number; msMax: number }
   readonly #configSource: NodeConfigSource
   /** Starts the replica manager once metadata has caught up past the registration (per incarnation). */
   #onRegistered: () => void = () => {}
@@ -223,7 +223,7 @@ export class SimBroker implements SimEndpoint {
     timings: BrokerTimings,
     peers: BrokerPeers,
     clock: { rate: number; wallOffsetMs: number },
-    slowDisk: { rate: number; maxMs: number },
+    slowDisk: { rate: number; msMax: number },
     staticConfig: ReadonlyMap<string, string> = new Map(),
   ) {
     this.id = id
@@ -243,7 +243,7 @@ export class SimBroker implements SimEndpoint {
       if (op !== 'sync' && op !== 'append' && op !== 'write' && op !== 'syncDir') return undefined
       if (this.#slowDisk.rate === 0 || this.#random.nextFloat() >= this.#slowDisk.rate) return undefined
       const incarnation = this.incarnation
-      const ms = this.#random.nextFloat() * this.#slowDisk.maxMs
+      const ms = this.#random.nextFloat() * this.#slowDisk.msMax
       return this.#world
         .sleep(ms)
         .then(() => (this.up && this.incarnation === incarnation ? undefined : 'EIO'))
@@ -290,14 +290,14 @@ export class SimBroker implements SimEndpoint {
             this.#peers.controller.qc.alterPartition(req),
           ),
         fetcher: {
-          fetchMaxBytes: 1_048_576,
-          responseMaxBytes: 10_485_760,
+          fetchBytesMax: 1_048_576,
+          responseBytesMax: 10_485_760,
           minBytes: 1,
-          maxWaitMs: t.fetchMaxWaitMs,
+          maxWaitMs: t.fetchWaitMsMax,
           backoffMs: t.fetchBackoffMs,
           numFetchers: 1,
         },
-        lagTimeMaxMs: t.lagTimeMaxMs,
+        lagTimeMsMax: t.lagTimeMsMax,
         highWatermarkCheckpointIntervalMs: t.hwCheckpointIntervalMs,
         alterPartitionRetryBackoffMs: 100,
       },

@@ -20,8 +20,8 @@ const METADATA_VERSION = 25
 
 export interface ControllerTimings {
   readonly sessionTimeoutMs: number
-  /** Each proposal commits after a delay in [1, commitDelayMaxMs]. */
-  readonly commitDelayMaxMs: number
+  /** Each proposal commits after a delay in [1, commitDelayMsMax]. */
+  readonly commitDelayMsMax: number
 }
 
 export class SimController implements SimEndpoint {
@@ -87,7 +87,7 @@ export class SimController implements SimEndpoint {
     const incarnation = this.incarnation
     const at = Math.max(
       this.#commitAt,
-      this.#world.nowMs + 1 + this.#random.nextFloat() * (this.#timings.commitDelayMaxMs - 1),
+      this.#world.nowMs + 1 + this.#random.nextFloat() * (this.#timings.commitDelayMsMax - 1),
     )
     this.#commitAt = at
     this.#world.at(at, 'metadata commit', () => {

@@ -12,19 +12,19 @@ import { EventQueue } from '../event-queue.ts'
 export interface NetworkProfile {
   /** Probability that a message is lost. */
   dropRate: number
-  delayMinMs: number
-  delayMaxMs: number
-  /** Probability of a much longer delay (up to `longDelayMaxMs`), which reorders messages. */
+  delayMsMin: number
+  delayMsMax: number
+  /** Probability of a much longer delay (up to `longDelayMsMax`), which reorders messages. */
   longDelayRate: number
-  longDelayMaxMs: number
+  longDelayMsMax: number
 }
 
 export const CALM_NETWORK: NetworkProfile = {
   dropRate: 0,
-  delayMinMs: 1,
-  delayMaxMs: 3,
+  delayMsMin: 1,
+  delayMsMax: 3,
   longDelayRate: 0,
-  longDelayMaxMs: 0,
+  longDelayMsMax: 0,
 }
 
 /** A node of the network: it may crash (its incarnation changes) and be partitioned. */
@@ -142,15 +142,15 @@ export class SimWorld {
       this.messagesDropped++
       // Over TCP a lost message breaks its connection: the requester sees it fail soon after.
       if (onLost !== undefined)
-        this.at(this.nowMs + this.network.delayMaxMs * 2 + 1, 'connection reset', () => {
+        this.at(this.nowMs + this.network.delayMsMax * 2 + 1, 'connection reset', () => {
           onLost()
           return true
         })
       return
     }
     const net = this.network
-    let delayMs = net.delayMinMs + this.#net.nextFloat() * (net.delayMaxMs - net.delayMinMs)
-    if (this.#net.nextFloat() < net.longDelayRate) delayMs += this.#net.nextFloat() * net.longDelayMaxMs
+    let delayMs = net.delayMsMin + this.#net.nextFloat() * (net.delayMsMax - net.delayMsMin)
+    if (this.#net.nextFloat() < net.longDelayRate) delayMs += this.#net.nextFloat() * net.longDelayMsMax
     const fromIncarnation = sender.incarnation
     const toIncarnation = receiver.incarnation
     this.at(this.nowMs + delayMs, 'deliver', () => {

@@ -144,7 +144,7 @@ public final class RollingProducer {
       return str(name) + ":{\"sent\":" + sent + ",\"acked\":" + acked.get() + ",\"failed\":" + failed.get()
           + ",\"errors\":{" + String.join(",", errorList) + "},\"lost\":" + lost + ",\"lostSamples\":["
           + String.join(",", lostSamples) + "],\"duplicates\":" + duplicates + ",\"read\":" + copies.size()
-          + ",\"maxAckGapMs\":{" + String.join(",", gaps) + "}}";
+          + ",\"ackGapMsMax\":{" + String.join(",", gaps) + "}}";
     }
   }
 
