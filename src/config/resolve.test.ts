@@ -136,18 +136,18 @@ describe('describeBrokerConfigs against Kafka 4.0', () => {
 
   it('shows keys Weir does not know as Kafka shows keys it cannot type: sensitive, UNKNOWN', () => {
     const entries = describeBrokerConfigs(
-      { staticBroker: map({ 'ssl.keystore.password': 'secret' }) },
-      { includeSynonyms: true, keys: ['ssl.keystore.password'] },
+      { staticBroker: map({ 'ssl.keymanager.algorithm': 'SunX509' }) },
+      { includeSynonyms: true, keys: ['ssl.keymanager.algorithm'] },
     )
     assert.deepEqual(entries, [
       {
-        name: 'ssl.keystore.password',
+        name: 'ssl.keymanager.algorithm',
         value: null,
         readOnly: true,
         isDefault: false,
         configSource: ConfigSource.StaticBrokerConfig,
         isSensitive: true,
-        synonyms: [{ name: 'ssl.keystore.password', value: null, source: ConfigSource.StaticBrokerConfig }],
+        synonyms: [{ name: 'ssl.keymanager.algorithm', value: null, source: ConfigSource.StaticBrokerConfig }],
         configType: ConfigTypeCode.unknown,
         documentation: null,
       },
