@@ -60,6 +60,8 @@ export interface DataPathOptions {
   /** The latest metadata image (leaders' endpoints). */
   readonly image: () => MetadataImage
   readonly transport: Transport
+  /** The listener replica fetchers connect to on leaders (`NodeConfig.interBrokerListenerName`). */
+  readonly interBrokerListenerName: string | null
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
   /**
    * The node's buffer pool, shared with its listeners (produce frames) and log directories
@@ -102,7 +104,7 @@ export class DataPath {
             leader,
             nodeId: options.nodeId,
             image: options.image,
-            listenerName: e.string('inter.broker.listener.name') || null,
+            listenerName: options.interBrokerListenerName,
             clock: options.clock,
             transport: options.transport,
             requestTimeoutMs: e.int('replica.socket.timeout.ms'),

@@ -10,9 +10,13 @@ export interface ListenerSpec {
   readonly name: string
   readonly host: string
   readonly port: number
-  /** Kafka's SecurityProtocol id: 0 PLAINTEXT (the only one Weir serves). */
+  /** Kafka's SecurityProtocol id: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL. */
   readonly securityProtocol: number
+  /** Its name, as `listener.security.protocol.map` gives it. */
+  readonly protocolName: SecurityProtocolName
 }
+
+export type SecurityProtocolName = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL'
 
 export interface VoterSpec {
   readonly id: BrokerId
@@ -33,13 +37,28 @@ export interface NodeConfig {
   readonly logDirs: readonly string[]
   readonly metadataLogDir: string
   readonly rack: string | null
+  /**
+   * The listener replica fetchers connect to on other brokers (`inter.broker.listener.name`, else
+   * the listener named by `security.inter.broker.protocol` when any broker listener is secured);
+   * null: the leader's first registered endpoint.
+   */
+  readonly interBrokerListenerName: string | null
 }
 
 export class NodeConfigError extends Error {
   override name = 'NodeConfigError'
 }
 
-const SECURITY_PROTOCOLS: Record<string, number> = { PLAINTEXT: 0, SSL: 1, SASL_PLAINTEXT: 2, SASL_SSL: 3 }
+const SECURITY_PROTOCOLS: Readonly<Record<SecurityProtocolName, number>> = {
+  PLAINTEXT: 0,
+  SSL: 1,
+  SASL_PLAINTEXT: 2,
+  SASL_SSL: 3,
+}
+
+function isSecurityProtocolName(name: string): name is SecurityProtocolName {
+  return Object.hasOwn(SECURITY_PROTOCOLS, name)
+}
 
 /** `NAME://host:port,...` as listeners; the security protocol comes from the map or the name. */
 export function parseListeners(text: string, protocolMap: ReadonlyMap<string, string>): ListenerSpec[] {
@@ -54,12 +73,15 @@ export function parseListeners(text: string, protocolMap: ReadonlyMap<string, st
     const hp = parseHostPort(m[2]!)
     if (hp === undefined) throw new NodeConfigError(`listener ${item}: ${m[2]} is not host:port`)
     const protocol = protocolMap.get(name) ?? name
-    const securityProtocol = SECURITY_PROTOCOLS[protocol]
-    if (securityProtocol === undefined)
+    if (!isSecurityProtocolName(protocol))
       throw new NodeConfigError(`listener ${name}: unknown security protocol ${protocol}`)
-    if (securityProtocol !== 0)
-      throw new NodeConfigError(`listener ${name}: Weir serves only PLAINTEXT, not ${protocol}`)
-    out.push({ name, host: hp.host === '' ? '0.0.0.0' : hp.host, port: hp.port, securityProtocol })
+    out.push({
+      name,
+      host: hp.host === '' ? '0.0.0.0' : hp.host,
+      port: hp.port,
+      securityProtocol: SECURITY_PROTOCOLS[protocol],
+      protocolName: protocol,
+    })
   }
   return out
 }
@@ -121,6 +143,14 @@ export function nodeConfig(c: EffectiveConfig): NodeConfig {
   if (broker && !listeners.some((l) => !controllerListenerNames.includes(l.name))) {
     throw new NodeConfigError('a broker needs a listener that is not a controller listener')
   }
+  for (const l of listeners) {
+    if (controllerListenerNames.includes(l.name) && l.protocolName !== 'PLAINTEXT') {
+      throw new NodeConfigError(
+        `controller listener ${l.name} is ${l.protocolName}: KRaft and controller connections over SSL or SASL are not supported yet, only PLAINTEXT`,
+      )
+    }
+  }
+  const interBrokerListenerName = broker ? interBrokerListener(c, listeners, controllerListenerNames) : null
   const logDirsText = c.string('log.dirs')
   const logDirs = (logDirsText ?? c.string('log.dir') ?? '')
     .split(',')
@@ -138,5 +168,37 @@ export function nodeConfig(c: EffectiveConfig): NodeConfig {
     logDirs,
     metadataLogDir: c.string('metadata.log.dir') ?? logDirs[0]!,
     rack: c.string('broker.rack'),
+    interBrokerListenerName,
   }
+}
+
+/**
+ * The inter-broker listener, which must be PLAINTEXT: brokers' own connections (replica fetchers)
+ * do not speak TLS or SASL yet. As Kafka: `inter.broker.listener.name`, else the listener named as
+ * `security.inter.broker.protocol`. Where every broker listener is PLAINTEXT and the key is unset,
+ * null (the leader's first endpoint), as before secured listeners existed.
+ */
+function interBrokerListener(
+  c: EffectiveConfig,
+  listeners: readonly ListenerSpec[],
+  controllerListenerNames: readonly string[],
+): string | null {
+  const named = c.string('inter.broker.listener.name')
+  const brokerListeners = listeners.filter((l) => !controllerListenerNames.includes(l.name))
+  const secured = brokerListeners.some((l) => l.protocolName !== 'PLAINTEXT')
+  if ((named === null || named === '') && !secured) return null
+  const name =
+    named === null || named === '' ? (c.string('security.inter.broker.protocol') ?? 'PLAINTEXT') : named
+  const listener = brokerListeners.find((l) => l.name === name.toUpperCase())
+  if (listener === undefined) {
+    throw new NodeConfigError(
+      `inter.broker.listener.name must be a listener name defined in advertised.listeners: ${name} is not a broker listener`,
+    )
+  }
+  if (listener.protocolName !== 'PLAINTEXT') {
+    throw new NodeConfigError(
+      `inter-broker listener ${listener.name} is ${listener.protocolName}: brokers' own connections over SSL or SASL are not supported yet; set inter.broker.listener.name to a PLAINTEXT listener`,
+    )
+  }
+  return listener.name
 }

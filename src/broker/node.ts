@@ -33,6 +33,7 @@ import { MetadataLoader } from '../metadata/index.ts'
 import { BrokerId, Uuid } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import { Quorum } from '../quorum/index.ts'
+import type { ScramCredential, ScramMechanism } from '../security/index.ts'
 import {
   Dispatcher,
   externalMemoryInGlobalLimit,
@@ -41,6 +42,7 @@ import {
   HandlerRegistry,
   Listener,
   ReadGcPacer,
+  saslApiHandlers,
   v8Gc,
 } from '../server/index.ts'
 import {
@@ -55,6 +57,13 @@ import {
 import { ControllerChannel } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
+import {
+  isListenerPrefixedKey,
+  type ListenerSecurity,
+  ListenerSecurityError,
+  type ListenerSecuritySources,
+  listenerSecurity,
+} from './listener-security.ts'
 import {
   brokerListenerApis,
   controllerListenerApis,
@@ -109,6 +118,26 @@ interface BoundListener {
   readonly listener: Listener
   readonly registry: HandlerRegistry
   readonly isController: boolean
+  /** SASL_PLAINTEXT or SASL_SSL: its registry also holds SaslHandshake and SaslAuthenticate. */
+  readonly sasl: boolean
+}
+
+/**
+ * SCRAM users come from the metadata image's UserScramCredentialRecords, which this image does not
+ * hold: every SCRAM login fails as an unknown user until it does.
+ */
+function scramCredential(_mechanism: ScramMechanism, _username: string): ScramCredential | null {
+  return null
+}
+
+/** A listener's TLS and SASL, or the StartupError that names the key at fault. */
+function securityOf(spec: ListenerSpec, sources: ListenerSecuritySources): ListenerSecurity {
+  try {
+    return listenerSecurity(spec, sources)
+  } catch (e) {
+    if (e instanceof ListenerSecurityError) throw new StartupError(`invalid configuration: ${e.message}`)
+    throw e
+  }
 }
 
 export class WeirNode {
@@ -169,7 +198,9 @@ export class WeirNode {
     const log: Logger = options.log ?? (() => {})
     const checked = validateBrokerConfigs(staticBroker, 'static')
     if (!checked.ok) throw new StartupError(`invalid configuration: ${checked.key}: ${checked.error}`)
-    for (const key of checked.unknown) log('warn', `unknown config ${key} is ignored`)
+    for (const key of checked.unknown) {
+      if (!isListenerPrefixedKey(key)) log('warn', `unknown config ${key} is ignored`)
+    }
     const effective = resolveBrokerConfig({ staticBroker })
     const config = nodeConfig(effective)
     const disk = options.disk ?? new NodeDisk()
@@ -209,7 +240,9 @@ export class WeirNode {
       const isController = config.controllerListenerNames.includes(spec.name)
       if (isController ? !config.controller : !config.broker) continue
       const registry = new HandlerRegistry()
+      const security = securityOf(spec, { staticBroker, effective, clock, random, scramCredential })
       const listener = new Listener({
+        ...security,
         listenerName: spec.name,
         host: spec.host,
         port: spec.port,
@@ -221,7 +254,7 @@ export class WeirNode {
         ...(readGc === undefined ? {} : { readGc }),
         ...(isController ? {} : { frameBuffers: pool }),
       })
-      bound.push({ spec, listener, registry, isController })
+      bound.push({ spec, listener, registry, isController, sasl: security.sasl !== undefined })
     }
     const node = new WeirNode(config, clusterId, effective, clock, log, bound, pool)
     node.#staticBroker = staticBroker
@@ -329,6 +362,7 @@ export class WeirNode {
         brokerEpoch: () => this.#brokerEpoch,
         image: () => this.#loader.image,
         transport: io.transport,
+        interBrokerListenerName: config.interBrokerListenerName,
         log: this.#log,
         pool: this.#pool,
       })
@@ -450,6 +484,7 @@ export class WeirNode {
           dataPath: this.#dataPath?.handlers({ image: () => this.#loader.image }) ?? [],
         }),
       )
+      if (b.sasl) b.registry.register(...saslApiHandlers())
     }
     // Every handler is in place: the controller listener serves the connections held since it was
     // bound at once (Raft and the other controllers need it); the client listeners hold theirs

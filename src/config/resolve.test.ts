@@ -147,7 +147,9 @@ describe('describeBrokerConfigs against Kafka 4.0', () => {
         isDefault: false,
         configSource: ConfigSource.StaticBrokerConfig,
         isSensitive: true,
-        synonyms: [{ name: 'ssl.keymanager.algorithm', value: null, source: ConfigSource.StaticBrokerConfig }],
+        synonyms: [
+          { name: 'ssl.keymanager.algorithm', value: null, source: ConfigSource.StaticBrokerConfig },
+        ],
         configType: ConfigTypeCode.unknown,
         documentation: null,
       },

@@ -11,6 +11,12 @@ import { isSaslMechanism, type SaslFailure, type SaslMechanism, type SaslServer 
 import { ScramSaslServer, type ScramTokenCredential } from './scram.ts'
 import type { ScramCredential, ScramMechanism } from './scram-credentials.ts'
 
+/**
+ * Where SCRAM credentials come from: the user's stored credential for a mechanism, or null for an
+ * unknown user (the broker reads them from the metadata image's UserScramCredentialRecords).
+ */
+export type ScramCredentialLookup = (mechanism: ScramMechanism, username: string) => ScramCredential | null
+
 export interface SaslServerConfig {
   readonly clock: Clock
   readonly random: Random
@@ -21,7 +27,7 @@ export interface SaslServerConfig {
   /** SCRAM-SHA-256 and -512: enabled when given (each only if listed in `mechanisms`). */
   readonly scram?: {
     readonly mechanisms: readonly ScramMechanism[]
-    readonly credential: (mechanism: ScramMechanism, username: string) => ScramCredential | null
+    readonly credential: ScramCredentialLookup
     readonly tokenCredential?: (mechanism: ScramMechanism, tokenId: string) => ScramTokenCredential | null
   }
   /** OAUTHBEARER: enabled when given. */

@@ -9,7 +9,8 @@ import type { Socket } from 'node:net'
 import type { Clock, TimerHandle } from '../io/index.ts'
 import { FrameError, FrameReader } from '../protocol/index.ts'
 import type { ReadBuffers } from '../storage/index.ts'
-import { correlationIdOf, type Dispatcher, type DispatchResult } from './dispatcher.ts'
+import { correlationIdOf, type DispatchResult } from './dispatcher.ts'
+import type { FrameHandler } from './sasl-authenticator.ts'
 
 /** The api key of a request frame (its first two bytes). Produce is 0. */
 const PRODUCE_API_KEY = 0
@@ -54,7 +55,7 @@ export class Connection {
   readonly id: number
   readonly clientAddress: string
   readonly #socket: Socket
-  readonly #dispatcher: Dispatcher
+  readonly #dispatcher: FrameHandler
   readonly #limits: ConnectionLimits
   readonly #clock: Clock
   readonly #events: ConnectionEvents
@@ -82,7 +83,8 @@ export class Connection {
     socket: Socket,
     id: number,
     options: {
-      dispatcher: Dispatcher
+      /** The node's dispatcher, or a gate in front of it (SASL listeners). */
+      dispatcher: FrameHandler
       limits: ConnectionLimits
       clock: Clock
       events: ConnectionEvents
@@ -265,7 +267,12 @@ export class Connection {
         if (corked) this.#socket.uncork()
         const cid = correlationIdOf(frame)
         this.#events.onProtocolError(this.id, `${result.reason} (correlation id ${cid ?? '?'})`)
-        this.close()
+        if (result.frame === undefined) {
+          this.close()
+          return
+        }
+        for (const piece of result.frame) this.#socket.write(piece)
+        this.close(true)
         return
       }
       if (result.kind === 'response') {

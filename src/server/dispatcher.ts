@@ -13,6 +13,7 @@ import {
   encodeResponse,
   readRequestPrefix,
 } from '../protocol/index.ts'
+import { ANONYMOUS_PRINCIPAL, type KafkaPrincipal } from '../security/index.ts'
 import { NO_RESPONSE, type RequestContext } from './handler.ts'
 import type { HandlerRegistry } from './registry.ts'
 
@@ -30,13 +31,18 @@ export type DispatchResult =
   | { readonly kind: 'response'; readonly frame: Buffer[]; readonly done?: () => void }
   /** The request is answered by silence (Produce with acks=0). */
   | { readonly kind: 'none' }
-  /** The connection must close: the bytes were malformed or the request cannot be answered. */
-  | { readonly kind: 'close'; readonly reason: string }
+  /**
+   * The connection must close: the bytes were malformed or the request cannot be answered. With
+   * `frame`, that response is written first (a failed authentication's answer).
+   */
+  | { readonly kind: 'close'; readonly reason: string; readonly frame?: Buffer[] }
 
 export interface ConnectionInfo {
   readonly connectionId: number
   readonly clientAddress: string
   readonly listenerName: string
+  /** Who the peer authenticated as; absent: `User:ANONYMOUS` (PLAINTEXT, TLS without a certificate). */
+  readonly principal?: KafkaPrincipal
 }
 
 export class Dispatcher {
@@ -96,6 +102,7 @@ export class Dispatcher {
       connectionId: conn.connectionId,
       clientAddress: conn.clientAddress,
       listenerName: conn.listenerName,
+      principal: conn.principal ?? ANONYMOUS_PRINCIPAL,
       afterResponse: (fn) => {
         after ??= []
         after.push(fn)

@@ -3,6 +3,7 @@
  * request to the response body. Handlers never see bytes or sockets.
  */
 import type { Api, RequestHeaderData } from '../protocol/index.ts'
+import type { KafkaPrincipal } from '../security/index.ts'
 
 /** Who sent a request, and on which connection. */
 export interface RequestContext {
@@ -13,6 +14,11 @@ export interface RequestContext {
   /** The client's address as `host:port`, or `inject` for requests injected without a socket. */
   readonly clientAddress: string
   readonly listenerName: string
+  /**
+   * Who sent it, for the authorizer: `User:ANONYMOUS` on PLAINTEXT (and TLS without a client
+   * certificate), the mapped certificate subject on SSL, the SASL identity on SASL listeners.
+   */
+  readonly principal: KafkaPrincipal
   /**
    * Runs `fn` once the response no longer needs memory it refers to: its socket write completed,
    * or it was dropped (no response, a failed handler or encoding, a closed connection). For a

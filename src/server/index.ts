@@ -46,7 +46,7 @@ export * from './handlers/partition-reassignments.ts'
 export * from './handlers/produce.ts'
 export * from './handlers/raft-rpc.ts'
 export * from './handlers/sync-group.ts'
-export { Listener, type ListenerOptions } from './listener.ts'
+export { Listener, type ListenerOptions, type ListenerTls, type SslClientAuth } from './listener.ts'
 export {
   type MallocInfo,
   mallocInfo,
@@ -62,4 +62,5 @@ export {
   v8Gc,
 } from './read-gc-pacer.ts'
 export { HandlerRegistry } from './registry.ts'
+export * from './sasl-authenticator.ts'
 export { externalMemoryInGlobalLimit, tuneV8ForBroker } from './v8-tuning.ts'

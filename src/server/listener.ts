@@ -7,11 +7,31 @@
  * will serve, or a request closed as "not served here").
  */
 import { createServer, type Server, type Socket } from 'node:net'
+import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls'
 import type { Clock, TimerHandle } from '../io/index.ts'
+import {
+  type KafkaPrincipal,
+  type SslPrincipalMapper,
+  SslPrincipalMappingError,
+  sslPrincipal,
+} from '../security/index.ts'
 import type { ReadBuffers } from '../storage/index.ts'
 import { Connection, type ConnectionLimits } from './connection.ts'
-import type { Dispatcher } from './dispatcher.ts'
+import type { ConnectionInfo, Dispatcher, DispatchResult } from './dispatcher.ts'
 import type { ReadGcPacer } from './read-gc-pacer.ts'
+import { type FrameHandler, SaslAuthenticator, type SaslListenerOptions } from './sasl-authenticator.ts'
+
+/** `ssl.client.auth`. */
+export type SslClientAuth = 'none' | 'requested' | 'required'
+
+/** An SSL or SASL_SSL listener's TLS: node:tls's server options and how a client certificate maps. */
+export interface ListenerTls {
+  /** The key, certificate chain, trusted CAs, protocols and ciphers (`tls.createServer`'s options). */
+  readonly options: TlsOptions
+  readonly clientAuth: SslClientAuth
+  /** `ssl.principal.mapping.rules`. */
+  readonly principalMapper: SslPrincipalMapper
+}
 
 export interface ListenerOptions {
   readonly listenerName: string
@@ -32,6 +52,25 @@ export interface ListenerOptions {
   readonly readGc?: ReadGcPacer
   /** Where connections assemble large produce frames (the node's pool; `ConnectionOptions.frameBuffers`). */
   readonly frameBuffers?: ReadBuffers
+  /** SSL and SASL_SSL: TLS on every connection; absent: plain TCP. */
+  readonly tls?: ListenerTls
+  /** SASL_PLAINTEXT and SASL_SSL: every connection authenticates first. */
+  readonly sasl?: SaslListenerOptions
+}
+
+/** Requests of a TLS client reach the dispatcher with the principal of its certificate. */
+class PrincipalDispatcher implements FrameHandler {
+  readonly #inner: FrameHandler
+  readonly #principal: KafkaPrincipal
+
+  constructor(inner: FrameHandler, principal: KafkaPrincipal) {
+    this.#inner = inner
+    this.#principal = principal
+  }
+
+  dispatch(frame: Buffer, conn: ConnectionInfo): Promise<DispatchResult> {
+    return this.#inner.dispatch(frame, { ...conn, principal: this.#principal })
+  }
 }
 
 export class Listener {
@@ -43,11 +82,60 @@ export class Listener {
   #serving: boolean
   /** Sockets accepted before `serve()`, paused; each handed to a `Connection` by `serve()`. */
   readonly #held = new Set<Socket>()
+  /** TLS clients' certificate principals, until their connection is made. */
+  readonly #principals = new WeakMap<Socket, KafkaPrincipal>()
 
   constructor(options: ListenerOptions) {
     this.#options = options
     this.#serving = options.held !== true
-    this.#server = createServer({ noDelay: true, pauseOnConnect: false }, (socket) => this.#accept(socket))
+    this.#server = options.tls === undefined ? this.#tcpServer() : this.#tlsServer(options.tls)
+  }
+
+  #tcpServer(): Server {
+    return createServer({ noDelay: true, pauseOnConnect: false }, (socket) => this.#accept(socket))
+  }
+
+  /**
+   * TLS: a connection is accepted once its handshake completed. `requested` asks for a certificate
+   * and verifies one that is sent (Java's wantClientAuth); `required` refuses a client without one.
+   */
+  #tlsServer(tls: ListenerTls): Server {
+    const server = createTlsServer(
+      {
+        ...tls.options,
+        requestCert: tls.clientAuth !== 'none',
+        rejectUnauthorized: tls.clientAuth === 'required',
+      },
+      (socket) => this.#acceptTls(socket, tls),
+    )
+    server.on('tlsClientError', (error, socket) => {
+      const code = (error as { code?: string }).code ?? error.name
+      this.#options.log('warn', `TLS handshake with ${socket.remoteAddress ?? '?'} failed: ${code}`)
+      socket.destroy()
+    })
+    return server
+  }
+
+  #acceptTls(socket: TLSSocket, tls: ListenerTls): void {
+    const certificate = socket.getPeerCertificate()
+    const presented = certificate !== null && certificate.raw !== undefined
+    if (presented && !socket.authorized) {
+      this.#options.log(
+        'warn',
+        `closing a TLS connection from ${socket.remoteAddress}: its certificate is not trusted (${String(socket.authorizationError)})`,
+      )
+      socket.destroy()
+      return
+    }
+    try {
+      this.#principals.set(socket, sslPrincipal(tls.principalMapper, presented ? certificate.raw : null))
+    } catch (e) {
+      if (!(e instanceof SslPrincipalMappingError)) throw e
+      this.#options.log('warn', `closing a TLS connection from ${socket.remoteAddress}: ${e.message}`)
+      socket.destroy()
+      return
+    }
+    this.#accept(socket)
   }
 
   /** Starts listening; resolves with the bound address. */
@@ -110,7 +198,7 @@ export class Listener {
   #handOver(socket: Socket): void {
     const { limits, log, readGc, frameBuffers } = this.#options
     const connection = new Connection(socket, this.#nextConnectionId++, {
-      dispatcher: this.#options.dispatcher,
+      dispatcher: this.#frameHandler(socket),
       limits,
       clock: this.#options.clock,
       listenerName: this.#options.listenerName,
@@ -128,6 +216,14 @@ export class Listener {
       },
     })
     this.#connections.add(connection)
+  }
+
+  /** The dispatcher, behind the SASL gate on SASL listeners, with a TLS client's principal on SSL. */
+  #frameHandler(socket: Socket): FrameHandler {
+    const { dispatcher, sasl } = this.#options
+    if (sasl !== undefined) return new SaslAuthenticator(dispatcher, sasl)
+    const principal = this.#principals.get(socket)
+    return principal === undefined ? dispatcher : new PrincipalDispatcher(dispatcher, principal)
   }
 
   /**
