@@ -31,15 +31,70 @@ function openssl(dir: string, args: string[]): void {
 
 export function makeTestCerts(dir: string, password = 'store-secret'): TestCerts {
   const days = '2'
-  openssl(dir, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', days, '-subj', '/CN=weir-test-ca'])
+  openssl(dir, [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    days,
+    '-subj',
+    '/CN=weir-test-ca',
+  ])
   writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n')
   for (const [name, subject, ext] of [
     ['server', '/CN=localhost', ['-extfile', 'server.ext']],
     ['client', '/O=weir/OU=test/CN=client-one', []],
   ] as const) {
-    openssl(dir, ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject])
-    openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', days, ...ext])
-    openssl(dir, ['pkcs12', '-export', '-in', `${name}.pem`, '-inkey', `${name}.key`, '-certfile', 'ca.pem', '-name', name, '-out', `${name}.p12`, '-passout', `pass:${password}`])
+    openssl(dir, [
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      subject,
+    ])
+    openssl(dir, [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      days,
+      ...ext,
+    ])
+    openssl(dir, [
+      'pkcs12',
+      '-export',
+      '-in',
+      `${name}.pem`,
+      '-inkey',
+      `${name}.key`,
+      '-certfile',
+      'ca.pem',
+      '-name',
+      name,
+      '-out',
+      `${name}.p12`,
+      '-passout',
+      `pass:${password}`,
+    ])
   }
   const store = join(dir, 'server-store.pem')
   execFileSync('sh', ['-c', `cat server.key server.pem > ${store}`], { cwd: dir })
