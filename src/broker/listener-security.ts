@@ -11,6 +11,7 @@ import type { Clock, Random } from '../io/index.ts'
 import {
   createSaslServer,
   enabledSaslMechanisms,
+  isSaslMechanism,
   JaasConfigError,
   OAuthBearerConfigError,
   parseServerJaasConfig,
@@ -266,8 +267,6 @@ export function openSslCipherName(iana: string): string {
 // SASL
 // ---------------------------------------------------------------------------------------------
 
-const SCRAM: readonly ScramMechanism[] = ['SCRAM-SHA-256', 'SCRAM-SHA-512']
-
 function listenerSasl(keys: ListenerKeys, sources: ListenerSecuritySources): SaslListenerOptions {
   const mechanisms = keys.list('sasl.enabled.mechanisms')
   if (mechanisms.length === 0) {
@@ -279,18 +278,19 @@ function listenerSasl(keys: ListenerKeys, sources: ListenerSecuritySources): Sas
   const reauth: Partial<Record<SaslMechanism, number>> = {}
   const scram: ScramMechanism[] = []
   for (const mechanism of mechanisms) {
+    if (!isSaslMechanism(mechanism)) {
+      throw new ListenerSecurityError(
+        `listener ${keys.name}: SASL mechanism ${mechanism} is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are)`,
+      )
+    }
     const jaas = jaasEntry(keys, mechanism)
-    reauth[mechanism as SaslMechanism] = Number(keys.text('connections.max.reauth.ms', mechanism) ?? '0')
+    reauth[mechanism] = Number(keys.text('connections.max.reauth.ms', mechanism) ?? '0')
     if (mechanism === 'PLAIN') {
       config.plain = { authenticate: plainAuthenticatorFromUsers(plainUsersFromJaas([jaas])) }
     } else if (mechanism === 'OAUTHBEARER') {
       config.oauthbearer = { validator: oauthValidator(keys, jaas, sources.clock) }
-    } else if ((SCRAM as readonly string[]).includes(mechanism)) {
-      scram.push(mechanism as ScramMechanism)
     } else {
-      throw new ListenerSecurityError(
-        `listener ${keys.name}: SASL mechanism ${mechanism} is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are)`,
-      )
+      scram.push(mechanism)
     }
   }
   if (scram.length > 0) config.scram = { mechanisms: scram, credential: sources.scramCredential }

@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { resolveBrokerConfig } from '../config/index.ts'
+import { ManualClock, SeededRandom } from '../io/index.ts'
+import { isListenerPrefixedKey, listenerSecurity, openSslCipherName } from './listener-security.ts'
+import { NodeConfigError, nodeConfig, parseListeners } from './node-config.ts'
+
+const BASE = {
+  'node.id': '1',
+  'process.roles': 'broker,controller',
+  'controller.quorum.voters': '1@127.0.0.1:9093',
+  'log.dirs': '/tmp/unused',
+}
+
+function layer(entries: Record<string, string>): Map<string, string> {
+  return new Map(Object.entries({ ...BASE, ...entries }))
+}
+
+function security(protocol: 'SSL' | 'SASL_PLAINTEXT', entries: Record<string, string>) {
+  const staticBroker = layer(entries)
+  const [spec] = parseListeners(`L://127.0.0.1:1`, new Map([['L', protocol]]))
+  return listenerSecurity(spec!, {
+    staticBroker,
+    effective: resolveBrokerConfig({ staticBroker }),
+    clock: new ManualClock(),
+    random: new SeededRandom(1),
+    scramCredential: () => null,
+    readFile: (path) => Buffer.from(path === 'store.pem' ? PEM_STORE : 'x'),
+  })
+}
+
+const PEM_STORE = [
+  '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----',
+  '-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----',
+].join('\n')
+
+describe('listener security from the broker configs', () => {
+  test('every security protocol parses; controller and inter-broker listeners must be PLAINTEXT', () => {
+    const map = new Map([
+      ['A', 'SSL'],
+      ['B', 'SASL_SSL'],
+    ])
+    assert.deepEqual(
+      parseListeners('A://h:1,B://h:2,SASL_PLAINTEXT://h:3', map).map((l) => [
+        l.protocolName,
+        l.securityProtocol,
+      ]),
+      [
+        ['SSL', 1],
+        ['SASL_SSL', 3],
+        ['SASL_PLAINTEXT', 2],
+      ],
+    )
+    const config = (entries: Record<string, string>) =>
+      nodeConfig(resolveBrokerConfig({ staticBroker: layer(entries) }))
+    assert.throws(
+      () =>
+        config({
+          listeners: 'SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093',
+          'listener.security.protocol.map': 'SSL:SSL,CONTROLLER:SSL',
+        }),
+      (e: Error) =>
+        e instanceof NodeConfigError &&
+        /controller listener CONTROLLER is SSL: .* not supported yet/.test(e.message),
+    )
+    assert.throws(
+      () => config({ listeners: 'SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093' }),
+      /inter.broker.listener.name must be a listener name defined in advertised.listeners/,
+    )
+    assert.throws(
+      () =>
+        config({
+          listeners: 'PLAINTEXT://127.0.0.1:9091,SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093',
+          'inter.broker.listener.name': 'SSL',
+        }),
+      /inter-broker listener SSL is SSL: .* not supported yet/,
+    )
+    const ok = config({
+      listeners: 'PLAINTEXT://127.0.0.1:9091,SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093',
+    })
+    assert.equal(ok.interBrokerListenerName, 'PLAINTEXT')
+    assert.equal(config({}).interBrokerListenerName, null)
+  })
+
+  test('key stores: PKCS12 as pfx, PEM file and inline; JKS and a PEM store password refused', () => {
+    const pkcs12 = security('SSL', {
+      'ssl.keystore.type': 'PKCS12',
+      'ssl.keystore.location': 'store.p12',
+      'ssl.keystore.password': 'pw',
+    })
+    assert.deepEqual(pkcs12.tls?.options.pfx, Buffer.from('x'))
+    assert.equal(pkcs12.tls?.options.passphrase, 'pw')
+    assert.equal(pkcs12.tls?.clientAuth, 'none')
+    const pem = security('SSL', {
+      'listener.name.l.ssl.keystore.type': 'PEM',
+      'listener.name.l.ssl.keystore.location': 'store.pem',
+      'ssl.key.password': 'kp',
+      'ssl.client.auth': 'required',
+      'ssl.enabled.protocols': 'TLSv1.3',
+      'ssl.cipher.suites': 'TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384',
+    })
+    assert.match(String(pem.tls?.options.key), /BEGIN PRIVATE KEY/)
+    assert.equal(pem.tls?.options.passphrase, 'kp')
+    assert.equal(pem.tls?.clientAuth, 'required')
+    assert.equal(pem.tls?.options.minVersion, 'TLSv1.3')
+    assert.equal(pem.tls?.options.ciphers, 'TLS_AES_128_GCM_SHA256:ECDHE-RSA-AES256-GCM-SHA384')
+    assert.throws(
+      () => security('SSL', { 'ssl.keystore.location': 'store.jks' }),
+      /ssl.keystore.type: JKS is not supported/,
+    )
+    assert.throws(
+      () =>
+        security('SSL', {
+          'ssl.keystore.type': 'PEM',
+          'ssl.keystore.location': 'store.pem',
+          'ssl.keystore.password': 'x',
+        }),
+      /SSL key store password cannot be specified with PEM format/,
+    )
+    assert.throws(
+      () =>
+        security('SSL', {
+          'ssl.keystore.type': 'PKCS12',
+          'ssl.keystore.location': 'store.p12',
+          'ssl.truststore.location': 'trust.p12',
+          'ssl.truststore.type': 'PKCS12',
+        }),
+      /ssl.truststore.type: PKCS12 is not supported; use PEM/,
+    )
+  })
+
+  test('SASL: the listener-and-mechanism JAAS config is required; unsupported mechanisms are refused', () => {
+    const jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
+    const ok = security('SASL_PLAINTEXT', {
+      'sasl.enabled.mechanisms': 'PLAIN,SCRAM-SHA-512',
+      'listener.name.l.plain.sasl.jaas.config': jaas,
+      'listener.name.l.scram-sha-512.sasl.jaas.config':
+        'org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    })
+    assert.deepEqual(ok.sasl?.mechanisms, ['PLAIN', 'SCRAM-SHA-512'])
+    assert.throws(
+      () => security('SASL_PLAINTEXT', { 'sasl.enabled.mechanisms': 'PLAIN', 'sasl.jaas.config': jaas }),
+      /PLAIN needs listener.name.l.plain.sasl.jaas.config/,
+    )
+    assert.throws(() => security('SASL_PLAINTEXT', {}), /SASL mechanism GSSAPI is not supported/)
+  })
+
+  test("listener-prefixed keys are known keys; cipher names map to OpenSSL's", () => {
+    assert.ok(isListenerPrefixedKey('listener.name.internal.ssl.keystore.location'))
+    assert.ok(isListenerPrefixedKey('listener.name.internal.plain.sasl.jaas.config'))
+    assert.ok(!isListenerPrefixedKey('listener.name.internal.no.such.key'))
+    assert.equal(
+      openSslCipherName('TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256'),
+      'ECDHE-ECDSA-CHACHA20-POLY1305',
+    )
+    assert.equal(openSslCipherName('TLS_RSA_WITH_AES_128_GCM_SHA256'), 'AES128-GCM-SHA256')
+  })
+})
