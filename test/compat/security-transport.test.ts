@@ -66,6 +66,9 @@ describe('secured listeners against real clients', () => {
       'listener.name.mtls.ssl.client.auth': 'required',
       'ssl.principal.mapping.rules': 'RULE:^CN=([^,]+),.*$/$1/L,DEFAULT',
       'sasl.enabled.mechanisms': 'PLAIN',
+      'listener.name.sasl_plaintext.sasl.enabled.mechanisms': 'PLAIN,OAUTHBEARER',
+      'listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config':
+        'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="kafka";',
       'listener.name.sasl_plaintext.plain.sasl.jaas.config': PLAIN_JAAS({ [ALICE.username]: ALICE.password }),
       'listener.name.sasl_ssl.plain.sasl.jaas.config': PLAIN_JAAS({ [ALICE.username]: ALICE.password }),
       'connection.failed.authentication.delay.ms': 100,
@@ -203,6 +206,45 @@ print(','.join(seen))
     })
     const admin = wrong.admin()
     await assert.rejects(admin.connect(), /SASL PLAIN authentication failed/)
+  })
+
+  test('OAUTHBEARER with unsecured tokens: kafkajs and librdkafka; a token without the required scope is refused', async () => {
+    const unsecured = (claims: Record<string, unknown>) =>
+      `${Buffer.from(JSON.stringify({ alg: 'none' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`
+    const nowS = Math.floor(Date.now() / 1000)
+    const connectWith = async (scope: string[]) => {
+      const kafka = new Kafka({
+        clientId: 'sec-oauth',
+        brokers: [address('SASL_PLAINTEXT')],
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+        sasl: {
+          mechanism: 'oauthbearer',
+          oauthBearerProvider: async () => ({
+            value: unsecured({ sub: 'svc-a', iat: nowS, exp: nowS + 600, scope }),
+          }),
+        },
+      })
+      const admin = kafka.admin()
+      await admin.connect()
+      const topics = await admin.listTopics()
+      await admin.disconnect()
+      return topics
+    }
+    assert.ok(Array.isArray(await connectWith(['kafka', 'other'])))
+    await assert.rejects(connectWith(['other']))
+    // librdkafka's own unsecured JWT (sasl.oauthbearer.config), as a Kafka developer setup uses it.
+    const listed = await kcat(
+      address('SASL_PLAINTEXT'),
+      {
+        'security.protocol': 'SASL_PLAINTEXT',
+        'sasl.mechanisms': 'OAUTHBEARER',
+        'enable.sasl.oauthbearer.unsecure.jwt': 'true',
+        'sasl.oauthbearer.config': 'principal=svc-b scope=kafka',
+      },
+      ['-L', '-m', '10'],
+    )
+    assert.match(listed, /1 brokers:/)
   })
 
   test('the Java client (Kafka 4.4 tools) over SASL_SSL PLAIN and over mTLS with a PKCS12 key store', async () => {
