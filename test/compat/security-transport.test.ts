@@ -44,7 +44,7 @@ describe('secured listeners against real clients', () => {
 
   before(async () => {
     certs = makeTestCerts(dir.path, KEY_PASSWORD_MARK)
-    const names = ['PLAINTEXT', 'CONTROLLER', 'SSL', 'MTLS', 'SASL_PLAINTEXT', 'SASL_SSL']
+    const names = ['PLAINTEXT', 'CONTROLLER', 'SSL', 'MTLS', 'SASL_PLAINTEXT', 'SASL_SSL', 'REAUTH']
     const ports = await freePorts(names.length)
     names.forEach((n, i) => {
       port[n] = ports[i]!
@@ -52,7 +52,7 @@ describe('secured listeners against real clients', () => {
     const config = writeProperties(dir.path, 'server.properties', {
       listeners: names.map((n) => `${n}://127.0.0.1:${port[n]}`).join(','),
       'listener.security.protocol.map':
-        'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL',
+        'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,REAUTH:SASL_PLAINTEXT',
       'controller.quorum.voters': `1@127.0.0.1:${port.CONTROLLER}`,
       'inter.broker.listener.name': 'PLAINTEXT',
       'ssl.keystore.type': 'PEM',
@@ -71,6 +71,8 @@ describe('secured listeners against real clients', () => {
         'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="kafka";',
       'listener.name.sasl_plaintext.plain.sasl.jaas.config': PLAIN_JAAS({ [ALICE.username]: ALICE.password }),
       'listener.name.sasl_ssl.plain.sasl.jaas.config': PLAIN_JAAS({ [ALICE.username]: ALICE.password }),
+      'listener.name.reauth.plain.sasl.jaas.config': PLAIN_JAAS({ [ALICE.username]: ALICE.password }),
+      'listener.name.reauth.plain.connections.max.reauth.ms': 1500,
       'connection.failed.authentication.delay.ms': 100,
       'auto.create.topics.enable': 'true',
       'offsets.topic.replication.factor': 1,
@@ -145,9 +147,7 @@ describe('secured listeners against real clients', () => {
   })
 
   test('confluent-kafka with SASL_PLAINTEXT and SASL_SSL PLAIN', async () => {
-    const python = execFileSync(join(REPO, 'tools/compat-install.sh'), ['confluent-kafka'], {
-      encoding: 'utf8',
-    }).trim()
+    const python = pythonOf()
     const script = `
 import sys, json, time
 from confluent_kafka import Producer, Consumer
@@ -176,6 +176,26 @@ print(','.join(seen))
       })
       assert.match(stdout, new RegExp(`via-${protocol}`))
     }
+  })
+
+  test('KIP-368: librdkafka 2.x re-authenticates within connections.max.reauth.ms and keeps its connection', async () => {
+    const script = `
+import sys, json, time
+from confluent_kafka import Producer
+p = Producer(json.loads(sys.argv[1]))
+errors = []
+for i in range(5):
+    p.produce('sec-reauth', value=b'r%d' % i, on_delivery=lambda e, m: e and errors.append(str(e)))
+    assert p.flush(10) == 0
+    time.sleep(1)
+assert errors == [], errors
+print('ok')
+`
+    const before = (weir.output.match(/SASL session expired/g) ?? []).length
+    const conf = { 'bootstrap.servers': address('REAUTH'), ...saslClient('SASL_PLAINTEXT') }
+    const { stdout } = await run(pythonOf(), ['-c', script, JSON.stringify(conf)], { timeout: 60_000 })
+    assert.match(stdout, /ok/)
+    assert.equal((weir.output.match(/SASL session expired/g) ?? []).length, before)
   })
 
   test('kafkajs with PLAIN over SASL_PLAINTEXT and SASL_SSL', async () => {
@@ -339,6 +359,11 @@ print(','.join(seen))
     }
   })
 })
+
+/** The Python of the compat venv with confluent-kafka (tools/compat-install.sh installs it once). */
+function pythonOf(): string {
+  return execFileSync(join(REPO, 'tools/compat-install.sh'), ['confluent-kafka'], { encoding: 'utf8' }).trim()
+}
 
 /** Writes `bytes` and resolves with how many bytes came back before the peer closed. */
 function closedWithout(socket: import('node:net').Socket, bytes: Buffer): Promise<number> {
