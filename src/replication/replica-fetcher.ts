@@ -70,9 +70,9 @@ export interface ReplicaFetcherSettings {
   /** `replica.fetch.response.max.bytes` */
   readonly responseBytesMax: number
   /** `replica.fetch.min.bytes` */
-  readonly minBytes: number
+  readonly fetchBytesMin: number
   /** `replica.fetch.wait.max.ms` */
-  readonly maxWaitMs: number
+  readonly fetchWaitMsMax: number
   /** `replica.fetch.backoff.ms` */
   readonly backoffMs: number
   /** `num.replica.fetchers` */
@@ -241,8 +241,8 @@ export class ReplicaFetcher {
         response = await this.#link.fetch({
           replicaId: this.#nodeId,
           brokerEpoch: this.#brokerEpoch(),
-          maxWaitMs: this.#settings.maxWaitMs,
-          minBytes: this.#settings.minBytes,
+          maxWaitMs: this.#settings.fetchWaitMsMax,
+          minBytes: this.#settings.fetchBytesMin,
           maxBytes: this.#settings.responseBytesMax,
           partitions: specs,
         })

@@ -292,8 +292,8 @@ export class SimBroker implements SimEndpoint {
         fetcher: {
           fetchBytesMax: 1_048_576,
           responseBytesMax: 10_485_760,
-          minBytes: 1,
-          maxWaitMs: t.fetchWaitMsMax,
+          fetchBytesMin: 1,
+          fetchWaitMsMax: t.fetchWaitMsMax,
           backoffMs: t.fetchBackoffMs,
           numFetchers: 1,
         },
