@@ -554,7 +554,9 @@ export class WeirNode {
 
   /** The ids of the log dirs that failed and are not back yet (BrokerHeartbeat `OfflineLogDirs`). */
   #offlineLogDirs(): Uuid[] {
-    return this.#logManagers.filter((m) => m.isOffline).map((m) => m.directoryId as Uuid)
+    return this.#logManagers.flatMap((m) =>
+      m.isOffline && m.directoryId !== null ? [Uuid(m.directoryId)] : [],
+    )
   }
 
   /**

@@ -6,7 +6,7 @@
  * and applies what the controller answers or metadata records say.
  */
 import type { Clock } from '../io/index.ts'
-import { assert, type BrokerId, type TopicName, type Uuid } from '../model/index.ts'
+import { assert, type BrokerId, NO_NODE, type TopicName, type Uuid } from '../model/index.ts'
 import {
   BATCH_HEADER_BYTES,
   type BatchHeader,
@@ -164,7 +164,7 @@ export class Partition {
   #settings: PartitionSettings
   readonly #stats: ReplicationStats | null
   #role: Role = 'follower'
-  #leaderId: BrokerId = -1 as BrokerId
+  #leaderId: BrokerId = NO_NODE
   #leaderEpoch = -1
   #partitionEpoch = -1
   #replicas: readonly BrokerId[] = []

@@ -8,7 +8,7 @@
 import type { EffectiveConfig } from '../config/index.ts'
 import type { Clock, Disk, TimerHandle } from '../io/index.ts'
 import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
-import type { BrokerId, TopicName } from '../model/index.ts'
+import { type BrokerId, TopicName } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import type { LogHooks, LogManager } from '../storage/index.ts'
 import { AlterPartitionManager, type AlterPartitionManagerOptions } from './alter-partition-manager.ts'
@@ -390,7 +390,7 @@ export class ReplicaManager {
               ? p.highWatermark - h.log.logEndOffset
               : 0n
         return {
-          topic: h.topic as TopicName,
+          topic: TopicName(h.topic),
           partition: h.partition,
           sizeBytes: h.log.sizeBytes,
           offsetLag: lag,
