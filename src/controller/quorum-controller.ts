@@ -326,7 +326,7 @@ export class QuorumController {
   alterPartitionReassignments(
     req: AlterPartitionReassignmentsRequestData.AlterPartitionReassignmentsRequest,
   ): Promise<AlterPartitionReassignmentsResponseData.AlterPartitionReassignmentsResponseIn> {
-    return this.#write((image) => alterPartitionReassignments(image, req))
+    return this.#write((image) => alterPartitionReassignments(image, req, this.#configOptions()))
   }
 
   /** Answered from the latest image, in the queue behind earlier decisions (no records). */

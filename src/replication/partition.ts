@@ -305,6 +305,12 @@ export class Partition {
     this.#leaderEpoch = a.leaderEpoch
     this.#partitionEpoch = a.partitionEpoch
     this.#replicas = a.replicas
+    // Not asserted: this leader is in `a.isr`. Every decision of today's controller keeps leader ∈
+    // ISR (src/controller/reassignment.test.ts checks it as a property), but the assignment comes
+    // from committed metadata, which is replayed at every start and may have been written by a
+    // controller without that guarantee: before reassign-isr, replacing a reassignment whose adding
+    // replica led published leader 3 with ISR [1,2]. An assertion would turn such a log into a
+    // broker that fails at every start; Kafka's Partition.makeLeader accepts the state too.
     this.#isr = a.isr
     this.#pendingIsr = null
     this.#recovering = a.leaderRecoveryState === 1
