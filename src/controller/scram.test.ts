@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { EMPTY_IMAGE, scramCredential } from '../metadata/index.ts'
-import { ErrorCode } from '../protocol/index.ts'
+import { type AlterUserScramCredentialsResponseData, ErrorCode } from '../protocol/index.ts'
 import { SCRAM_ALGORITHMS, saltedPassword } from '../security/index.ts'
 import { alterUserScramCredentials } from './scram.ts'
 import { commit } from './testing.ts'
