@@ -23,7 +23,7 @@ function upsertion(name: string, mechanism: number, iterations = 4096) {
 }
 
 const byUser = (
-  results: readonly { user?: string; errorCode?: number; errorMessage?: string | null }[] = [],
+  results: readonly AlterUserScramCredentialsResponseData.AlterUserScramCredentialsResultIn[] = [],
 ) => Object.fromEntries(results.map((r) => [r.user, [r.errorCode, r.errorMessage]]))
 
 test('an upsertion stores the salt, the iterations and the keys of the salted password', () => {
