@@ -27,6 +27,7 @@ import {
   makeDeleteAclsHandler,
   makeDeleteTopicsHandler,
   makeDescribeAclsHandler,
+  makeDescribeClientQuotasHandler,
   makeDescribeClusterHandler,
   makeDescribeConfigsHandler,
   makeDescribeQuorumHandler,
@@ -131,6 +132,7 @@ export function brokerListenerApis(
     ...broker.dataPath,
     describeQuorumForwarded(node, channel),
     ...securityApis(node, channel),
+    makeDescribeClientQuotasHandler(),
   ]
 }
 
