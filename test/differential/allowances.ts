@@ -157,6 +157,30 @@ export const allowances: readonly Allowance[] = [
     reason: ORDER_REASON,
   },
   {
+    api: 'DescribeAcls',
+    path: 'resources[#order]',
+    doc: 'order of resources',
+    reason: ORDER_REASON,
+  },
+  {
+    api: 'DeleteAcls',
+    path: 'filterResults[*].matchingAcls[#order]',
+    doc: 'order of matchingAcls',
+    reason: ORDER_REASON,
+  },
+  {
+    api: 'AlterUserScramCredentials',
+    path: 'results[#order]',
+    doc: 'order of results',
+    reason: ORDER_REASON,
+  },
+  {
+    api: 'DescribeUserScramCredentials',
+    path: 'results[#order]',
+    doc: 'order of results',
+    reason: ORDER_REASON,
+  },
+  {
     api: 'CreateTopics',
     path: 'topics[name=*].configs[name=flush.on.ack]',
     kafka: ABSENT,

@@ -388,6 +388,8 @@ const IDENTITY_KEYS = [
   'voterId',
   'leaderEpoch',
   'epoch',
+  'user',
+  'principal',
 ] as const
 
 /** Masked values keep only whether a value was there. */

@@ -49,7 +49,7 @@ export interface AclView {
   readonly acls: (filter: AclBindingFilter) => readonly StandardAcl[]
 }
 
-/** Kafka's answer to every ACL request when no authorizer is configured. */
+/** Kafka's answer to CreateAcls and DeleteAcls when no authorizer is configured. */
 export const NO_AUTHORIZER: AclError = {
   errorCode: ErrorCode.SecurityDisabled,
   message: 'No Authorizer is configured.',
@@ -97,8 +97,11 @@ async function decide(
 
 export function makeDescribeAclsHandler(view: AclView): Handler {
   return defineHandler(apis.DescribeAcls, {}, (req) => {
-    if (!view.authorizerConfigured)
-      return { errorCode: NO_AUTHORIZER.errorCode, errorMessage: NO_AUTHORIZER.message, resources: [] }
+    if (!view.authorizerConfigured) {
+      // Kafka's AclApis words this one differently from CreateAcls' and DeleteAcls'.
+      const errorMessage = 'No Authorizer is configured on the broker'
+      return { errorCode: ErrorCode.SecurityDisabled, errorMessage, resources: [] }
+    }
     const filter = describeAclsFilter(req)
     if ('malformed' in filter) throw new Error(filter.malformed)
     const resources = groupByPattern([...view.acls(filter)]).map((pattern) => ({
