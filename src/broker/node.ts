@@ -55,6 +55,7 @@ import {
   writeFileDurably,
 } from '../storage/index.ts'
 import { AclPublisher, authorizerConfigured } from './acl-publisher.ts'
+import { type BootstrapScram, bootstrapScramRecords } from './bootstrap-scram.ts'
 import { ControllerChannel } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
@@ -79,6 +80,8 @@ export interface WeirNodeOptions {
   readonly random?: Random
   readonly transport?: Transport
   readonly log?: Logger
+  /** SCRAM credentials a new cluster starts with (`weir start --add-scram`, as `kafka-storage format`). */
+  readonly bootstrapScram?: readonly BootstrapScram[]
 }
 
 /**
@@ -131,6 +134,7 @@ export class WeirNode {
   #groups: GroupCoordination | null = null
   /** The authorizer's ACLs, kept equal to the image's (`authorizer.class.name`). */
   #acls: AclPublisher | null = null
+  #bootstrapScram: readonly BootstrapScram[] = []
   #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
   #incarnationId: Uuid | null = null
   #brokerEpoch = -1n
@@ -232,6 +236,7 @@ export class WeirNode {
     const node = new WeirNode(config, clusterId, effective, clock, log, bound, pool)
     node.#staticBroker = staticBroker
     node.#acls = aclPublisher(effective, staticBroker)
+    node.#bootstrapScram = options.bootstrapScram ?? []
     try {
       for (const b of bound) await b.listener.start()
       await node.#startComponents({ disk, clock, random, transport })
@@ -313,6 +318,7 @@ export class WeirNode {
           createdTopicConfigs(this.image, overrides, this.configSource),
         configs: { ...this.configSource, controllerIds: config.voters.map((v) => v.id) },
         bootstrapFeatures: new Map([['metadata.version', METADATA_VERSION]]),
+        bootstrapRecords: bootstrapScramRecords(this.#bootstrapScram, io.random),
         leaderBalance: {
           enabled: effective.boolean('auto.leader.rebalance.enable'),
           intervalMs: effective.long('leader.imbalance.check.interval.seconds') * 1000,

@@ -49,7 +49,13 @@ import { createAcls, deleteAcls } from './acls.ts'
 import { alterPartition } from './alter-partition.ts'
 import { brokerHeartbeat, fenceBroker, registerBroker } from './brokers.ts'
 import { alterConfigs, type ConfigDecisionOptions, incrementalAlterConfigs } from './configs.ts'
-import { type ControllerSettings, type Decision, type DecisionContext, pendingRecord } from './decision.ts'
+import {
+  type ControllerSettings,
+  type Decision,
+  type DecisionContext,
+  type PendingRecord,
+  pendingRecord,
+} from './decision.ts'
 import { electLeaders } from './elections.ts'
 import { hasLeaderless, rebalancePreferredLeaders, uncleanElections } from './leadership.ts'
 import { allocateProducerIds } from './producer-ids.ts'
@@ -90,6 +96,8 @@ export interface QuorumControllerOptions {
   readonly configs?: ConfigDecisionOptions
   /** Finalized features written when the cluster is new (metadata.version, ...). */
   readonly bootstrapFeatures: ReadonlyMap<string, number>
+  /** Records written after the features when the cluster is new (the `--add-scram` credentials). */
+  readonly bootstrapRecords?: readonly PendingRecord[]
   /**
    * The automatic preferred-leader rebalance: `auto.leader.rebalance.enable`,
    * `leader.imbalance.check.interval.seconds` (as ms), `leader.imbalance.per.broker.percentage`.
@@ -253,9 +261,12 @@ export class QuorumController {
   /** A new cluster's first records: the finalized features (metadata.version and the like). */
   async #bootstrap(): Promise<void> {
     await this.#write(() => ({
-      records: [...this.#o.bootstrapFeatures].map(([name, featureLevel]) =>
-        pendingRecord(T.FeatureLevel, 0, { name, featureLevel }),
-      ),
+      records: [
+        ...[...this.#o.bootstrapFeatures].map(([name, featureLevel]) =>
+          pendingRecord(T.FeatureLevel, 0, { name, featureLevel }),
+        ),
+        ...(this.#o.bootstrapRecords ?? []),
+      ],
       response: undefined,
     })).catch((e: unknown) => this.#o.log?.('warn', `feature bootstrap failed: ${(e as Error).message}`))
   }

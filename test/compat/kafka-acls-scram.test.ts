@@ -2,7 +2,8 @@
  * ACLs and SCRAM credentials against a real Weir process with Kafka's own tools: `kafka-acls`
  * (CreateAcls, DescribeAcls, DeleteAcls) on a node with `authorizer.class.name` set to
  * StandardAuthorizer, and `kafka-configs --entity-type users` (AlterUserScramCredentials,
- * DescribeUserScramCredentials). Java is required: without it these tests fail.
+ * DescribeUserScramCredentials), and the first user of `weir start --add-scram`. Java is required:
+ * without it these tests fail.
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
@@ -63,6 +64,8 @@ before(async () => {
     'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
     '--set',
     'super.users=User:ANONYMOUS',
+    '--add-scram',
+    'SCRAM-SHA-512=[name=admin,password=admin-secret,iterations=8192]',
   ])
   await weir.start()
   bootstrap = `127.0.0.1:${port}`
@@ -124,4 +127,12 @@ test('kafka-configs --entity-type users: add a SCRAM credential, describe it, de
   const left = await configs('--describe', '--entity-type', 'users', '--entity-name', 'alice')
   assert.doesNotMatch(left, /SCRAM-SHA-512/)
   assert.match(left, /SCRAM-SHA-256=iterations=8192/)
+})
+
+test('weir start --add-scram: the new cluster starts with that user', async () => {
+  const described = await configs('--describe', '--entity-type', 'users', '--entity-name', 'admin')
+  assert.match(
+    described,
+    /SCRAM credential configs for user-principal 'admin' are SCRAM-SHA-512=iterations=8192/,
+  )
 })
