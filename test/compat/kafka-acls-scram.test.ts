@@ -5,6 +5,7 @@
  * DescribeUserScramCredentials), and the first user of `weir start --add-scram`. Java is required:
  * without it these tests fail.
  */
+// compat-cluster: skip starts its own node (StandardAuthorizer settings and --add-scram for a new cluster)
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { createServer } from 'node:net'
