@@ -181,6 +181,12 @@ export const allowances: readonly Allowance[] = [
     reason: ORDER_REASON,
   },
   {
+    api: 'DescribeUserScramCredentials',
+    path: 'results[user=*].credentialInfos[#order]',
+    doc: 'order of credentialInfos',
+    reason: ORDER_REASON,
+  },
+  {
     api: 'CreateTopics',
     path: 'topics[name=*].configs[name=flush.on.ack]',
     kafka: ABSENT,

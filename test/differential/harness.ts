@@ -390,6 +390,7 @@ const IDENTITY_KEYS = [
   'epoch',
   'user',
   'principal',
+  'mechanism',
 ] as const
 
 /** Masked values keep only whether a value was there. */

@@ -156,3 +156,23 @@ scenario(
     await pair.both('describe-scram/after-delete', apis.DescribeUserScramCredentials, d, { users: [] })
   },
 )
+
+scenario(
+  "DescribeConfigs: authorizer.class.name from the catalog, StandardAuthorizer's own keys as keys outside it",
+  () => pair,
+  async () => {
+    const keys = ['authorizer.class.name', 'super.users', 'allow.everyone.if.no.acl.found']
+    for (const includeSynonyms of [false, true]) {
+      await pair.both(
+        `describe-configs/authorizer${includeSynonyms ? '-synonyms' : ''}`,
+        apis.DescribeConfigs,
+        pair.version(apis.DescribeConfigs),
+        {
+          resources: [{ resourceType: 4, resourceName: '1', configurationKeys: keys }],
+          includeSynonyms,
+          includeDocumentation: false,
+        },
+      )
+    }
+  },
+)
