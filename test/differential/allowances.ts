@@ -163,6 +163,12 @@ export const allowances: readonly Allowance[] = [
     reason: ORDER_REASON,
   },
   {
+    api: 'DescribeAcls',
+    path: 'resources[resourceName=*].acls[#order]',
+    doc: 'order of resources',
+    reason: ORDER_REASON,
+  },
+  {
     api: 'DeleteAcls',
     path: 'filterResults[*].matchingAcls[#order]',
     doc: 'order of matchingAcls',
