@@ -34,11 +34,13 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   storage: 'protocol io config', // record batches and error codes; all of protocol is allowed
   client: 'protocol io', // Kafka-protocol requests to other nodes over the Transport port
   quorum: 'raft storage protocol io client',
-  controller: 'quorum metadata protocol io config', // appends records via the quorum
+  controller: 'quorum metadata protocol io config security', // appends records via the quorum; ACL and SCRAM rules from security
   replication: 'storage metadata protocol io client config',
   coordinator: 'replication storage metadata protocol io config',
-  server: 'io protocol storage raft quorum metadata controller replication coordinator client config',
-  broker: 'io protocol storage raft quorum metadata controller replication coordinator server client config',
+  server:
+    'io protocol storage raft quorum metadata controller replication coordinator client config security',
+  broker:
+    'io protocol storage raft quorum metadata controller replication coordinator server client config security',
   security: 'protocol io config', // authentication (SASL, TLS principals) and authorization: pure but for hashing
   cli: 'protocol io client config broker', // over the wire to clusters; `weir start` hosts a node (broker)
   console: 'protocol io client',

@@ -4,6 +4,7 @@
  * (registration, heartbeats), and the listeners with their handlers; then stops them in order.
  */
 import {
+  AUTHORIZER_KEYS,
   type ConfigLayer,
   type EffectiveConfig,
   resolveBrokerConfig,
@@ -33,6 +34,7 @@ import { MetadataLoader } from '../metadata/index.ts'
 import { BrokerId, Uuid } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import { Quorum } from '../quorum/index.ts'
+import { authorizerConfig } from '../security/index.ts'
 import {
   Dispatcher,
   externalMemoryInGlobalLimit,
@@ -52,6 +54,8 @@ import {
   ReadBufferPool,
   writeFileDurably,
 } from '../storage/index.ts'
+import { AclPublisher, authorizerConfigured } from './acl-publisher.ts'
+import { type BootstrapScram, bootstrapScramRecords } from './bootstrap-scram.ts'
 import { ControllerChannel } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
@@ -76,6 +80,8 @@ export interface WeirNodeOptions {
   readonly random?: Random
   readonly transport?: Transport
   readonly log?: Logger
+  /** SCRAM credentials a new cluster starts with (`weir start --add-scram`, as `kafka-storage format`). */
+  readonly bootstrapScram?: readonly BootstrapScram[]
 }
 
 /**
@@ -126,6 +132,9 @@ export class WeirNode {
   /** The broker's partitions and the handlers that serve them (null on a controller-only node). */
   #dataPath: DataPath | null = null
   #groups: GroupCoordination | null = null
+  /** The authorizer's ACLs, kept equal to the image's (`authorizer.class.name`). */
+  #acls: AclPublisher | null = null
+  #bootstrapScram: readonly BootstrapScram[] = []
   #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
   #incarnationId: Uuid | null = null
   #brokerEpoch = -1n
@@ -169,7 +178,8 @@ export class WeirNode {
     const log: Logger = options.log ?? (() => {})
     const checked = validateBrokerConfigs(staticBroker, 'static')
     if (!checked.ok) throw new StartupError(`invalid configuration: ${checked.key}: ${checked.error}`)
-    for (const key of checked.unknown) log('warn', `unknown config ${key} is ignored`)
+    for (const key of checked.unknown)
+      if (!AUTHORIZER_KEYS.includes(key)) log('warn', `unknown config ${key} is ignored`)
     const effective = resolveBrokerConfig({ staticBroker })
     const config = nodeConfig(effective)
     const disk = options.disk ?? new NodeDisk()
@@ -225,6 +235,8 @@ export class WeirNode {
     }
     const node = new WeirNode(config, clusterId, effective, clock, log, bound, pool)
     node.#staticBroker = staticBroker
+    node.#acls = aclPublisher(effective, staticBroker)
+    node.#bootstrapScram = options.bootstrapScram ?? []
     try {
       for (const b of bound) await b.listener.start()
       await node.#startComponents({ disk, clock, random, transport })
@@ -306,6 +318,7 @@ export class WeirNode {
           createdTopicConfigs(this.image, overrides, this.configSource),
         configs: { ...this.configSource, controllerIds: config.voters.map((v) => v.id) },
         bootstrapFeatures: new Map([['metadata.version', METADATA_VERSION]]),
+        bootstrapRecords: bootstrapScramRecords(this.#bootstrapScram, io.random),
         leaderBalance: {
           enabled: effective.boolean('auto.leader.rebalance.enable'),
           intervalMs: effective.long('leader.imbalance.check.interval.seconds') * 1000,
@@ -315,6 +328,8 @@ export class WeirNode {
       })
       this.#loader.subscribe((p) => this.#controller?.onPublish(p))
     }
+    const acls = this.#acls
+    if (acls !== null) this.#loader.subscribe((p) => acls.onPublish(p))
     if (config.broker) {
       const dataPath = new DataPath({
         nodeId: config.nodeId,
@@ -436,6 +451,7 @@ export class WeirNode {
       quorum: this.#quorum!,
       clock: io.clock,
       staticBroker: this.#staticBroker,
+      acls: this.#acls!,
     }
     for (const b of this.#listeners) {
       if (b.isController && controller !== null) {
@@ -783,6 +799,20 @@ export class WeirNode {
 }
 
 /** Drops Weir's own keys that the broker catalog does not know before resolving. */
+/** The node's authorizer from `authorizer.class.name`, `super.users` and `allow.everyone.if.no.acl.found`. */
+function aclPublisher(effective: EffectiveConfig, staticBroker: ConfigLayer): AclPublisher {
+  try {
+    const configured = authorizerConfigured(effective.string('authorizer.class.name') ?? '')
+    const config = authorizerConfig({
+      superUsers: staticBroker.get('super.users'),
+      allowEveryoneIfNoAclFound: staticBroker.get('allow.everyone.if.no.acl.found'),
+    })
+    return new AclPublisher(configured, config)
+  } catch (e) {
+    throw new StartupError(`invalid configuration: ${(e as Error).message}`)
+  }
+}
+
 function withoutWeirKeys(config: ReadonlyMap<string, string>): Map<string, string> {
   const out = new Map(config)
   out.delete(CLUSTER_ID_KEY)
