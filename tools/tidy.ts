@@ -34,7 +34,7 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   storage: 'protocol io config', // record batches and error codes; all of protocol is allowed
   client: 'protocol io', // Kafka-protocol requests to other nodes over the Transport port
   quorum: 'raft storage protocol io client',
-  controller: 'quorum metadata protocol io config', // appends records via the quorum
+  controller: 'quorum metadata protocol io config security', // appends records via the quorum; ACL and SCRAM rules from security
   replication: 'storage metadata protocol io client config',
   coordinator: 'replication storage metadata protocol io config',
   server:

@@ -16,16 +16,22 @@ import {
   type AlterPartitionReassignmentsResponseData,
   type AlterPartitionRequestData,
   type AlterPartitionResponseData,
+  type AlterUserScramCredentialsRequestData,
+  type AlterUserScramCredentialsResponseData,
   type Api,
   apis,
   type BrokerHeartbeatRequestData,
   type BrokerHeartbeatResponseData,
   type BrokerRegistrationRequestData,
   type BrokerRegistrationResponseData,
+  type CreateAclsRequestData,
+  type CreateAclsResponseData,
   type CreatePartitionsRequestData,
   type CreatePartitionsResponseData,
   type CreateTopicsRequestData,
   type CreateTopicsResponseData,
+  type DeleteAclsRequestData,
+  type DeleteAclsResponseData,
   type DeleteTopicsRequestData,
   type DeleteTopicsResponseData,
   type DescribeQuorumRequestData,
@@ -40,10 +46,12 @@ import {
 } from '../protocol/index.ts'
 import type { RaftStatus } from '../quorum/index.ts'
 import type {
+  AclControllerApi,
   ControllerApi,
   ControllerFailure,
   ControllerRegistrationApi,
   ReassignmentApi,
+  ScramControllerApi,
 } from '../server/index.ts'
 import type { VoterSpec } from './node-config.ts'
 
@@ -82,7 +90,9 @@ export function controllerFailure(e: unknown): ControllerFailure {
   return { errorCode: ErrorCode.UnknownServerError, message: e instanceof Error ? e.message : String(e) }
 }
 
-export class ControllerChannel implements ControllerApi, ControllerRegistrationApi, ReassignmentApi {
+export class ControllerChannel
+  implements ControllerApi, ControllerRegistrationApi, ReassignmentApi, AclControllerApi, ScramControllerApi
+{
   readonly #o: ControllerChannelOptions
   #conn: { id: BrokerId; c: Promise<KafkaConnection> } | null = null
   #closed = false
@@ -306,6 +316,45 @@ export class ControllerChannel implements ControllerApi, ControllerRegistrationA
       apis.IncrementalAlterConfigs,
       req,
       (res) => allNotController(res.responses),
+      version,
+    )
+  }
+
+  createAcls(
+    req: CreateAclsRequestData.CreateAclsRequest,
+    version?: number,
+  ): Promise<CreateAclsResponseData.CreateAclsResponseIn> {
+    return this.#call(
+      this.#local((c) => c.createAcls(req)),
+      apis.CreateAcls,
+      req,
+      (res) => allNotController(res.results),
+      version,
+    )
+  }
+
+  deleteAcls(
+    req: DeleteAclsRequestData.DeleteAclsRequest,
+    version?: number,
+  ): Promise<DeleteAclsResponseData.DeleteAclsResponseIn> {
+    return this.#call(
+      this.#local((c) => c.deleteAcls(req)),
+      apis.DeleteAcls,
+      req,
+      (res) => allNotController(res.filterResults),
+      version,
+    )
+  }
+
+  alterUserScramCredentials(
+    req: AlterUserScramCredentialsRequestData.AlterUserScramCredentialsRequest,
+    version?: number,
+  ): Promise<AlterUserScramCredentialsResponseData.AlterUserScramCredentialsResponseIn> {
+    return this.#call(
+      this.#local((c) => c.alterUserScramCredentials(req)),
+      apis.AlterUserScramCredentials,
+      req,
+      (res) => allNotController(res.results),
       version,
     )
   }

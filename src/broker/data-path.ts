@@ -117,8 +117,8 @@ export class DataPath {
         fetcher: {
           fetchBytesMax: e.int('replica.fetch.max.bytes'),
           responseBytesMax: e.int('replica.fetch.response.max.bytes'),
-          minBytes: e.int('replica.fetch.min.bytes'),
-          maxWaitMs: e.int('replica.fetch.wait.max.ms'),
+          fetchBytesMin: e.int('replica.fetch.min.bytes'),
+          fetchWaitMsMax: e.int('replica.fetch.wait.max.ms'),
           backoffMs: e.int('replica.fetch.backoff.ms'),
           numFetchers: e.int('num.replica.fetchers'),
         },

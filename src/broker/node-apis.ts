@@ -10,6 +10,7 @@ import { BrokerId, type TopicName } from '../model/index.ts'
 import { apis } from '../protocol/index.ts'
 import type { Quorum } from '../quorum/index.ts'
 import {
+  type AclView,
   defineHandler,
   EndpointType,
   type Handler,
@@ -17,14 +18,20 @@ import {
   makeAllocateProducerIdsHandler,
   makeAlterConfigsHandler,
   makeAlterPartitionHandler,
+  makeAlterUserScramCredentialsHandler,
   makeApiVersionsHandler,
   makeBrokerRegistrationHandlers,
+  makeCreateAclsHandler,
   makeCreatePartitionsHandler,
   makeCreateTopicsHandler,
+  makeDeleteAclsHandler,
   makeDeleteTopicsHandler,
+  makeDescribeAclsHandler,
+  makeDescribeClientQuotasHandler,
   makeDescribeClusterHandler,
   makeDescribeConfigsHandler,
   makeDescribeQuorumHandler,
+  makeDescribeUserScramCredentialsHandler,
   makeElectLeadersHandler,
   makeIncrementalAlterConfigsHandler,
   makeMetadataHandler,
@@ -49,6 +56,8 @@ export interface NodeApiParts {
   readonly clock: Clock
   /** The STATIC_BROKER_CONFIG layer DescribeConfigs reports. */
   readonly staticBroker: ConfigLayer
+  /** The authorizer's ACLs (`authorizer.class.name`), built from the metadata image. */
+  readonly acls: AclView
 }
 
 /** What a broker listener serves beyond the shared APIs. */
@@ -89,6 +98,7 @@ export function controllerListenerApis(
     describeConfigs(node),
     makeAlterConfigsHandler(controller, controllerFailure, { nodeId, brokerListener: false }),
     makeIncrementalAlterConfigsHandler(controller, controllerFailure, { nodeId, brokerListener: false }),
+    ...securityApis(node, controller),
   ]
 }
 
@@ -121,6 +131,27 @@ export function brokerListenerApis(
     ...broker.groups,
     ...broker.dataPath,
     describeQuorumForwarded(node, channel),
+    ...securityApis(node, channel),
+    makeDescribeClientQuotasHandler(),
+  ]
+}
+
+/**
+ * The ACL and SCRAM admin APIs: CreateAcls, DeleteAcls and AlterUserScramCredentials decided by
+ * the active controller (`controller` is the local one or the channel to it), DescribeAcls and
+ * DescribeUserScramCredentials answered from this node's image.
+ */
+function securityApis(
+  node: NodeApiParts,
+  controller: Parameters<typeof makeCreateAclsHandler>[0] &
+    Parameters<typeof makeAlterUserScramCredentialsHandler>[0],
+): Handler[] {
+  return [
+    makeCreateAclsHandler(controller, controllerFailure, node.acls),
+    makeDescribeAclsHandler(node.acls),
+    makeDeleteAclsHandler(controller, controllerFailure, node.acls),
+    makeAlterUserScramCredentialsHandler(controller, controllerFailure),
+    makeDescribeUserScramCredentialsHandler({ image: node.image }),
   ]
 }
 

@@ -4,6 +4,7 @@
  * (registration, heartbeats), and the listeners with their handlers; then stops them in order.
  */
 import {
+  AUTHORIZER_KEYS,
   type ConfigLayer,
   type EffectiveConfig,
   resolveBrokerConfig,
@@ -29,11 +30,11 @@ import {
   systemRandom,
   type Transport,
 } from '../io/index.ts'
-import { MetadataLoader } from '../metadata/index.ts'
+import { EMPTY_IMAGE, type MetadataImage, MetadataLoader, scramCredential } from '../metadata/index.ts'
 import { BrokerId, Uuid } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import { Quorum } from '../quorum/index.ts'
-import type { ScramCredential, ScramMechanism } from '../security/index.ts'
+import { authorizerConfig, type ScramCredentialLookup } from '../security/index.ts'
 import {
   Dispatcher,
   externalMemoryInGlobalLimit,
@@ -54,6 +55,8 @@ import {
   ReadBufferPool,
   writeFileDurably,
 } from '../storage/index.ts'
+import { AclPublisher, authorizerConfigured } from './acl-publisher.ts'
+import { type BootstrapScram, bootstrapScramRecords } from './bootstrap-scram.ts'
 import { ControllerChannel } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
@@ -85,6 +88,8 @@ export interface WeirNodeOptions {
   readonly random?: Random
   readonly transport?: Transport
   readonly log?: Logger
+  /** SCRAM credentials a new cluster starts with (`weir start --add-scram`, as `kafka-storage format`). */
+  readonly bootstrapScram?: readonly BootstrapScram[]
 }
 
 /**
@@ -123,11 +128,11 @@ interface BoundListener {
 }
 
 /**
- * SCRAM users come from the metadata image's UserScramCredentialRecords, which this image does not
- * hold: every SCRAM login fails as an unknown user until it does.
+ * SCRAM authentication's credentials: the UserScramCredentialRecords of the node's latest metadata
+ * image (AlterUserScramCredentials, `weir start --add-scram`); null for an unknown user.
  */
-function scramCredential(_mechanism: ScramMechanism, _username: string): ScramCredential | null {
-  return null
+function scramCredentialsOf(image: () => MetadataImage): ScramCredentialLookup {
+  return (mechanism, username) => scramCredential(image(), mechanism, username) ?? null
 }
 
 /** A listener's TLS and SASL, or the StartupError that names the key at fault. */
@@ -155,6 +160,9 @@ export class WeirNode {
   /** The broker's partitions and the handlers that serve them (null on a controller-only node). */
   #dataPath: DataPath | null = null
   #groups: GroupCoordination | null = null
+  /** The authorizer's ACLs, kept equal to the image's (`authorizer.class.name`). */
+  #acls: AclPublisher | null = null
+  #bootstrapScram: readonly BootstrapScram[] = []
   #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
   #incarnationId: Uuid | null = null
   #brokerEpoch = -1n
@@ -199,7 +207,8 @@ export class WeirNode {
     const checked = validateBrokerConfigs(staticBroker, 'static')
     if (!checked.ok) throw new StartupError(`invalid configuration: ${checked.key}: ${checked.error}`)
     for (const key of checked.unknown) {
-      if (!isListenerPrefixedKey(key)) log('warn', `unknown config ${key} is ignored`)
+      if (!AUTHORIZER_KEYS.includes(key) && !isListenerPrefixedKey(key))
+        log('warn', `unknown config ${key} is ignored`)
     }
     const effective = resolveBrokerConfig({ staticBroker })
     const config = nodeConfig(effective)
@@ -236,11 +245,19 @@ export class WeirNode {
     // retain those, its fetches read old data into them (read-buffer-pool.ts).
     const pool = new ReadBufferPool()
     const bound: BoundListener[] = []
+    // The image SCRAM logins read: the node's own once it exists (connections are held until then).
+    const latest = { image: (): MetadataImage => EMPTY_IMAGE }
     for (const spec of config.listeners) {
       const isController = config.controllerListenerNames.includes(spec.name)
       if (isController ? !config.controller : !config.broker) continue
       const registry = new HandlerRegistry()
-      const security = securityOf(spec, { staticBroker, effective, clock, random, scramCredential })
+      const security = securityOf(spec, {
+        staticBroker,
+        effective,
+        clock,
+        random,
+        scramCredential: scramCredentialsOf(() => latest.image()),
+      })
       const listener = new Listener({
         ...security,
         listenerName: spec.name,
@@ -257,7 +274,10 @@ export class WeirNode {
       bound.push({ spec, listener, registry, isController, sasl: security.sasl !== undefined })
     }
     const node = new WeirNode(config, clusterId, effective, clock, log, bound, pool)
+    latest.image = () => node.#loader.image
     node.#staticBroker = staticBroker
+    node.#acls = aclPublisher(effective, staticBroker)
+    node.#bootstrapScram = options.bootstrapScram ?? []
     try {
       for (const b of bound) await b.listener.start()
       await node.#startComponents({ disk, clock, random, transport })
@@ -339,6 +359,7 @@ export class WeirNode {
           createdTopicConfigs(this.image, overrides, this.configSource),
         configs: { ...this.configSource, controllerIds: config.voters.map((v) => v.id) },
         bootstrapFeatures: new Map([['metadata.version', METADATA_VERSION]]),
+        bootstrapRecords: bootstrapScramRecords(this.#bootstrapScram, io.random),
         leaderBalance: {
           enabled: effective.boolean('auto.leader.rebalance.enable'),
           intervalMs: effective.long('leader.imbalance.check.interval.seconds') * 1000,
@@ -348,6 +369,8 @@ export class WeirNode {
       })
       this.#loader.subscribe((p) => this.#controller?.onPublish(p))
     }
+    const acls = this.#acls
+    if (acls !== null) this.#loader.subscribe((p) => acls.onPublish(p))
     if (config.broker) {
       const dataPath = new DataPath({
         nodeId: config.nodeId,
@@ -470,6 +493,7 @@ export class WeirNode {
       quorum: this.#quorum!,
       clock: io.clock,
       staticBroker: this.#staticBroker,
+      acls: this.#acls!,
     }
     for (const b of this.#listeners) {
       if (b.isController && controller !== null) {
@@ -589,7 +613,9 @@ export class WeirNode {
 
   /** The ids of the log dirs that failed and are not back yet (BrokerHeartbeat `OfflineLogDirs`). */
   #offlineLogDirs(): Uuid[] {
-    return this.#logManagers.filter((m) => m.isOffline).map((m) => m.directoryId as Uuid)
+    return this.#logManagers.flatMap((m) =>
+      m.isOffline && m.directoryId !== null ? [Uuid(m.directoryId)] : [],
+    )
   }
 
   /**
@@ -816,6 +842,20 @@ export class WeirNode {
 }
 
 /** Drops Weir's own keys that the broker catalog does not know before resolving. */
+/** The node's authorizer from `authorizer.class.name`, `super.users` and `allow.everyone.if.no.acl.found`. */
+function aclPublisher(effective: EffectiveConfig, staticBroker: ConfigLayer): AclPublisher {
+  try {
+    const configured = authorizerConfigured(effective.string('authorizer.class.name') ?? '')
+    const config = authorizerConfig({
+      superUsers: staticBroker.get('super.users'),
+      allowEveryoneIfNoAclFound: staticBroker.get('allow.everyone.if.no.acl.found'),
+    })
+    return new AclPublisher(configured, config)
+  } catch (e) {
+    throw new StartupError(`invalid configuration: ${(e as Error).message}`)
+  }
+}
+
 function withoutWeirKeys(config: ReadonlyMap<string, string>): Map<string, string> {
   const out = new Map(config)
   out.delete(CLUSTER_ID_KEY)

@@ -11,7 +11,7 @@ import {
   listOffsets,
 } from '../client/index.ts'
 import { GroupId } from '../model/index.ts'
-import { apis, ErrorCode } from '../protocol/index.ts'
+import { apis, ErrorCode, errorCodeOf } from '../protocol/index.ts'
 import {
   COMMON_USAGE,
   type parse,
@@ -228,7 +228,7 @@ async function describe(client: ClusterClient, groups: readonly string[], values
 
 async function remove(client: ClusterClient, groups: readonly string[], values: Values): Promise<number> {
   if (groups.length === 0) throw new UsageError('give the groups to delete')
-  const results: Array<{ group: string; deleted: boolean; error: number }> = []
+  const results: Array<{ group: string; deleted: boolean; error: ErrorCode }> = []
   for (const group of groups) {
     const r = await client.retrying(
       async () => {
@@ -239,14 +239,14 @@ async function remove(client: ClusterClient, groups: readonly string[], values: 
           { to: coordinator },
         )
         const res = response.results[0]
-        const code = res?.errorCode ?? ErrorCode.UnknownServerError
+        const code = errorCodeOf(res?.errorCode ?? ErrorCode.UnknownServerError)
         if (code === ErrorCode.NotCoordinator || code === ErrorCode.CoordinatorLoadInProgress)
           throw new KafkaError(code)
         return code
       },
       () => client.forgetCoordinator(group),
     )
-    results.push({ group, deleted: r === 0, error: r })
+    results.push({ group, deleted: r === ErrorCode.None, error: r })
   }
   if (values.json === true) printJson(results.map(({ group, deleted }) => ({ group, deleted })))
   else for (const r of results) if (r.deleted) process.stdout.write(`deleted group ${r.group}\n`)

@@ -8,8 +8,10 @@ import { resolve } from 'node:path'
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import {
+  type BootstrapScram,
   CLUSTER_ID_KEY,
   type LogLevel,
+  parseBootstrapScram,
   tuneMallocForBroker,
   tuneV8ForBroker,
   WeirNode,
@@ -30,6 +32,9 @@ Options:
   --node-id N          node.id; default 1
   --set KEY=VALUE      any config key (repeatable); wins over --config
   --cluster-id ID      the cluster id for new directories (every node of a cluster the same)
+  --add-scram CRED     a SCRAM credential a new cluster starts with (repeatable), as
+                       kafka-storage format --add-scram: 'SCRAM-SHA-512=[name=admin,password=...]'
+                       (also iterations=N); ignored once the cluster's metadata exists
   --quiet              print only errors
   -h, --help           this help
 
@@ -43,7 +48,7 @@ Environment (tests only):
 export function startConfig(
   argv: readonly string[],
   cwd: string,
-): { config: Map<string, string>; quiet: boolean } | 'help' {
+): { config: Map<string, string>; quiet: boolean; bootstrapScram: BootstrapScram[] } | 'help' {
   const { values } = parseArgs({
     args: [...argv],
     options: {
@@ -53,6 +58,7 @@ export function startConfig(
       'node-id': { type: 'string' },
       set: { type: 'string', multiple: true },
       'cluster-id': { type: 'string' },
+      'add-scram': { type: 'string', multiple: true },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -92,7 +98,8 @@ export function startConfig(
     }
   }
   const overridden = applyOverrides(config, parseOverrides(values.set ?? []))
-  return { config: new Map(overridden), quiet: values.quiet === true }
+  const bootstrapScram = (values['add-scram'] ?? []).map(parseBootstrapScram)
+  return { config: new Map(overridden), quiet: values.quiet === true, bootstrapScram }
 }
 
 export async function runStart(argv: readonly string[]): Promise<number> {
@@ -108,7 +115,7 @@ export async function runStart(argv: readonly string[]): Promise<number> {
     process.stdout.write(START_USAGE)
     return 0
   }
-  const { config, quiet } = parsed
+  const { config, quiet, bootstrapScram } = parsed
   // Before the node allocates: the process is the broker's alone (not for embedded nodes).
   tuneV8ForBroker()
   tuneMallocForBroker()
@@ -136,7 +143,12 @@ export async function runStart(argv: readonly string[]): Promise<number> {
         : new SlowDisk(new NodeDisk(), controlledDelay(slowDiskFile))
     if (disk !== undefined)
       log('warn', `test-only slow disk: delays from ${slowDiskFile} (WEIR_TEST_SLOW_DISK_FILE)`)
-    node = await WeirNode.start({ staticConfig: config, log, ...(disk === undefined ? {} : { disk }) })
+    node = await WeirNode.start({
+      staticConfig: config,
+      log,
+      bootstrapScram,
+      ...(disk === undefined ? {} : { disk }),
+    })
     // A signal before the node is ready (e.g. a broker holding its clients' connections while its
     // controller quorum is unreachable) stops it at once instead of waiting for ready.
     const early = await Promise.race([

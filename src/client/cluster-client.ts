@@ -59,7 +59,7 @@ export interface ClusterMetadata {
 }
 
 /** Errors after which refreshing metadata (or the coordinator) and retrying may succeed. */
-const REFRESH_ERRORS: ReadonlySet<number> = new Set([
+const REFRESH_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.NotLeaderOrFollower,
   ErrorCode.LeaderNotAvailable,
   ErrorCode.UnknownTopicOrPartition,

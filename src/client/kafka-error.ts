@@ -1,9 +1,9 @@
 /** A Kafka error code from a response, with Kafka's name for it (`NOT_LEADER_OR_FOLLOWER`). */
-import { errorInfo } from '../protocol/index.ts'
+import { ErrorCode, errorCodeOf, errorInfo } from '../protocol/index.ts'
 
 export class KafkaError extends Error {
   override name = 'KafkaError'
-  readonly code: number
+  readonly code: ErrorCode
   /** Kafka's name for the code, e.g. TOPIC_ALREADY_EXISTS. */
   readonly errorName: string
   readonly retriable: boolean
@@ -14,15 +14,15 @@ export class KafkaError extends Error {
     super(
       `${detail !== undefined && detail !== null && detail !== '' ? detail : (info?.message ?? 'unknown error')} (${errorName})`,
     )
-    this.code = code
+    this.code = errorCodeOf(code)
     this.errorName = errorName
     this.retriable = info?.retriable ?? false
   }
 }
 
-/** Throws a KafkaError unless `code` is 0. */
+/** Throws a KafkaError unless `code` is NONE. */
 export function throwIfError(code: number, detail?: string | null): void {
-  if (code !== 0) throw new KafkaError(code, detail)
+  if (code !== ErrorCode.None) throw new KafkaError(code, detail)
 }
 
 /** Kafka's name for an error code (NONE for 0). */

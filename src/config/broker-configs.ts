@@ -1315,6 +1315,17 @@ export const BROKER_CONFIGS: readonly BrokerConfigDef[] = brokerConfigs([
     kafkaDynamic: 'cluster-wide',
     doc: 'The number of threads per data directory to be used for log recovery at startup and flushing at shutdown',
   },
+  // Authorization (StandardAuthorizer; its own keys are AUTHORIZER_KEYS below).
+  {
+    name: 'authorizer.class.name',
+    type: 'string',
+    default: '',
+    validValues: 'non-null string',
+    importance: 'low',
+    dynamic: 'read-only',
+    kafkaDynamic: 'read-only',
+    doc: 'The fully qualified name of a class that implements <code>org.apache.kafka.server.authorizer.Authorizer</code> interface, which is used by the broker for authorization. Weir: only <code>org.apache.kafka.metadata.authorizer.StandardAuthorizer</code> (ACLs in the metadata log) or empty (no authorizer).',
+  },
   {
     name: 'log.flush.on.ack',
     type: 'boolean',
@@ -1557,6 +1568,17 @@ export const BROKER_CONFIGS: readonly BrokerConfigDef[] = brokerConfigs([
     doc: 'The endpoint identification algorithm to validate server hostname using server certificate. ',
   },
 ])
+
+/** `authorizer.class.name` of Kafka's StandardAuthorizer, the one authorizer Weir has. */
+export const STANDARD_AUTHORIZER_CLASS = 'org.apache.kafka.metadata.authorizer.StandardAuthorizer'
+
+/**
+ * StandardAuthorizer's own keys: `super.users` (`;`-separated principals allowed everything) and
+ * `allow.everyone.if.no.acl.found` (default false). They are not in Kafka's KafkaConfig ConfigDef
+ * (the authorizer reads them from the properties), so DescribeConfigs lists them as Kafka does, as
+ * keys outside the catalog; a node reads them without warning of an unknown key.
+ */
+export const AUTHORIZER_KEYS: readonly string[] = ['super.users', 'allow.everyone.if.no.acl.found']
 
 /** The broker keys by name. */
 export const BROKER_CONFIG_BY_NAME: ReadonlyMap<string, BrokerConfigDef> = new Map(

@@ -3,12 +3,14 @@
  * from layers, DescribeConfigs entries, validation, and the server.properties parser. Pure.
  */
 export {
+  AUTHORIZER_KEYS,
   BROKER_CONFIG_BY_NAME,
   BROKER_CONFIGS,
   type BrokerConfigDef,
   brokerConfigDef,
   brokerConfigSynonyms,
   type DynamicUpdateMode,
+  STANDARD_AUTHORIZER_CLASS,
 } from './broker-configs.ts'
 export {
   type ConfigDef,

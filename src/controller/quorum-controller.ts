@@ -16,14 +16,20 @@ import {
   type AlterPartitionReassignmentsResponseData,
   type AlterPartitionRequestData,
   type AlterPartitionResponseData,
+  type AlterUserScramCredentialsRequestData,
+  type AlterUserScramCredentialsResponseData,
   type BrokerHeartbeatRequestData,
   type BrokerHeartbeatResponseData,
   type BrokerRegistrationRequestData,
   type BrokerRegistrationResponseData,
+  type CreateAclsRequestData,
+  type CreateAclsResponseData,
   type CreatePartitionsRequestData,
   type CreatePartitionsResponseData,
   type CreateTopicsRequestData,
   type CreateTopicsResponseData,
+  type DeleteAclsRequestData,
+  type DeleteAclsResponseData,
   type DeleteTopicsRequestData,
   type DeleteTopicsResponseData,
   decodeMetadataRecord,
@@ -38,10 +44,18 @@ import {
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
 import type { ProposeResult, RaftStatus } from '../quorum/index.ts'
+import { deleteAclsFilters } from '../security/index.ts'
+import { createAcls, deleteAcls } from './acls.ts'
 import { alterPartition } from './alter-partition.ts'
 import { brokerHeartbeat, fenceBroker, registerBroker } from './brokers.ts'
 import { alterConfigs, type ConfigDecisionOptions, incrementalAlterConfigs } from './configs.ts'
-import { type ControllerSettings, type Decision, type DecisionContext, pendingRecord } from './decision.ts'
+import {
+  type ControllerSettings,
+  type Decision,
+  type DecisionContext,
+  type PendingRecord,
+  pendingRecord,
+} from './decision.ts'
 import { electLeaders } from './elections.ts'
 import { hasLeaderless, rebalancePreferredLeaders, uncleanElections } from './leadership.ts'
 import { allocateProducerIds } from './producer-ids.ts'
@@ -51,6 +65,7 @@ import {
   isReassigning,
   listPartitionReassignments,
 } from './reassignment.ts'
+import { alterUserScramCredentials } from './scram.ts'
 import { type CreateTopicsOptions, createPartitions, createTopics, deleteTopics } from './topics.ts'
 
 /** What the controller needs of the quorum. */
@@ -81,6 +96,8 @@ export interface QuorumControllerOptions {
   readonly configs?: ConfigDecisionOptions
   /** Finalized features written when the cluster is new (metadata.version, ...). */
   readonly bootstrapFeatures: ReadonlyMap<string, number>
+  /** Records written after the features when the cluster is new (the `--add-scram` credentials). */
+  readonly bootstrapRecords?: readonly PendingRecord[]
   /**
    * The automatic preferred-leader rebalance: `auto.leader.rebalance.enable`,
    * `leader.imbalance.check.interval.seconds` (as ms), `leader.imbalance.per.broker.percentage`.
@@ -244,9 +261,12 @@ export class QuorumController {
   /** A new cluster's first records: the finalized features (metadata.version and the like). */
   async #bootstrap(): Promise<void> {
     await this.#write(() => ({
-      records: [...this.#o.bootstrapFeatures].map(([name, featureLevel]) =>
-        pendingRecord(T.FeatureLevel, 0, { name, featureLevel }),
-      ),
+      records: [
+        ...[...this.#o.bootstrapFeatures].map(([name, featureLevel]) =>
+          pendingRecord(T.FeatureLevel, 0, { name, featureLevel }),
+        ),
+        ...(this.#o.bootstrapRecords ?? []),
+      ],
       response: undefined,
     })).catch((e: unknown) => this.#o.log?.('warn', `feature bootstrap failed: ${(e as Error).message}`))
   }
@@ -326,7 +346,7 @@ export class QuorumController {
   alterPartitionReassignments(
     req: AlterPartitionReassignmentsRequestData.AlterPartitionReassignmentsRequest,
   ): Promise<AlterPartitionReassignmentsResponseData.AlterPartitionReassignmentsResponseIn> {
-    return this.#write((image) => alterPartitionReassignments(image, req))
+    return this.#write((image) => alterPartitionReassignments(image, req, this.#configOptions()))
   }
 
   /** Answered from the latest image, in the queue behind earlier decisions (no records). */
@@ -373,6 +393,28 @@ export class QuorumController {
     version = 3,
   ): Promise<AlterPartitionResponseData.AlterPartitionResponseIn> {
     return this.#write((image) => alterPartition(image, req, version))
+  }
+
+  /** CreateAcls as Kafka's AclControlManager decides it (the broker's AclApis checks come first). */
+  createAcls(
+    req: CreateAclsRequestData.CreateAclsRequest,
+  ): Promise<CreateAclsResponseData.CreateAclsResponseIn> {
+    return this.#write((image) => createAcls(image, this.#o.random, req.creations))
+  }
+
+  /** DeleteAcls; filters with an UNKNOWN code are a malformed request (the connection closes). */
+  deleteAcls(
+    req: DeleteAclsRequestData.DeleteAclsRequest,
+  ): Promise<DeleteAclsResponseData.DeleteAclsResponseIn> {
+    const filters = deleteAclsFilters(req.filters)
+    if ('malformed' in filters) return Promise.reject(new Error(filters.malformed))
+    return this.#write((image) => deleteAcls(image, filters))
+  }
+
+  alterUserScramCredentials(
+    req: AlterUserScramCredentialsRequestData.AlterUserScramCredentialsRequest,
+  ): Promise<AlterUserScramCredentialsResponseData.AlterUserScramCredentialsResponseIn> {
+    return this.#write((image) => alterUserScramCredentials(image, req))
   }
 
   #configOptions(): ConfigDecisionOptions {

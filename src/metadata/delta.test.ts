@@ -8,7 +8,7 @@ import {
   metadataRecordTypes as T,
 } from '../protocol/index.ts'
 import { applyRecords, MetadataDelta, MetadataError } from './delta.ts'
-import { ConfigResourceType, EMPTY_IMAGE, NO_LEADER } from './image.ts'
+import { ConfigResourceType, EMPTY_IMAGE, NO_LEADER, scramCredential } from './image.ts'
 
 const id = (n: number): Uuid => Buffer.alloc(16, n).toString('base64url') as Uuid
 const b = (n: number): BrokerId => n as BrokerId
@@ -129,4 +129,54 @@ test('features and producer ids', () => {
     () => applyRecords(image, [rec(T.ProducerIds, { brokerId: b(1), nextProducerId: 10n })]),
     MetadataError,
   )
+})
+
+const acl = (n: number, principal = 'User:alice') =>
+  rec(T.AccessControlEntry, {
+    id: id(n),
+    resourceType: 2,
+    resourceName: 't',
+    patternType: 3,
+    principal,
+    host: '*',
+    operation: 3,
+    permissionType: 3,
+  })
+
+test('ACLs are added and removed by id; an id twice or an unknown removal is a MetadataError', () => {
+  const base = applyRecords(EMPTY_IMAGE, [acl(1)])
+  const delta = new MetadataDelta(base)
+  delta.replay(acl(2, 'User:bob'))
+  delta.replay(rec(T.RemoveAccessControlEntry, { id: id(1) }))
+  const { image, changes } = delta.apply()
+  assert.deepEqual([...image.acls.keys()], [id(2)])
+  assert.equal(image.acls.get(id(2))!.principal, 'User:bob')
+  assert.deepEqual(changes.changedAcls, [id(2), id(1)])
+  assert.deepEqual([...base.acls.keys()], [id(1)], 'the base image is unchanged')
+  assert.throws(() => applyRecords(base, [acl(1)]), MetadataError)
+  assert.throws(() => applyRecords(base, [rec(T.RemoveAccessControlEntry, { id: id(9) })]), MetadataError)
+})
+
+test('SCRAM credentials are upserted per mechanism and user, removed without a contradiction', () => {
+  const cred = (name: string, mechanism: number, iterations: number) =>
+    rec(T.UserScramCredential, {
+      name,
+      mechanism,
+      salt: Buffer.from('salt'),
+      storedKey: Buffer.from('stored'),
+      serverKey: Buffer.from('server'),
+      iterations,
+    })
+  const base = applyRecords(EMPTY_IMAGE, [cred('alice', 2, 4096), cred('bob', 1, 8192)])
+  const next = applyRecords(base, [
+    cred('alice', 2, 8192),
+    rec(T.RemoveUserScramCredential, { name: 'bob', mechanism: 1 }),
+    rec(T.RemoveUserScramCredential, { name: 'nobody', mechanism: 1 }),
+  ])
+  assert.equal(scramCredential(next, 'SCRAM-SHA-512', 'alice')?.iterations, 8192)
+  assert.equal(scramCredential(next, 2, 'alice')?.storedKey.toString(), 'stored')
+  assert.equal(scramCredential(next, 'SCRAM-SHA-256', 'bob'), undefined)
+  assert.equal(scramCredential(next, 'SCRAM-SHA-256', 'alice'), undefined)
+  assert.equal(scramCredential(base, 'SCRAM-SHA-512', 'alice')?.iterations, 4096, 'the base is unchanged')
+  assert.equal(scramCredential(base, 'SCRAM-SHA-256', 'bob')?.iterations, 8192)
 })

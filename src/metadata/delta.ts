@@ -5,6 +5,7 @@
  */
 import { BrokerId, type TopicName, type Uuid } from '../model/index.ts'
 import type {
+  AccessControlEntryRecordData,
   BrokerRegistrationChangeRecordData,
   ConfigRecordData,
   DecodedMetadataRecord,
@@ -15,13 +16,17 @@ import type {
   ProducerIdsRecordData,
   RegisterBrokerRecordData,
   RegisterControllerRecordData,
+  RemoveAccessControlEntryRecordData,
   RemoveTopicRecordData,
+  RemoveUserScramCredentialRecordData,
   TopicRecordData,
   UnfenceBrokerRecordData,
   UnregisterBrokerRecordData,
+  UserScramCredentialRecordData,
 } from '../protocol/index.ts'
 import { metadataRecordTypes } from '../protocol/index.ts'
 import {
+  type AclEntry,
   type BrokerRegistration,
   type ControllerRegistration,
   configKey,
@@ -30,6 +35,7 @@ import {
   type MetadataImage,
   type PartitionRegistration,
   type Provenance,
+  type ScramCredentialData,
   type TopicImage,
 } from './image.ts'
 
@@ -71,6 +77,8 @@ export interface MetadataChanges {
   readonly changedPartitions: ReadonlyArray<{ readonly topic: TopicImage; readonly partition: number }>
   readonly changedBrokers: readonly BrokerId[]
   readonly changedConfigs: readonly string[]
+  /** ACLs added or removed in this delta, by id (the image says which). */
+  readonly changedAcls: readonly Uuid[]
 }
 
 interface MutableTopic {
@@ -86,6 +94,11 @@ export class MetadataDelta {
   #controllers: Map<BrokerId, ControllerRegistration> | null = null
   #configs: Map<string, Map<string, string>> | null = null
   #nextProducerId: bigint
+  #acls: Map<Uuid, AclEntry> | null = null
+  #scramCredentials: Map<number, ReadonlyMap<string, ScramCredentialData>> | null = null
+  /** The mechanisms whose users this delta copied. */
+  readonly #scramCopied = new Map<number, Map<string, ScramCredentialData>>()
+  readonly #changedAcls = new Set<Uuid>()
   /** Topics touched in this delta by id; null marks a removal. */
   readonly #topics = new Map<Uuid, MutableTopic | null>()
   readonly #created = new Set<Uuid>()
@@ -164,14 +177,64 @@ export class MetadataDelta {
         this.#nextProducerId = r.nextProducerId
         break
       }
+      case t.AccessControlEntry.apiKey:
+        this.#addAcl(data as AccessControlEntryRecordData.AccessControlEntryRecord)
+        break
+      case t.RemoveAccessControlEntry.apiKey:
+        this.#removeAcl(data as RemoveAccessControlEntryRecordData.RemoveAccessControlEntryRecord)
+        break
+      case t.UserScramCredential.apiKey: {
+        const r = data as UserScramCredentialRecordData.UserScramCredentialRecord
+        const { salt, storedKey, serverKey, iterations } = r
+        this.#scramUsersW(r.mechanism).set(r.name, { salt, storedKey, serverKey, iterations })
+        break
+      }
+      case t.RemoveUserScramCredential.apiKey: {
+        // As Kafka's ScramDelta: removing a credential that is not there changes nothing.
+        const r = data as RemoveUserScramCredentialRecordData.RemoveUserScramCredentialRecord
+        this.#scramUsersW(r.mechanism).delete(r.name)
+        break
+      }
       case t.NoOp.apiKey:
         break
       default:
-        // Records this version does not act on (ACLs, quotas, SCRAM, delegation tokens, transactions
-        // markers of KIP-868, ZK migration) leave the image as it is.
+        // Records this version does not act on (quotas, delegation tokens, transactions markers of
+        // KIP-868, ZK migration) leave the image as it is.
         break
     }
     if (provenance !== undefined) this.#provenance = provenance
+  }
+
+  #aclsW(): Map<Uuid, AclEntry> {
+    this.#acls ??= new Map(this.#base.acls)
+    return this.#acls
+  }
+
+  /** An ACL id twice is a contradiction, as in Kafka's AclsDelta. */
+  #addAcl(r: AccessControlEntryRecordData.AccessControlEntryRecord): void {
+    const acls = this.#aclsW()
+    if (acls.has(r.id)) throw new MetadataError(`an ACL with id ${r.id} exists already`)
+    const { id, resourceType, resourceName, patternType, principal, host, operation, permissionType } = r
+    acls.set(id, { id, resourceType, resourceName, patternType, principal, host, operation, permissionType })
+    this.#changedAcls.add(id)
+  }
+
+  #removeAcl(r: RemoveAccessControlEntryRecordData.RemoveAccessControlEntryRecord): void {
+    const acls = this.#aclsW()
+    if (!acls.delete(r.id)) throw new MetadataError(`no ACL with id ${r.id} to remove`)
+    this.#changedAcls.add(r.id)
+  }
+
+  /** The users of one SCRAM mechanism, copied for writing once per delta. */
+  #scramUsersW(mechanism: number): Map<string, ScramCredentialData> {
+    this.#scramCredentials ??= new Map(this.#base.scramCredentials)
+    let users = this.#scramCopied.get(mechanism)
+    if (users === undefined) {
+      users = new Map(this.#base.scramCredentials.get(mechanism) ?? [])
+      this.#scramCopied.set(mechanism, users)
+      this.#scramCredentials.set(mechanism, users)
+    }
+    return users
   }
 
   #topicForWrite(id: Uuid): MutableTopic {
@@ -386,6 +449,8 @@ export class MetadataDelta {
       topicsById,
       configs: this.#configs ?? base.configs,
       nextProducerId: this.#nextProducerId,
+      acls: this.#acls ?? base.acls,
+      scramCredentials: this.#scramCredentials ?? base.scramCredentials,
     }
     return {
       image,
@@ -395,6 +460,7 @@ export class MetadataDelta {
         changedPartitions,
         changedBrokers: [...this.#changedBrokers],
         changedConfigs: [...this.#changedConfigs],
+        changedAcls: [...this.#changedAcls],
       },
     }
   }

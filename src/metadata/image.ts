@@ -94,6 +94,48 @@ export interface MetadataImage {
   readonly configs: ReadonlyMap<string, ReadonlyMap<string, string>>
   /** The first producer id not yet handed out (ProducerIdsRecord). */
   readonly nextProducerId: bigint
+  /** ACLs by id, as their AccessControlEntryRecords hold them. */
+  readonly acls: ReadonlyMap<Uuid, AclEntry>
+  /** SCRAM credentials by mechanism type (`SCRAM_MECHANISM_TYPES`), then user name (UserScramCredentialRecord). */
+  readonly scramCredentials: ReadonlyMap<number, ReadonlyMap<string, ScramCredentialData>>
+}
+
+/**
+ * One ACL as its AccessControlEntryRecord holds it: the wire codes of Kafka's enums (`aclFromRecord`
+ * of the security module reads it as a StandardAcl).
+ */
+export interface AclEntry {
+  readonly id: Uuid
+  readonly resourceType: number
+  readonly resourceName: string
+  readonly patternType: number
+  readonly principal: string
+  readonly host: string
+  readonly operation: number
+  readonly permissionType: number
+}
+
+/** What a UserScramCredentialRecord keeps of one user's credential for one mechanism: never a password. */
+export interface ScramCredentialData {
+  readonly salt: Buffer
+  readonly storedKey: Buffer
+  readonly serverKey: Buffer
+  readonly iterations: number
+}
+
+/** The mechanism types of UserScramCredentialRecord (Kafka's ScramMechanism.type()). */
+export const SCRAM_MECHANISM_TYPES = { 'SCRAM-SHA-256': 1, 'SCRAM-SHA-512': 2 } as const
+
+export type ScramMechanismName = keyof typeof SCRAM_MECHANISM_TYPES
+
+/** A user's credential for a mechanism (by name or type), or undefined: what SCRAM authentication looks up. */
+export function scramCredential(
+  image: MetadataImage,
+  mechanism: ScramMechanismName | number,
+  user: string,
+): ScramCredentialData | undefined {
+  const type = typeof mechanism === 'number' ? mechanism : SCRAM_MECHANISM_TYPES[mechanism]
+  return image.scramCredentials.get(type)?.get(user)
 }
 
 export function configKey(resourceType: number, resourceName: string): string {
@@ -109,4 +151,6 @@ export const EMPTY_IMAGE: MetadataImage = {
   topicsById: new Map(),
   configs: new Map(),
   nextProducerId: 0n,
+  acls: new Map(),
+  scramCredentials: new Map(),
 }

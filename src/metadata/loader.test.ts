@@ -47,11 +47,37 @@ test('committed entries become one image per batch; a snapshot of it rebuilds th
         value: '5',
       }),
     ),
+    data(
+      6n,
+      encodeMetadataRecord(T.AccessControlEntry, 0, {
+        id: id(3),
+        resourceType: 2,
+        resourceName: 't',
+        patternType: 4,
+        principal: 'User:alice',
+        host: '*',
+        operation: 3,
+        permissionType: 3,
+      }),
+    ),
+    data(
+      7n,
+      encodeMetadataRecord(T.UserScramCredential, 0, {
+        name: 'alice',
+        mechanism: 2,
+        salt: Buffer.from('s'),
+        storedKey: Buffer.from('k'),
+        serverKey: Buffer.from('v'),
+        iterations: 4096,
+      }),
+    ),
   ])
   assert.equal(seen.length, 1)
   assert.deepEqual(seen[0]!.leaderChanges, [{ epoch: 1, leaderId: 1, offset: 0n }])
   const image = loader.image
-  assert.deepEqual(image.provenance, { offset: 5n, epoch: 1 })
+  assert.deepEqual(image.provenance, { offset: 7n, epoch: 1 })
+  assert.equal(image.acls.size, 1)
+  assert.equal(image.scramCredentials.get(2)?.size, 1)
   const other = new MetadataLoader()
   other.loadSnapshot(imageToSnapshot(image), image.provenance)
   assert.deepEqual(other.image, image)

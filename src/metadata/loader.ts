@@ -162,6 +162,10 @@ export function imageToSnapshot(image: MetadataImage): Buffer {
     const resourceName = key.slice(at + 1)
     for (const [name, value] of configs) frame(out, T.Config, { resourceType, resourceName, name, value })
   }
+  for (const acl of image.acls.values()) frame(out, T.AccessControlEntry, acl)
+  for (const [mechanism, users] of image.scramCredentials) {
+    for (const [name, c] of users) frame(out, T.UserScramCredential, { name, mechanism, ...c })
+  }
   if (image.nextProducerId > 0n)
     frame(out, T.ProducerIds, {
       brokerId: NO_NODE,

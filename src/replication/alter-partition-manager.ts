@@ -10,6 +10,7 @@ import {
   type AlterPartitionRequestData,
   type AlterPartitionResponseData,
   ErrorCode,
+  errorCodeOf,
 } from '../protocol/index.ts'
 import type { IsrChangeAnswer, PendingIsrChange } from './partition.ts'
 
@@ -117,7 +118,7 @@ export class AlterPartitionManager {
         const r = topic.partitions.find((x) => x.partition === p.partitionIndex)
         if (r === undefined || answered.has(r)) continue
         answered.add(r)
-        const errorCode = p.errorCode ?? ErrorCode.None
+        const errorCode = errorCodeOf(p.errorCode ?? ErrorCode.None)
         if (errorCode !== ErrorCode.None)
           this.#o.log?.('info', `AlterPartition ${r.topic}-${r.partition}: error ${errorCode}`)
         r.answer({

@@ -19,7 +19,7 @@ export interface ProduceEntry {
 }
 
 export interface ProduceResult {
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
   readonly errorMessage: string | null
   /** -1 with an error. */
   readonly baseOffset: bigint
@@ -45,7 +45,7 @@ interface Appended {
 type Waiting = Appended & { readonly p: Partition; readonly required: bigint }
 
 function produceError(
-  errorCode: number,
+  errorCode: ErrorCode,
   errorMessage: string | null = null,
   logStartOffset = -1n,
 ): ProduceResult {
@@ -56,7 +56,7 @@ function produceError(
  * The append errors Kafka answers without the partition's log start offset (ReplicaManager's
  * `UNKNOWN_LOG_APPEND_INFO` cases); every other refusal of a hosted partition carries it.
  */
-const ERRORS_WITHOUT_LOG_START: ReadonlySet<number> = new Set([
+const ERRORS_WITHOUT_LOG_START: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.UnknownTopicOrPartition,
   ErrorCode.NotLeaderOrFollower,
   ErrorCode.MessageTooLarge,
@@ -77,7 +77,7 @@ async function appendOne(replicas: ReplicaReconciler, e: ProduceEntry, acks: num
     return { p, r: produceError(a.errorCode, 'errorMessage' in a ? a.errorMessage : null, logStart) }
   }
   const r: ProduceResult = {
-    errorCode: 0,
+    errorCode: ErrorCode.None,
     errorMessage: null,
     baseOffset: a.firstOffset,
     logAppendTimeMs: a.logAppendTimeMs,

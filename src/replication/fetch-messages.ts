@@ -5,7 +5,7 @@
  * until appends or high-watermark moves bring enough, and reads again.
  */
 import type { Clock } from '../io/index.ts'
-import type { BrokerId, TopicName } from '../model/index.ts'
+import { BrokerId, type TopicName } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import type { ReadBuffers } from '../storage/index.ts'
 import type { DelayedOperations, WaitOutcome, Watchers } from './delayed-operations.ts'
@@ -144,7 +144,7 @@ async function readInto(
       budget = Math.max(0, budget - r.records.length)
     }
     if (params.replicaId >= 0 && r.errorCode === ErrorCode.None && r.divergingEpoch === null) {
-      const replicaId = params.replicaId as BrokerId
+      const replicaId = BrokerId(params.replicaId)
       p.updateFollowerFetchState(replicaId, s.fetchOffset, params.replicaEpoch ?? -1n)
       c.isr.maybeExpandIsr(p, replicaId)
     }
@@ -232,7 +232,7 @@ export async function fetchMessages(
     if (p !== undefined) watched.push({ s, p, epoch: p.leaderEpoch, role: p.role })
   }
   const watchers: Watchers[] = watched.map((w) => w.p.watchers)
-  if (follower) watchers.push(c.joins.watchersOf(params.replicaId as BrokerId))
+  if (follower) watchers.push(c.joins.watchersOf(BrokerId(params.replicaId)))
   // The first reads are not answered (fewer than minBytes): read again after the wait.
   for (const r of first) params.readBuffers?.release(r.records)
   const parkedMs = c.clock.monotonicMs()
@@ -266,7 +266,7 @@ function bytesIfAnswered(
     specs.length === 0 ||
     bytes >= params.minBytes ||
     error ||
-    (params.replicaId >= 0 && c.joins.pending(params.replicaId as BrokerId, specs))
+    (params.replicaId >= 0 && c.joins.pending(BrokerId(params.replicaId), specs))
   return answered ? bytes : -1
 }
 
@@ -283,7 +283,7 @@ function wakeCheck(
 ): () => boolean {
   const upTo = upToOf(params)
   const follower = params.replicaId >= 0
-  const replicaId = params.replicaId as BrokerId
+  const replicaId = BrokerId(params.replicaId)
   return () => {
     let available = 0
     for (const w of watched) {

@@ -3,7 +3,7 @@
  * directory belongs to, so a log left by an earlier topic of the same name is told apart.
  */
 import { type Disk, isNotFound, joinPath } from '../io/index.ts'
-import type { Uuid } from '../model/index.ts'
+import { Uuid } from '../model/index.ts'
 import { type PartitionLog, writeFileDurably } from '../storage/index.ts'
 
 /** Kafka's `partition.metadata` file: the topic id a partition directory belongs to. */
@@ -12,7 +12,7 @@ export const PARTITION_METADATA_FILE = 'partition.metadata'
 /** The topic id a `partition.metadata` file names (Kafka's format), or null. */
 export function parsePartitionMetadata(text: string): Uuid | null {
   const m = /^topic_id: *(\S+)$/m.exec(text)
-  return m === null ? null : (m[1] as Uuid)
+  return m === null ? null : Uuid(m[1]!)
 }
 
 export function formatPartitionMetadata(topicId: Uuid): string {

@@ -93,8 +93,8 @@ class Cluster {
         fetcher: {
           fetchBytesMax: 1 << 20,
           responseBytesMax: 10 << 20,
-          minBytes: 1,
-          maxWaitMs: 500,
+          fetchBytesMin: 1,
+          fetchWaitMsMax: 500,
           backoffMs: this.fetcherBackoffMs,
           numFetchers: 1,
         },

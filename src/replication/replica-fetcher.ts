@@ -35,7 +35,7 @@ export interface ReplicaFetchRequest {
 
 /** The leader's answer for one partition. */
 export interface ReplicaFetchAnswer {
-  readonly errorCode: number
+  readonly errorCode: ErrorCode
   readonly highWatermark: bigint
   readonly logStartOffset: bigint
   /** Set when the follower's last fetched epoch diverges from the leader's log. */
@@ -60,7 +60,7 @@ export interface LeaderLink {
   /** The leader's log start and end offsets (ListOffsets earliest and latest, as a replica). */
   offsets(
     partitions: ReadonlyArray<{ topic: TopicName; partition: number; currentLeaderEpoch: number }>,
-  ): Promise<Array<{ errorCode: number; logStartOffset: bigint; logEndOffset: bigint }>>
+  ): Promise<Array<{ errorCode: ErrorCode; logStartOffset: bigint; logEndOffset: bigint }>>
   close(): void
 }
 
@@ -70,9 +70,9 @@ export interface ReplicaFetcherSettings {
   /** `replica.fetch.response.max.bytes` */
   readonly responseBytesMax: number
   /** `replica.fetch.min.bytes` */
-  readonly minBytes: number
+  readonly fetchBytesMin: number
   /** `replica.fetch.wait.max.ms` */
-  readonly maxWaitMs: number
+  readonly fetchWaitMsMax: number
   /** `replica.fetch.backoff.ms` */
   readonly backoffMs: number
   /** `num.replica.fetchers` */
@@ -241,8 +241,8 @@ export class ReplicaFetcher {
         response = await this.#link.fetch({
           replicaId: this.#nodeId,
           brokerEpoch: this.#brokerEpoch(),
-          maxWaitMs: this.#settings.maxWaitMs,
-          minBytes: this.#settings.minBytes,
+          maxWaitMs: this.#settings.fetchWaitMsMax,
+          minBytes: this.#settings.fetchBytesMin,
           maxBytes: this.#settings.responseBytesMax,
           partitions: specs,
         })

@@ -8,7 +8,7 @@
 import type { EffectiveConfig } from '../config/index.ts'
 import type { Clock, Disk, TimerHandle } from '../io/index.ts'
 import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
-import type { BrokerId, TopicName } from '../model/index.ts'
+import { type BrokerId, TopicName } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import type { LogHooks, LogManager } from '../storage/index.ts'
 import { AlterPartitionManager, type AlterPartitionManagerOptions } from './alter-partition-manager.ts'
@@ -313,7 +313,7 @@ export class ReplicaManager {
   // ---------------------------------------------------------------- offsets
 
   /** The hosted partition once served as the metadata says (`whenServed`), or the error why none. */
-  async #leaderFor(topic: string, partition: number): Promise<Partition | number> {
+  async #leaderFor(topic: string, partition: number): Promise<Partition | ErrorCode> {
     const serving = this.#replicas.whenServed([{ topic, partition }])
     if (serving !== null) await serving
     const p = this.getPartition(topic, partition)
@@ -337,7 +337,7 @@ export class ReplicaManager {
     topic: string,
     partition: number,
     params: { currentLeaderEpoch: number; leaderEpoch: number; replicaId: number },
-  ): Promise<{ errorCode: number; leaderEpoch: number; endOffset: bigint }> {
+  ): Promise<{ errorCode: ErrorCode; leaderEpoch: number; endOffset: bigint }> {
     const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, leaderEpoch: -1, endOffset: -1n }
     return p.lastOffsetForLeaderEpoch(
@@ -356,7 +356,7 @@ export class ReplicaManager {
     topic: string,
     partition: number,
     offset: bigint,
-  ): Promise<{ errorCode: number; lowWatermark: bigint }> {
+  ): Promise<{ errorCode: ErrorCode; lowWatermark: bigint }> {
     const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, lowWatermark: -1n }
     const r = await p.deleteRecordsOnLeader(offset)
@@ -369,7 +369,7 @@ export class ReplicaManager {
   async activeProducers(
     topic: string,
     partition: number,
-  ): Promise<{ errorCode: number; producers: readonly ProducerEntry[] }> {
+  ): Promise<{ errorCode: ErrorCode; producers: readonly ProducerEntry[] }> {
     const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, producers: [] }
     if (!p.isLeader) return { errorCode: ErrorCode.NotLeaderOrFollower, producers: [] }
@@ -390,7 +390,7 @@ export class ReplicaManager {
               ? p.highWatermark - h.log.logEndOffset
               : 0n
         return {
-          topic: h.topic as TopicName,
+          topic: TopicName(h.topic),
           partition: h.partition,
           sizeBytes: h.log.sizeBytes,
           offsetLag: lag,

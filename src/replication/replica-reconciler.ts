@@ -9,7 +9,7 @@
 import type { EffectiveConfig } from '../config/index.ts'
 import { type Clock, type Disk, DiskError, joinPath } from '../io/index.ts'
 import { ConfigResourceType, type ImagePublication, type MetadataImage } from '../metadata/index.ts'
-import { assert, type BrokerId, type TopicName, type Uuid } from '../model/index.ts'
+import { assert, type BrokerId, TopicName, type Uuid } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import {
   type LogHooks,
@@ -514,7 +514,7 @@ export class ReplicaReconciler {
    */
   #becomingServed(topic: string, partition: number): boolean {
     if (!this.#started || this.#closed) return false
-    const t = this.#image?.topicsByName.get(topic as TopicName)
+    const t = this.#image?.topicsByName.get(TopicName(topic))
     const reg = t?.partitions.get(partition)
     if (t === undefined || reg === undefined || !reg.replicas.includes(this.#o.nodeId)) return false
     const key = partitionKey(topic, partition)
@@ -543,7 +543,7 @@ export class ReplicaReconciler {
 
   /** The error for a partition not hosted here: unknown to metadata, or led elsewhere. */
   unhosted(topic: string, partition: number): ErrorCode {
-    const t = this.#image?.topicsByName.get(topic as TopicName)
+    const t = this.#image?.topicsByName.get(TopicName(topic))
     if (t === undefined || !t.partitions.has(partition)) return ErrorCode.UnknownTopicOrPartition
     return ErrorCode.NotLeaderOrFollower
   }
@@ -580,7 +580,7 @@ function changedTopicConfigs(p: ImagePublication): Set<TopicName> | null {
   for (const key of p.changes.changedConfigs) {
     const at = key.indexOf(':')
     const type = Number(key.slice(0, at))
-    if (type === ConfigResourceType.Topic) configs?.add(key.slice(at + 1) as TopicName)
+    if (type === ConfigResourceType.Topic) configs?.add(TopicName(key.slice(at + 1)))
     else if (type === ConfigResourceType.Broker) configs = null
   }
   return configs

@@ -142,7 +142,7 @@ export class WireLeaderLink implements LeaderLink {
       for (const p of t.partitions) {
         const d = p.divergingEpoch
         byKey.set(`${id}:${p.partitionIndex}`, {
-          errorCode: p.errorCode,
+          errorCode: errorCodeOf(p.errorCode),
           highWatermark: p.highWatermark,
           logStartOffset: p.logStartOffset,
           divergingEpoch:
@@ -164,7 +164,7 @@ export class WireLeaderLink implements LeaderLink {
 
   async offsets(
     partitions: ReadonlyArray<{ topic: TopicName; partition: number; currentLeaderEpoch: number }>,
-  ): Promise<Array<{ errorCode: number; logStartOffset: bigint; logEndOffset: bigint }>> {
+  ): Promise<Array<{ errorCode: ErrorCode; logStartOffset: bigint; logEndOffset: bigint }>> {
     const c = await this.#connection()
     const version = c.versionFor(apis.ListOffsets)
     if (version === undefined || version < 4)
@@ -183,7 +183,10 @@ export class WireLeaderLink implements LeaderLink {
         const r = res.topics
           .find((t) => t.name === p.topic)
           ?.partitions.find((x) => x.partitionIndex === p.partition)
-        return { errorCode: r?.errorCode ?? ErrorCode.UnknownServerError, offset: r?.offset ?? -1n }
+        return {
+          errorCode: errorCodeOf(r?.errorCode ?? ErrorCode.UnknownServerError),
+          offset: r?.offset ?? -1n,
+        }
       })
     }
     const earliest = await ask(-2n)

@@ -9,6 +9,7 @@ export {
   NO_RESPONSE,
   type RequestContext,
 } from './handler.ts'
+export * from './handlers/acls.ts'
 export * from './handlers/allocate-producer-ids.ts'
 export * from './handlers/alter-configs.ts'
 export * from './handlers/alter-partition.ts'
@@ -21,6 +22,7 @@ export * from './handlers/current-leader.ts'
 export * from './handlers/delete-groups.ts'
 export * from './handlers/delete-records.ts'
 export * from './handlers/delete-topics.ts'
+export * from './handlers/describe-client-quotas.ts'
 export * from './handlers/describe-cluster.ts'
 export * from './handlers/describe-configs.ts'
 export * from './handlers/describe-groups.ts'
@@ -45,6 +47,7 @@ export * from './handlers/offset-for-leader-epoch.ts'
 export * from './handlers/partition-reassignments.ts'
 export * from './handlers/produce.ts'
 export * from './handlers/raft-rpc.ts'
+export * from './handlers/scram-credentials.ts'
 export * from './handlers/sync-group.ts'
 export { Listener, type ListenerOptions, type ListenerTls, type SslClientAuth } from './listener.ts'
 export {

@@ -668,3 +668,47 @@ scenario(
       })
   },
 )
+
+scenario(
+  'ACL APIs without an authorizer: SECURITY_DISABLED; SCRAM credentials work without one',
+  () => pair,
+  async () => {
+    const anyFilter = {
+      resourceTypeFilter: 1,
+      resourceNameFilter: null,
+      patternTypeFilter: 1,
+      principalFilter: null,
+      hostFilter: null,
+      operation: 1,
+      permissionType: 1,
+    }
+    await pair.both('create-acls/no-authorizer', apis.CreateAcls, pair.version(apis.CreateAcls), {
+      creations: [
+        {
+          resourceType: 2,
+          resourceName: 't',
+          resourcePatternType: 3,
+          principal: 'User:alice',
+          host: '*',
+          operation: 3,
+          permissionType: 3,
+        },
+      ],
+    })
+    await pair.both(
+      'describe-acls/no-authorizer',
+      apis.DescribeAcls,
+      pair.version(apis.DescribeAcls),
+      anyFilter,
+    )
+    await pair.both('delete-acls/no-authorizer', apis.DeleteAcls, pair.version(apis.DeleteAcls), {
+      filters: [anyFilter],
+    })
+    await pair.both(
+      'describe-scram/no-authorizer',
+      apis.DescribeUserScramCredentials,
+      pair.version(apis.DescribeUserScramCredentials),
+      { users: [{ name: 'nobody' }] },
+    )
+  },
+)

@@ -388,6 +388,9 @@ const IDENTITY_KEYS = [
   'voterId',
   'leaderEpoch',
   'epoch',
+  'user',
+  'principal',
+  'mechanism',
 ] as const
 
 /** Masked values keep only whether a value was there. */

@@ -19,6 +19,7 @@ case "$name" in
   kafka-console-consumer) class=org.apache.kafka.tools.consumer.ConsoleConsumer ;;
   kafka-consumer-groups) class=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
   kafka-configs) class=org.apache.kafka.tools.ConfigCommand ;;
+  kafka-acls) class=org.apache.kafka.tools.AclCommand ;;
   kafka-metadata-quorum) class=org.apache.kafka.tools.MetadataQuorumCommand ;;
   kafka-get-offsets) class=org.apache.kafka.tools.GetOffsetShell ;;
   kafka-cluster) class=org.apache.kafka.tools.ClusterTool ;;

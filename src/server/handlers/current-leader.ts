@@ -8,7 +8,7 @@ import { type BrokerId, TopicName } from '../../model/index.ts'
 import { ErrorCode } from '../../protocol/index.ts'
 
 /** Errors that come with a leader hint. */
-export function wantsLeaderHint(errorCode: number): boolean {
+export function wantsLeaderHint(errorCode: ErrorCode): boolean {
   return errorCode === ErrorCode.NotLeaderOrFollower || errorCode === ErrorCode.FencedLeaderEpoch
 }
 

@@ -5,7 +5,7 @@
  * checkpointed. Not implemented: waiting for followers' log starts (single replica), quotas.
  */
 import type { TopicName } from '../../model/index.ts'
-import { apis, type DeleteRecordsResponseData } from '../../protocol/index.ts'
+import { apis, type DeleteRecordsResponseData, type ErrorCode } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface DeleteRecordsView {
@@ -13,7 +13,7 @@ export interface DeleteRecordsView {
     topic: TopicName,
     partition: number,
     offset: bigint,
-  ): Promise<{ errorCode: number; lowWatermark: bigint }>
+  ): Promise<{ errorCode: ErrorCode; lowWatermark: bigint }>
 }
 
 export function makeDeleteRecordsHandler(view: DeleteRecordsView): Handler {

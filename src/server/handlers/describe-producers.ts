@@ -12,7 +12,7 @@ export interface DescribeProducersView {
   activeProducers(
     topic: TopicName,
     partition: number,
-  ): Promise<{ errorCode: number; producers: readonly ProducerEntry[] }>
+  ): Promise<{ errorCode: ErrorCode; producers: readonly ProducerEntry[] }>
 }
 
 export function makeDescribeProducersHandler(view: DescribeProducersView): Handler {

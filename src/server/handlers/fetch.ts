@@ -9,7 +9,7 @@
  */
 import type { MetadataImage } from '../../metadata/index.ts'
 import { type BrokerId, NO_NODE, TopicName, type Uuid } from '../../model/index.ts'
-import { apis, ErrorCode, type FetchResponseData } from '../../protocol/index.ts'
+import { apis, ErrorCode, errorCodeOf, type FetchResponseData } from '../../protocol/index.ts'
 import type { FetchParams, FetchSpec, ReadOutcome } from '../../replication/index.ts'
 import type { ReadBuffers } from '../../storage/index.ts'
 import type { FetchPartitionRequest, FetchSessionCache } from '../fetch-session.ts'
@@ -87,7 +87,7 @@ export function makeFetchHandler(view: FetchView): Handler {
     const answers = context.partitions.map((p, i) => {
       const at = specOf[i]!
       const data = partitionData(v, p, at < 0 ? null : outcomes[at]!, req.isolationLevel)
-      if (v >= 12 && wantsLeaderHint(data.errorCode ?? ErrorCode.None)) {
+      if (v >= 12 && wantsLeaderHint(errorCodeOf(data.errorCode ?? ErrorCode.None))) {
         const leader = currentLeaderOf(image, p.topic, p.partition)
         if (leader !== null) {
           data.currentLeader = leader

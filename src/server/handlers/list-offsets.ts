@@ -45,7 +45,7 @@ export function makeListOffsetsHandler(view: ListOffsetsView): Handler {
     for (const t of req.topics) {
       const partitions: PartitionOut[] = []
       for (const p of t.partitions) {
-        const failed = (errorCode: number): PartitionOut => ({
+        const failed = (errorCode: ErrorCode): PartitionOut => ({
           partitionIndex: p.partitionIndex,
           errorCode,
           timestamp: -1n,

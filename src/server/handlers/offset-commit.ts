@@ -58,7 +58,7 @@ export function makeOffsetCommitHandler(view: OffsetCommitView): Handler {
           })
     // Answer in the order asked: each topic once, its partitions as committed or refused.
     const byTopic = new Map<TopicName, OffsetCommitResponseData.OffsetCommitResponsePartitionIn[]>()
-    for (const t of committed) byTopic.set(t.name as TopicName, [...(t.partitions ?? [])])
+    for (const t of committed) byTopic.set(t.name!, [...(t.partitions ?? [])])
     return {
       throttleTimeMs: 0,
       topics: req.topics.map((t) => {

@@ -5,7 +5,7 @@
  * Consumers validate their position with it after a leader change. Not implemented: quotas.
  */
 import type { TopicName } from '../../model/index.ts'
-import { apis, type OffsetForLeaderEpochResponseData } from '../../protocol/index.ts'
+import { apis, type ErrorCode, type OffsetForLeaderEpochResponseData } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 /** What v2 requests mean by their missing replica id (Kafka's default: a debugging replica). */
@@ -16,7 +16,7 @@ export interface OffsetForLeaderEpochView {
     topic: TopicName,
     partition: number,
     params: { currentLeaderEpoch: number; leaderEpoch: number; replicaId: number },
-  ): Promise<{ errorCode: number; leaderEpoch: number; endOffset: bigint }>
+  ): Promise<{ errorCode: ErrorCode; leaderEpoch: number; endOffset: bigint }>
 }
 
 export function makeOffsetForLeaderEpochHandler(view: OffsetForLeaderEpochView): Handler {

@@ -14,6 +14,7 @@ import {
   Compression,
   compressionOf,
   ErrorCode,
+  errorCodeOf,
   LOG_OVERHEAD,
   MAGIC_V2,
   type ProduceResponseData,
@@ -160,7 +161,7 @@ export function makeProduceHandler(view: ProduceView): Handler {
             : {}),
         }
       }
-      if (v >= 10 && wantsLeaderHint(out.errorCode ?? ErrorCode.None)) {
+      if (v >= 10 && wantsLeaderHint(errorCodeOf(out.errorCode ?? ErrorCode.None))) {
         const leader = currentLeaderOf(latest, slot.topic, slot.partition)
         if (leader !== null) {
           out = { ...out, currentLeader: leader }

@@ -292,8 +292,8 @@ export class SimBroker implements SimEndpoint {
         fetcher: {
           fetchBytesMax: 1_048_576,
           responseBytesMax: 10_485_760,
-          minBytes: 1,
-          maxWaitMs: t.fetchWaitMsMax,
+          fetchBytesMin: 1,
+          fetchWaitMsMax: t.fetchWaitMsMax,
           backoffMs: t.fetchBackoffMs,
           numFetchers: 1,
         },
@@ -645,7 +645,7 @@ export class SimBroker implements SimEndpoint {
                 isolationLevel: 0,
                 replicaId: self,
               })
-            const out: Array<{ errorCode: number; logStartOffset: bigint; logEndOffset: bigint }> = []
+            const out: Array<{ errorCode: ErrorCode; logStartOffset: bigint; logEndOffset: bigint }> = []
             for (const p of partitions) {
               const earliest = await ask(p, -2n)
               const latest = await ask(p, -1n)
