@@ -84,7 +84,7 @@ test('kill -9 of each node in turn under Java producers: the new leaders never r
         start: () => n.process.start(60_000),
       })),
     },
-    { rounds: ROUNDS, log: (line) => console.log(line) },
+    { rounds: ROUNDS, startAfterLeadersMoved: true, log: (line) => console.log(line) },
   )
   console.log(JSON.stringify({ ...result, timeline: undefined }))
   const { noretry, default: retrying } = result

@@ -45,6 +45,14 @@ export interface RollingOptions {
   readonly settleMs?: number
   /** Several rolling restarts in a row. */
   readonly rounds?: number
+  /**
+   * Start a stopped node again only once the others' Metadata names it leader of no partition. A
+   * node killed with kill -9 keeps its leaderships until the controller fences it; restarted
+   * before that, it is sent the batches clients held for it and answers them NOT_LEADER_OR_FOLLOWER
+   * once its registration moved its leaderships (as Kafka's broker does), which says nothing about
+   * the new leaders.
+   */
+  readonly startAfterLeadersMoved?: boolean
   readonly log?: (line: string) => void
 }
 
@@ -129,6 +137,27 @@ async function isrs(port: number, topic: string): Promise<Array<{ leader: number
   } finally {
     conn.close()
   }
+}
+
+/** Until every node but `stopped` says no partition of `topic` is led by `stopped`. */
+async function waitForLeadersMoved(
+  nodes: readonly RollingNode[],
+  topic: string,
+  stopped: number,
+  timeoutMs = 60_000,
+): Promise<void> {
+  await waitFor(
+    `no partition of ${topic} led by node ${stopped}`,
+    async () => {
+      for (const n of nodes) {
+        if (n.id === stopped) continue
+        const ps = await isrs(n.port, topic)
+        if (ps.some((p) => p.leader === stopped)) return undefined
+      }
+      return true
+    },
+    timeoutMs,
+  )
 }
 
 /** Until every running node says every partition has a leader and `ids` all in its ISR. */
@@ -232,6 +261,10 @@ export async function rollingRestart(
         await n.stop()
         step('down', n.id, `node ${n.id} exited`)
         await sleep(options.downMs ?? 1000)
+        if (options.startAfterLeadersMoved === true) {
+          await waitForLeadersMoved(target.nodes, topic, n.id)
+          at(`no partition led by node ${n.id}`)
+        }
         step('starting', n.id, `node ${n.id} starting`)
         await n.start()
         step('rejoining', n.id, `node ${n.id} started`)
