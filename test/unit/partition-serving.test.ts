@@ -241,6 +241,15 @@ async function groupApisAtOnce(cluster: EmbeddedCluster, topic: string): Promise
         if (at.errorCode !== ErrorCode.None) assert.equal(at.errorCode, ErrorCode.CoordinatorNotAvailable)
       }
       const c = all[at.nodeId - 1]![0]!
+      // The node named may not have applied the records node 1 answered from (metadata reaches
+      // brokers one by one, in Kafka too): once its own image names it, it must answer at once,
+      // loaded or not.
+      for (;;) {
+        assert.ok(performance.now() < by, `FindCoordinator ${groupId} on node ${at.nodeId}`)
+        const own = await c.request(apis.FindCoordinator, 4, { keyType: 0, coordinatorKeys: [groupId] })
+        const mine = own.coordinators[0]!
+        if (mine.errorCode === ErrorCode.None && mine.nodeId === at.nodeId) break
+      }
       const commit = await c.request(apis.OffsetCommit, 8, {
         groupId,
         generationIdOrMemberEpoch: -1,
