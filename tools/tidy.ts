@@ -3,7 +3,7 @@
  * arrows between modules, entry through each module's index.ts, node:* only at the edges, time and
  * randomness only through the io ports, kebab-case file names, and an index.ts and README.md per
  * module. And that src/, docs/ and every README.md describe the software, not the process that
- * built it ("session 8", "issue 10", "another engineer"). And, in src/'s shipped code (not its tests,
+ * built it (the phrases of PROCESS_TALK below). And, in src/'s shipped code (not its tests,
  * not the generated codecs), the vocabulary of docs/HACKING.md that a tool can check: no `as never`
  * cast, no error code compared with or defaulted to a bare number, and limits named with Max/Min
  * last (`fetchWaitMsMax`, not `maxFetchWaitMs`).

@@ -12,7 +12,7 @@ import {
   SaslError,
   type SaslServer,
   type SaslStep,
-  sessionLifetimeMs,
+  saslComplete,
 } from './sasl.ts'
 
 export interface OAuthBearerInitialResponse {
@@ -172,19 +172,7 @@ export class OAuthBearerSaslServer implements SaslServer {
       )
     }
     this.#state = 'COMPLETE'
-    return {
-      kind: 'complete',
-      challenge: Buffer.alloc(0),
-      principal: token.principalName,
-      authorizationId: token.principalName,
-      sessionLifetimeMs: sessionLifetimeMs({
-        nowMs: this.#options.nowMs(),
-        connectionsReauthMsMax: this.#options.connectionsReauthMsMax ?? 0,
-        credentialExpiryMs: token.lifetimeMs,
-      }),
-      credentialExpiryMs: token.lifetimeMs,
-      extensions: initial.extensions,
-    }
+    return saslComplete(this.#options, token.principalName, token.lifetimeMs, undefined, initial.extensions)
   }
 }
 

@@ -10,7 +10,7 @@ import {
   SaslError,
   type SaslServer,
   type SaslStep,
-  sessionLifetimeMs,
+  saslComplete,
 } from './sasl.ts'
 
 export interface PlainMessage {
@@ -110,20 +110,7 @@ export class PlainSaslServer implements SaslServer {
     try {
       const username = checkPlain(parsePlainMessage(response), this.#options.authenticate)
       this.#state = 'COMPLETE'
-      const lifetimeMs = sessionLifetimeMs({
-        nowMs: this.#options.nowMs(),
-        connectionsReauthMsMax: this.#options.connectionsReauthMsMax ?? 0,
-        credentialExpiryMs: null,
-      })
-      return {
-        kind: 'complete',
-        challenge: Buffer.alloc(0),
-        principal: username,
-        authorizationId: username,
-        sessionLifetimeMs: lifetimeMs,
-        credentialExpiryMs: null,
-        extensions: new Map(),
-      }
+      return saslComplete(this.#options, username, null)
     } catch (error) {
       this.#state = 'FAILED'
       return failureFrom(error, this.mechanism)

@@ -140,3 +140,32 @@ export function sessionLifetimeMs(input: SessionLifetimeInput): number {
   const remainingMs = Math.max(0, expiry - input.nowMs)
   return reauthLimited ? Math.min(remainingMs, input.connectionsReauthMsMax) : remainingMs
 }
+
+/** What a server's options give every completion: the clock and `connections.max.reauth.ms`. */
+export interface SessionOptions {
+  readonly nowMs: () => number
+  readonly connectionsReauthMsMax?: number
+}
+
+/** A completion for `principal`, its session lifetime computed as KIP-368 says. */
+export function saslComplete(
+  options: SessionOptions,
+  principal: string,
+  credentialExpiryMs: number | null,
+  challenge: Buffer = Buffer.alloc(0),
+  extensions: ReadonlyMap<string, string> = new Map(),
+): SaslComplete {
+  return {
+    kind: 'complete',
+    challenge,
+    principal,
+    authorizationId: principal,
+    sessionLifetimeMs: sessionLifetimeMs({
+      nowMs: options.nowMs(),
+      connectionsReauthMsMax: options.connectionsReauthMsMax ?? 0,
+      credentialExpiryMs,
+    }),
+    credentialExpiryMs,
+    extensions,
+  }
+}

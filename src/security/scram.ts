@@ -14,7 +14,7 @@ import {
   SaslError,
   type SaslServer,
   type SaslStep,
-  sessionLifetimeMs,
+  saslComplete,
 } from './sasl.ts'
 import {
   hash,
@@ -292,18 +292,6 @@ export class ScramSaslServer implements SaslServer {
     for (const [key, value] of pending.clientFirst.extensions) {
       if (SUPPORTED_EXTENSIONS.has(key)) extensions.set(key, value)
     }
-    return {
-      kind: 'complete',
-      challenge,
-      principal: pending.principal,
-      authorizationId: pending.principal,
-      sessionLifetimeMs: sessionLifetimeMs({
-        nowMs: this.#options.nowMs(),
-        connectionsReauthMsMax: this.#options.connectionsReauthMsMax ?? 0,
-        credentialExpiryMs: pending.expiryMs,
-      }),
-      credentialExpiryMs: pending.expiryMs,
-      extensions,
-    }
+    return saslComplete(this.#options, pending.principal, pending.expiryMs, challenge, extensions)
   }
 }

@@ -8,11 +8,10 @@
 // compat-cluster: skip starts its own node (StandardAuthorizer settings and --add-scram for a new cluster)
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { promisify } from 'node:util'
-import { freePorts, REPO, tempDir, WeirProcess } from '../support/weir-process.ts'
+import { portPair, REPO, tempDir, WeirProcess } from '../support/weir-process.ts'
 
 const run = promisify(execFile)
 const dir = tempDir('weir-acls-')
@@ -32,21 +31,6 @@ async function ok(...args: string[]): Promise<string> {
 
 const acls = (...args: string[]) => ok('kafka-acls', '--bootstrap-server', bootstrap, ...args)
 const configs = (...args: string[]) => ok('kafka-configs', '--bootstrap-server', bootstrap, ...args)
-
-/** A port whose successor is free too (`--listen` puts the controller on port + 1). */
-async function portPair(): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const [port] = await freePorts(1)
-    const next = (port ?? 0) + 1
-    const free = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(next, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (port !== undefined && free) return port
-  }
-  throw new Error('no two consecutive free ports')
-}
 
 before(async () => {
   const java = await run('java', ['-version']).catch((e: Error) => {

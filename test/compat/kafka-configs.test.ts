@@ -7,7 +7,6 @@
 // compat-cluster: skip per-node broker configs of one node; kafka-configs-cluster.test.ts is the cluster side
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { promisify } from 'node:util'
@@ -15,7 +14,7 @@ import kafkajs from 'kafkajs'
 import type { TopicName } from '../../src/model/index.ts'
 import { apis } from '../../src/protocol/index.ts'
 import { openConnection } from '../support/connection.ts'
-import { freePorts, REPO, tempDir, WeirProcess } from '../support/weir-process.ts'
+import { portPair, REPO, tempDir, WeirProcess } from '../support/weir-process.ts'
 
 const run = promisify(execFile)
 const { ConfigResourceTypes, Kafka, logLevel } = kafkajs
@@ -49,21 +48,6 @@ async function ok(...args: string[]): Promise<string> {
 }
 
 const configs = (...args: string[]) => ok('kafka-configs', '--bootstrap-server', bootstrap, ...args)
-
-/** A port whose successor is free too (`--listen` puts the controller on port + 1). */
-async function portPair(): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const [port] = await freePorts(1)
-    const next = (port ?? 0) + 1
-    const free = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(next, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (port !== undefined && free) return port
-  }
-  throw new Error('no two consecutive free ports')
-}
 
 before(async () => {
   // Fail loudly, never skip, when the tools cannot run.

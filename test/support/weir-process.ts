@@ -2,8 +2,10 @@
  * Real Weir processes for compat and fault tests: `bin/weir.js start` in a child process, waited
  * for until it prints that it is ready, stopped with SIGTERM or killed with SIGKILL.
  */
+
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -11,7 +13,9 @@ export const REPO = join(import.meta.dirname, '../..')
 export const NODE = join(REPO, 'node_modules/.bin/node')
 export const WEIR = join(REPO, 'bin/weir.js')
 
-export { freePorts } from '../../tools/free-ports.ts'
+import { freePorts } from '../../tools/free-ports.ts'
+
+export { freePorts }
 
 export function tempDir(prefix: string): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix))
@@ -150,4 +154,19 @@ export async function waitFor<T>(
       throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`)
     await new Promise((r) => setTimeout(r, 50))
   }
+}
+
+/** A port whose successor is free too (`--listen` puts the controller on port + 1). */
+export async function portPair(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const [port] = await freePorts(1)
+    const next = (port ?? 0) + 1
+    const free = await new Promise<boolean>((resolve) => {
+      const s = createServer()
+      s.once('error', () => resolve(false))
+      s.listen(next, '127.0.0.1', () => s.close(() => resolve(true)))
+    })
+    if (port !== undefined && free) return port
+  }
+  throw new Error('no two consecutive free ports')
 }
