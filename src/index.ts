@@ -3,8 +3,11 @@
  * See README.md, "Embedded clusters for tests".
  */
 export {
+  type ClientMechanism,
+  type ClusterSecurity,
   type EmbeddedCluster,
   type EmbeddedNode,
+  type SecurityOptions,
   type StartClusterOptions,
   startCluster,
 } from './cli/index.ts'

@@ -42,7 +42,7 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   broker:
     'io protocol storage raft quorum metadata controller replication coordinator server client config security',
   security: 'protocol io config', // authentication (SASL, TLS principals) and authorization: pure but for hashing
-  cli: 'protocol io client config broker', // over the wire to clusters; `weir start` hosts a node (broker)
+  cli: 'protocol io client config broker security', // over the wire to clusters; `weir start` hosts a node (broker); ACL names and SCRAM salting from security
   console: 'protocol io client',
 })
 

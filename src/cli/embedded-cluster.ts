@@ -13,11 +13,12 @@
  * to the OS stay (as they would after kill -9, which does not lose the page cache either).
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type LogLevel, WeirNode } from '../broker/index.ts'
+import { type BootstrapScram, type LogLevel, WeirNode } from '../broker/index.ts'
+import { STANDARD_AUTHORIZER_CLASS } from '../config/index.ts'
 import {
   type Disk,
   type DiskFile,
@@ -28,6 +29,7 @@ import {
   type Transport,
   type TransportConnection,
 } from '../io/index.ts'
+import { makeCertificates } from './certificates.ts'
 
 export interface StartClusterOptions {
   /** Nodes (each broker and controller); default 1. */
@@ -38,13 +40,69 @@ export interface StartClusterOptions {
   readonly baseDir?: string
   /** Node logs (default: none). */
   readonly log?: (nodeId: number, level: LogLevel, message: string) => void
+  /** A SASL_SSL client listener on every node: see `SecurityOptions`. */
+  readonly security?: SecurityOptions
+}
+
+/**
+ * The secured cluster: each node gets a SASL_SSL listener (SCRAM-SHA-512 and PLAIN) with a server
+ * certificate for 127.0.0.1 and localhost signed by a CA made for the cluster (the `openssl`
+ * command makes them). Brokers' own connections (replication, the controller channel, KRaft) stay
+ * on PLAINTEXT listeners on 127.0.0.1, which take no authentication; with the authorizer on, their
+ * principal `User:ANONYMOUS` is a super user so that replication is allowed.
+ */
+export interface SecurityOptions {
+  /** Users by name and password: each can log in with SCRAM-SHA-512 and with PLAIN. */
+  readonly users?: Readonly<Record<string, string>>
+  /** User names (or `Type:name` principals) allowed everything (`super.users`). */
+  readonly superUsers?: readonly string[]
+  /** Kafka's StandardAuthorizer (`authorizer.class.name`): requests are checked against ACLs. */
+  readonly authorizer?: boolean
+}
+
+export type ClientMechanism = 'SCRAM-SHA-512' | 'PLAIN'
+
+/** What a client of the secured cluster needs. */
+export interface ClusterSecurity {
+  /** host:port of every node's SASL_SSL listener. */
+  readonly bootstrap: string[]
+  /** The same, comma-separated. */
+  readonly bootstrapServers: string
+  /** The CA certificate (PEM text) that signed the servers' certificates. */
+  readonly caPem: string
+  /** The same in a file (removed by stop()). */
+  readonly caPath: string
+  /**
+   * Kafka client properties for a user (Java client, Kafka's tools' `--command-config`, `weir
+   * --command-config`): `bootstrap.servers`, `security.protocol`, `sasl.mechanism`,
+   * `sasl.jaas.config`, `ssl.truststore.type` PEM and `ssl.truststore.location`.
+   */
+  clientProperties(user: string, mechanism?: ClientMechanism): Record<string, string>
+  /** librdkafka's settings (confluent-kafka, kcat): `sasl.mechanisms`, `sasl.username`, `ssl.ca.location`, ... */
+  librdkafkaConfig(user: string, mechanism?: ClientMechanism): Record<string, string>
+  /**
+   * kafkajs's `new Kafka({...})` options: `brokers`, `ssl: { ca }`, `sasl`. A new object at each call:
+   * kafkajs keeps its authenticator (with the password) on the `sasl` object it was given.
+   */
+  kafkajsConfig(
+    user: string,
+    mechanism?: ClientMechanism,
+  ): {
+    brokers: string[]
+    ssl: { ca: string[] }
+    sasl:
+      | { mechanism: 'scram-sha-512'; username: string; password: string }
+      | { mechanism: 'plain'; username: string; password: string }
+  }
 }
 
 export interface EmbeddedNode {
   readonly nodeId: number
   readonly host: string
-  /** The client (PLAINTEXT) port. */
+  /** The PLAINTEXT port (with `security`, the brokers' own, unauthenticated listener). */
   readonly port: number
+  /** The SASL_SSL port (with `security`), else null. */
+  readonly securePort: number | null
   readonly controllerPort: number
   readonly dataDir: string
   /** False between kill(i)/stop and restart(i). */
@@ -61,6 +119,8 @@ export interface EmbeddedCluster {
   readonly nodes: readonly EmbeddedNode[]
   /** The temporary directory holding every node's data (removed by stop()). */
   readonly dir: string
+  /** With `options.security`: the SASL_SSL listeners, the CA and client settings per user. */
+  readonly security: ClusterSecurity | null
   /** Stops every node cleanly and removes the temporary directory. */
   stop(): Promise<void>
   /** Stops node i abruptly: see the module comment for how close this is to kill -9. */
@@ -221,6 +281,7 @@ class CuttableTransport implements Transport {
 interface Slot {
   readonly nodeId: number
   readonly port: number
+  readonly securePort: number | null
   readonly controllerPort: number
   readonly dataDir: string
   node: WeirNode | null
@@ -254,11 +315,14 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
     throw new RangeError(`nodes must be a positive integer, not ${count}`)
   const dir = mkdtempSync(join(options.baseDir ?? tmpdir(), 'weir-'))
   const host = '127.0.0.1'
-  const ports = await freePorts(2 * count, host)
+  const secured = options.security !== undefined
+  const perNode = secured ? 3 : 2
+  const ports = await freePorts(perNode * count, host)
   const slots: Slot[] = Array.from({ length: count }, (_, i) => ({
     nodeId: i + 1,
-    port: ports[2 * i]!,
-    controllerPort: ports[2 * i + 1]!,
+    port: ports[perNode * i]!,
+    controllerPort: ports[perNode * i + 1]!,
+    securePort: secured ? ports[perNode * i + 2]! : null,
     dataDir: join(dir, `node-${i + 1}`),
     node: null,
     disk: null,
@@ -280,12 +344,19 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
     'broker.session.timeout.ms': '2000',
     'broker.heartbeat.interval.ms': '500',
   }
+  const security =
+    options.security === undefined ? null : securitySetup(options.security, join(dir, 'tls'), slots, host)
+  if (security !== null) Object.assign(base, security.config)
   for (const [k, v] of Object.entries(options.config ?? {})) base[k] = String(v)
 
   const startNode = async (s: Slot): Promise<void> => {
     const config = new Map(Object.entries(base))
     config.set('node.id', String(s.nodeId))
-    config.set('listeners', `PLAINTEXT://${host}:${s.port},CONTROLLER://${host}:${s.controllerPort}`)
+    config.set(
+      'listeners',
+      `PLAINTEXT://${host}:${s.port},CONTROLLER://${host}:${s.controllerPort}` +
+        (s.securePort === null ? '' : `,SASL_SSL://${host}:${s.securePort}`),
+    )
     config.set('log.dirs', s.dataDir)
     config.set('cluster.id', clusterId)
     const disk = new FreezableDisk(new NodeDisk())
@@ -298,6 +369,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
       disk,
       transport,
       log: log === undefined ? () => {} : (level, message) => log(s.nodeId, level, message),
+      bootstrapScram: security?.scram ?? [],
     })
   }
   const slotAt = (i: number): Slot => {
@@ -311,11 +383,13 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
     bootstrapServers: slots.map((s) => `${host}:${s.port}`).join(','),
     clusterId,
     dir,
+    security: security?.client ?? null,
     get nodes() {
       return slots.map((s) => ({
         nodeId: s.nodeId,
         host,
         port: s.port,
+        securePort: s.securePort,
         controllerPort: s.controllerPort,
         dataDir: s.dataDir,
         running: s.node !== null,
@@ -363,4 +437,97 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
     throw e
   }
   return cluster
+}
+
+/** A JAAS option value in double quotes (JaasConfig reads `\\` and `\"` as escapes there). */
+function jaasQuoted(value: string): string {
+  return `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`
+}
+
+/** The node configs, bootstrap credentials and client settings of `startCluster({ security })`. */
+function securitySetup(
+  options: SecurityOptions,
+  tlsDir: string,
+  slots: readonly Slot[],
+  host: string,
+): { config: Record<string, string>; scram: BootstrapScram[]; client: ClusterSecurity } {
+  const users = options.users ?? {}
+  for (const name of Object.keys(users))
+    if (name === '' || /[\s,=]/.test(name))
+      throw new RangeError(`user name '${name}' cannot be empty or hold a space, ',' or '='`)
+  mkdirSync(tlsDir, { recursive: true })
+  const certs = makeCertificates(tlsDir, randomBytes(12).toString('hex'))
+  const caPem = readFileSync(certs.caPem, 'utf8')
+  const principals = (options.superUsers ?? []).map((u) => (u.includes(':') ? u : `User:${u}`))
+  // The brokers' own PLAINTEXT connections are User:ANONYMOUS: replication must stay allowed.
+  if (options.authorizer === true) principals.push('User:ANONYMOUS')
+  const config: Record<string, string> = {
+    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL',
+    'inter.broker.listener.name': 'PLAINTEXT',
+    'listener.name.sasl_ssl.ssl.keystore.type': 'PEM',
+    'listener.name.sasl_ssl.ssl.keystore.location': certs.serverPemStore,
+    'listener.name.sasl_ssl.sasl.enabled.mechanisms': 'SCRAM-SHA-512,PLAIN',
+    'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config':
+      'org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    'listener.name.sasl_ssl.plain.sasl.jaas.config': `org.apache.kafka.common.security.plain.PlainLoginModule required${Object.entries(
+      users,
+    )
+      .map(([name, password]) => ` user_${name}=${jaasQuoted(password)}`)
+      .join('')};`,
+    ...(options.authorizer === true ? { 'authorizer.class.name': STANDARD_AUTHORIZER_CLASS } : {}),
+    ...(principals.length > 0 ? { 'super.users': principals.join(';') } : {}),
+  }
+  const scram: BootstrapScram[] = Object.entries(users).map(([name, password]) => ({
+    mechanism: 'SCRAM-SHA-512',
+    name,
+    iterations: 4096,
+    secret: { password },
+  }))
+  const bootstrap = slots.map((s) => `${host}:${s.securePort}`)
+  const passwordOf = (user: string): string => {
+    const password = Object.hasOwn(users, user) ? users[user] : undefined
+    if (password === undefined) throw new RangeError(`no user '${user}' in security.users`)
+    return password
+  }
+  const client: ClusterSecurity = {
+    bootstrap,
+    bootstrapServers: bootstrap.join(','),
+    caPem,
+    caPath: certs.caPem,
+    clientProperties(user, mechanism = 'SCRAM-SHA-512') {
+      const module =
+        mechanism === 'PLAIN'
+          ? 'org.apache.kafka.common.security.plain.PlainLoginModule'
+          : 'org.apache.kafka.common.security.scram.ScramLoginModule'
+      return {
+        'bootstrap.servers': bootstrap.join(','),
+        'security.protocol': 'SASL_SSL',
+        'sasl.mechanism': mechanism,
+        'sasl.jaas.config': `${module} required username=${jaasQuoted(user)} password=${jaasQuoted(passwordOf(user))};`,
+        'ssl.truststore.type': 'PEM',
+        'ssl.truststore.location': certs.caPem,
+      }
+    },
+    librdkafkaConfig(user, mechanism = 'SCRAM-SHA-512') {
+      return {
+        'bootstrap.servers': bootstrap.join(','),
+        'security.protocol': 'SASL_SSL',
+        'sasl.mechanisms': mechanism,
+        'sasl.username': user,
+        'sasl.password': passwordOf(user),
+        'ssl.ca.location': certs.caPem,
+      }
+    },
+    kafkajsConfig(user, mechanism = 'SCRAM-SHA-512') {
+      return {
+        brokers: [...bootstrap],
+        ssl: { ca: [caPem] },
+        sasl:
+          mechanism === 'PLAIN'
+            ? { mechanism: 'plain', username: user, password: passwordOf(user) }
+            : { mechanism: 'scram-sha-512', username: user, password: passwordOf(user) },
+      }
+    },
+  }
+  return { config, scram, client }
 }

@@ -1,8 +1,11 @@
 /** The `weir` command line, and the embedded cluster for tests (`startCluster`). */
 export {
+  type ClientMechanism,
+  type ClusterSecurity,
   type EmbeddedCluster,
   type EmbeddedNode,
   freePorts,
+  type SecurityOptions,
   type StartClusterOptions,
   startCluster,
 } from './embedded-cluster.ts'

@@ -12,6 +12,8 @@ Talk to any Kafka-compatible cluster (--bootstrap-server, default 127.0.0.1:9092
   group list|describe|delete|reset-offsets
   cluster status                quorum leader and epoch, brokers, under-replicated and offline partitions
   bench produce|consume         throughput and latency percentiles
+  acl create|list|delete        ACLs, with kafka-acls' flags
+  user set|delete|list          SCRAM credentials (salted here, as kafka-configs does)
 
 Run 'weir <command> --help' for a command's options. Every cluster command takes --json.
 Exit codes: 0 done, 1 the cluster refused (the Kafka error is printed), 2 bad usage, 3 cluster unreachable.
@@ -27,6 +29,8 @@ const COMMANDS: Record<string, (argv: readonly string[]) => Promise<number>> = {
   group: async (argv) => (await import('./group-command.ts')).runGroup(argv),
   cluster: async (argv) => (await import('./cluster-command.ts')).runCluster(argv),
   bench: async (argv) => (await import('./bench-command.ts')).runBench(argv),
+  acl: async (argv) => (await import('./acl-command.ts')).runAcl(argv),
+  user: async (argv) => (await import('./user-command.ts')).runUser(argv),
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
