@@ -13,6 +13,7 @@ import { after, before, describe, test } from 'node:test'
 import {
   type ClientSecurity,
   ClientSecurityError,
+  ClusterClient,
   clientSecurityFromProperties,
   KafkaConnection,
   SaslAuthenticationError,
@@ -137,6 +138,30 @@ describe('client security against a real node', () => {
       } finally {
         c.close()
       }
+    }
+  })
+
+  test('a ClusterClient secures each connection it opens, bootstrap and brokers from Metadata alike', async () => {
+    const client = new ClusterClient({
+      bootstrap: [`127.0.0.1:${port.SASL_SSL}`],
+      clock: systemClock,
+      transport: nodeTransport,
+      security: security({
+        'security.protocol': 'SASL_SSL',
+        'sasl.mechanism': 'SCRAM-SHA-512',
+        'sasl.jaas.config': jaas('scram', 'bob', BOB_PASSWORD),
+        ...trust(),
+      }),
+    })
+    try {
+      const metadata = await client.refresh({ all: true })
+      assert.deepEqual(
+        [...metadata.brokers.values()].map((b) => b.port),
+        [port.SASL_SSL],
+      )
+      assert.equal(await brokersSeen(await client.broker([...metadata.brokers.keys()][0]!)), 1)
+    } finally {
+      client.close()
     }
   })
 
