@@ -32,7 +32,7 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   metadata: 'protocol',
   config: '', // the catalog of Kafka config keys: pure, imports only model
   storage: 'protocol io config', // record batches and error codes; all of protocol is allowed
-  client: 'protocol io', // Kafka-protocol requests to other nodes over the Transport port
+  client: 'protocol io security', // Kafka-protocol requests to other nodes over the Transport port; SASL's client side
   quorum: 'raft storage protocol io client',
   controller: 'quorum metadata protocol io config security', // appends records via the quorum; ACL and SCRAM rules from security
   replication: 'storage metadata protocol io client config',

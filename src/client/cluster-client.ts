@@ -7,6 +7,7 @@
 import type { Clock, Transport } from '../io/index.ts'
 import { TopicName } from '../model/index.ts'
 import { type Api, apis, ErrorCode, errorCodeOf, type MetadataResponseData } from '../protocol/index.ts'
+import { type ClientSecurity, PLAINTEXT_SECURITY, securedTransport } from './client-security.ts'
 import { ConnectionError, KafkaConnection } from './kafka-connection.ts'
 import { KafkaError } from './kafka-error.ts'
 
@@ -24,6 +25,11 @@ export interface ClusterClientOptions {
   readonly retryTimeoutMs?: number
   /** `retry.backoff.ms`; default 100. */
   readonly retryBackoffMs?: number
+  /**
+   * How every connection is secured (`clientSecurityFromProperties`): TLS over `transport` for SSL
+   * and SASL_SSL, SASL before use for SASL_*; default PLAINTEXT.
+   */
+  readonly security?: ClientSecurity
 }
 
 export interface BrokerInfo {
@@ -103,6 +109,7 @@ function hostPort(s: string): { host: string; port: number } | undefined {
 
 export class ClusterClient {
   readonly #o: Required<ClusterClientOptions>
+  readonly #transport: Transport
   readonly #connections = new Map<string, Promise<KafkaConnection>>()
   #metadata: ClusterMetadata | null = null
   #refreshing: Promise<ClusterMetadata> | null = null
@@ -126,8 +133,10 @@ export class ClusterClient {
       inFlightRequestsMax: 5,
       retryTimeoutMs: 30_000,
       retryBackoffMs: 100,
+      security: PLAINTEXT_SECURITY,
       ...options,
     }
+    this.#transport = securedTransport(this.#o.security, this.#o.transport)
   }
 
   get clock(): Clock {
@@ -159,7 +168,8 @@ export class ClusterClient {
     const opening = KafkaConnection.open(hp, {
       clientId: this.#o.clientId,
       clock: this.#o.clock,
-      transport: this.#o.transport,
+      transport: this.#transport,
+      sasl: this.#o.security.sasl,
       requestTimeoutMs: this.#o.requestTimeoutMs,
       inFlightRequestsMax: this.#o.inFlightRequestsMax,
       responseBytesMax: 256 * 1024 * 1024,

@@ -3,7 +3,14 @@
  * back, bounded in-flight requests, per-request timeouts on the Clock port. Used by nodes talking
  * to each other and by the `weir` command; it knows nothing of what the requests mean.
  */
-import type { Clock, TimerHandle, Transport, TransportConnection } from '../io/index.ts'
+import {
+  type Clock,
+  type Random,
+  systemRandom,
+  type TimerHandle,
+  type Transport,
+  type TransportConnection,
+} from '../io/index.ts'
 import {
   type Api,
   apis,
@@ -11,13 +18,34 @@ import {
   decodeResponse,
   ErrorCode,
   encodeRequest,
+  errorInfo,
   FrameError,
   FrameReader,
 } from '../protocol/index.ts'
+import {
+  createSaslClient,
+  type SaslClientCredentials,
+  SaslClientError,
+  type SaslMechanism,
+} from '../security/index.ts'
 
 /** The connection closed or failed; every request on it fails with this. */
 export class ConnectionError extends Error {
   override name = 'ConnectionError'
+}
+
+/**
+ * SASL authentication failed (wrong credentials, a mechanism the listener does not enable): the
+ * connection is closed. The message is the server's (Kafka's never holds a password) or names the step.
+ */
+export class SaslAuthenticationError extends ConnectionError {
+  override name = 'SaslAuthenticationError'
+  readonly errorCode: number
+
+  constructor(message: string, errorCode: number) {
+    super(message)
+    this.errorCode = errorCode
+  }
 }
 
 /** A request got no response within its timeout; the connection is closed (Kafka does the same). */
@@ -42,6 +70,14 @@ export interface KafkaConnectionOptions {
    * assembled (the node's read-buffer pool), instead of a new buffer per response.
    */
   readonly frameBuffers?: FrameBuffers
+  /**
+   * SASL_PLAINTEXT and SASL_SSL (`ClientSecurity.sasl`): `open` authenticates with SaslHandshake v1
+   * and SaslAuthenticate before handing the connection out, and retires it before the session
+   * lifetime the server answers runs out (KIP-368), so its user opens a fresh one.
+   */
+  readonly sasl?: SaslClientCredentials | null
+  /** The SCRAM client nonce and the retirement jitter; default `systemRandom`. */
+  readonly random?: Random
 }
 
 /** A pool that lends buffers and takes them back (storage's `ReadBufferPool` is one). */
@@ -106,6 +142,9 @@ export class KafkaConnection {
   #nextCorrelationId = 1
   #closedError: ConnectionError | null = null
   #peerVersions: PeerVersions | null = null
+  /** The SASL session nears its end: no more requests; the connection closes once idle. */
+  #retiring = false
+  #retireTimer: TimerHandle | null = null
 
   private constructor(
     address: { host: string; port: number },
@@ -153,6 +192,7 @@ export class KafkaConnection {
     const c = new KafkaConnection(address, conn, options)
     try {
       await c.#negotiate()
+      if (options.sasl != null) await c.#authenticate(options.sasl)
     } catch (e) {
       c.close() // a negotiation that failed without failing the connection must not leave it open
       throw e
@@ -164,8 +204,9 @@ export class KafkaConnection {
     return `${this.address.host}:${this.address.port}`
   }
 
+  /** Closed, or retiring at the end of its SASL session: open another one. */
   get closed(): boolean {
-    return this.#closedError !== null
+    return this.#closedError !== null || this.#retiring
   }
 
   get peerVersions(): PeerVersions {
@@ -190,6 +231,81 @@ export class KafkaConnection {
     this.#peerVersions = new Map(
       response.apiKeys.map((k) => [k.apiKey, { minVersion: k.minVersion, maxVersion: k.maxVersion }]),
     )
+  }
+
+  /**
+   * SaslHandshake v1 names the mechanism, then SaslAuthenticate carries the mechanism's messages
+   * until it completes (Kafka's SaslClientAuthenticator). A failure closes the connection.
+   */
+  async #authenticate(credentials: SaslClientCredentials): Promise<void> {
+    const mechanism: SaslMechanism = credentials.mechanism
+    const handshakeVersion = this.versionFor(apis.SaslHandshake)
+    const authenticateVersion = this.versionFor(apis.SaslAuthenticate)
+    if (handshakeVersion === undefined || handshakeVersion < 1 || authenticateVersion === undefined) {
+      throw new SaslAuthenticationError(
+        `${this.#label()} serves no SaslHandshake v1 and SaslAuthenticate: is its listener SASL?`,
+        ErrorCode.IllegalSaslState,
+      )
+    }
+    const handshake = await this.request(apis.SaslHandshake, handshakeVersion, { mechanism })
+    if (handshake.errorCode !== ErrorCode.None) {
+      throw new SaslAuthenticationError(
+        `SASL mechanism ${mechanism} is not enabled on ${this.#label()} (it enables ${handshake.mechanisms.join(', ') || 'none'})`,
+        handshake.errorCode,
+      )
+    }
+    const options = this.#options
+    const client = createSaslClient(credentials, {
+      random: options.random ?? systemRandom,
+      nowMs: () => options.clock.nowMs(),
+    })
+    let challenge: Buffer | null = null
+    let lifetimeMs = 0n
+    for (;;) {
+      let response: Buffer | null
+      try {
+        response = client.respond(challenge)
+      } catch (e) {
+        if (!(e instanceof SaslClientError)) throw e
+        throw new SaslAuthenticationError(
+          `SASL ${mechanism} authentication to ${this.#label()} failed: ${e.message}`,
+          ErrorCode.SaslAuthenticationFailed,
+        )
+      }
+      if (response === null) break
+      const answer = await this.request(apis.SaslAuthenticate, authenticateVersion, { authBytes: response })
+      if (answer.errorCode !== ErrorCode.None) {
+        const why = answer.errorMessage ?? errorInfo(answer.errorCode)?.name ?? `error ${answer.errorCode}`
+        throw new SaslAuthenticationError(
+          `SASL ${mechanism} authentication to ${this.#label()} failed: ${why}`,
+          answer.errorCode,
+        )
+      }
+      challenge = answer.authBytes
+      lifetimeMs = answer.sessionLifetimeMs
+    }
+    if (lifetimeMs > 0n) {
+      // Kafka's client re-authenticates at 85-95% of the lifetime; this one retires the connection
+      // there instead, and its user opens a fresh, freshly authenticated, one.
+      const random = options.random ?? systemRandom
+      const atMs = Math.max(1, Math.floor(Number(lifetimeMs) * (0.85 + 0.1 * random.nextFloat())))
+      this.#retireTimer = options.clock.setTimer(atMs, () => {
+        this.#retireTimer = null
+        this.#retiring = true
+        this.#closeIfRetiredAndIdle()
+      })
+    }
+  }
+
+  #closeIfRetiredAndIdle(): void {
+    if (
+      this.#retiring &&
+      this.#inFlight.size === 0 &&
+      this.#queue.length === 0 &&
+      this.#closedError === null
+    ) {
+      this.#fail(new ConnectionError(`connection to ${this.#label()} retired: its SASL session ends`))
+    }
   }
 
   /** The highest version of `api` both sides serve, or undefined when there is none. */
@@ -337,11 +453,14 @@ export class KafkaConnection {
       } satisfies HeldResponse<unknown>)
     } else p.resolve(body)
     this.#flushQueue()
+    this.#closeIfRetiredAndIdle()
   }
 
   #fail(error: ConnectionError): void {
     if (this.#closedError !== null) return
     this.#closedError = error
+    if (this.#retireTimer !== null) this.#options.clock.clearTimer(this.#retireTimer)
+    this.#retireTimer = null
     this.#conn.close()
     // A response being assembled in a lent buffer goes back (a no-op for any other).
     const partial = this.#frames.abandonPartial()

@@ -29,7 +29,8 @@ export interface Transport {
 /** Bytes a connection's socket reads at most at once, into the one buffer it reuses. */
 export const SOCKET_READ_BYTES = 64 * 1024
 
-class SocketConnection implements TransportConnection {
+/** A connected socket (node:net's or node:tls's) as a TransportConnection. */
+export class SocketConnection implements TransportConnection {
   readonly #socket: Socket
   /** The listeners of the socket's reads (into its reused buffer: `onread`). */
   readonly #dataFns: Array<(chunk: Buffer) => void>
