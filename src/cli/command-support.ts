@@ -3,8 +3,19 @@
  * a ClusterClient for the run, human tables and JSON output, and exit codes with errors in plain
  * words that keep Kafka's error name.
  */
+import { readFileSync } from 'node:fs'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
-import { ClusterClient, ConnectionError, KafkaError, parseBootstrap } from '../client/index.ts'
+import {
+  type ClientSecurity,
+  ClientSecurityError,
+  ClusterClient,
+  ConnectionError,
+  clientSecurityFromProperties,
+  KafkaError,
+  parseBootstrap,
+  SaslAuthenticationError,
+} from '../client/index.ts'
+import { parseProperties } from '../config/index.ts'
 import { nodeTransport, systemClock } from '../io/index.ts'
 
 /** Exit codes: the same for every command. */
@@ -27,13 +38,18 @@ export class UsageError extends Error {
 /** Flags every cluster command takes. */
 export const COMMON_OPTIONS = {
   'bootstrap-server': { type: 'string', short: 'b' },
+  'command-config': { type: 'string' },
   json: { type: 'boolean' },
   timeout: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options']
 
 export const COMMON_USAGE = `Common options:
-  -b, --bootstrap-server HOST:PORT[,...]   brokers to bootstrap from (default $WEIR_BOOTSTRAP or ${DEFAULT_BOOTSTRAP})
+  -b, --bootstrap-server HOST:PORT[,...]   brokers to bootstrap from (default: the command config's
+                                           bootstrap.servers, $WEIR_BOOTSTRAP or ${DEFAULT_BOOTSTRAP})
+  --command-config FILE                    a Kafka client properties file: security.protocol, sasl.mechanism,
+                                           sasl.jaas.config, ssl.truststore.*, ssl.keystore.*,
+                                           ssl.endpoint.identification.algorithm
   --json                                   machine-readable output
   --timeout MS                             how long to retry a cluster that moved (default 30000)
   -h, --help                               this help
@@ -69,6 +85,7 @@ export function parse<O extends Options>(argv: readonly string[], options: O) {
 
 export interface CommonValues {
   'bootstrap-server'?: string | undefined
+  'command-config'?: string | undefined
   timeout?: string | undefined
 }
 
@@ -84,9 +101,15 @@ export async function withClient<T>(
   values: CommonValues,
   fn: (client: ClusterClient) => Promise<T>,
 ): Promise<T> {
+  const properties = commandConfig(values['command-config'])
   let bootstrap: string[]
   try {
-    bootstrap = parseBootstrap(values['bootstrap-server'] ?? process.env.WEIR_BOOTSTRAP ?? DEFAULT_BOOTSTRAP)
+    bootstrap = parseBootstrap(
+      values['bootstrap-server'] ??
+        properties?.get('bootstrap.servers') ??
+        process.env.WEIR_BOOTSTRAP ??
+        DEFAULT_BOOTSTRAP,
+    )
   } catch (e) {
     throw new UsageError(`--bootstrap-server: ${(e as Error).message}`)
   }
@@ -98,11 +121,35 @@ export async function withClient<T>(
     transport: nodeTransport,
     retryTimeoutMs: timeout,
     requestTimeoutMs: Math.max(timeout, 5000),
+    ...(properties === null ? {} : { security: securityOf(properties) }),
   })
   try {
     return await fn(client)
   } finally {
     client.close()
+  }
+}
+
+/** The `--command-config` file's properties, or null without the flag. */
+function commandConfig(path: string | undefined): Map<string, string> | null {
+  if (path === undefined) return null
+  try {
+    return parseProperties(readFileSync(path, 'utf8'))
+  } catch (e) {
+    throw new UsageError(
+      `--command-config: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`,
+    )
+  }
+}
+
+/** TLS and SASL from the client properties, as a Kafka client reads them. */
+function securityOf(properties: ReadonlyMap<string, string>): ClientSecurity {
+  try {
+    return clientSecurityFromProperties({ properties, readFile: (p) => readFileSync(p) })
+  } catch (e) {
+    // Its messages name the key, never a secret.
+    if (e instanceof ClientSecurityError) throw new UsageError(`--command-config: ${e.message}`)
+    throw e
   }
 }
 
@@ -113,6 +160,10 @@ export function reportError(command: string, e: unknown): number {
       `weir ${command}: ${e.message}\nRun 'weir ${command.split(' ')[0]} --help' for its options.\n`,
     )
     return Exit.usage
+  }
+  if (e instanceof SaslAuthenticationError) {
+    process.stderr.write(`weir ${command}: ${e.message}\n`)
+    return Exit.failed
   }
   if (e instanceof ConnectionError) {
     process.stderr.write(`weir ${command}: cannot reach the cluster: ${e.message}\n`)

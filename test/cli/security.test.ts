@@ -1,8 +1,9 @@
 /**
  * A secured embedded cluster (`startCluster({ security })`: SASL_SSL with SCRAM-SHA-512 and PLAIN,
  * the authorizer on) and the `weir acl` and `weir user` commands against it: the ACL bookkeeping
- * as kafka-acls prints it, SCRAM users set by `weir user` logging in with kafkajs, and kafkajs and
- * confluent-kafka producing and consuming with the settings the cluster hands back.
+ * as kafka-acls prints it, SCRAM users set by `weir user` logging in with kafkajs, the weir command
+ * itself over SASL_SSL with `--command-config`, and kafkajs and confluent-kafka producing and
+ * consuming with the settings the cluster hands back.
  */
 import assert from 'node:assert/strict'
 import { execFile, execFileSync } from 'node:child_process'
@@ -12,7 +13,7 @@ import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import kafkajs from 'kafkajs'
 import { type EmbeddedCluster, startCluster } from 'weir'
-import { REPO } from '../support/weir-process.ts'
+import { REPO, writeProperties } from '../support/weir-process.ts'
 import { weir, weirJson, weirOk } from './cli-support.ts'
 
 const { Kafka, logLevel } = kafkajs
@@ -234,6 +235,54 @@ describe('a secured embedded cluster, weir acl and weir user', () => {
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
       assert.match(r.stderr, message)
     }
+  })
+
+  test('--command-config: the weir command over SASL_SSL (SCRAM and PLAIN); a wrong password exits 1 without printing it', async () => {
+    const security = cluster.security!
+    for (const mechanism of ['SCRAM-SHA-512', 'PLAIN'] as const) {
+      // bootstrap.servers comes from the file: the SASL_SSL listeners.
+      const config = writeProperties(
+        cluster.dir,
+        `admin-${mechanism}.properties`,
+        security.clientProperties('admin', mechanism),
+      )
+      const topic = `cc-${mechanism.toLowerCase()}`
+      await weirOk(['topic', 'create', topic, '--command-config', config])
+      await weirOk(['produce', topic, '--command-config', config], 'over sasl_ssl\n')
+      const consumed = await weirOk([
+        'consume',
+        topic,
+        '--from-beginning',
+        '--max-messages',
+        '1',
+        '--command-config',
+        config,
+      ])
+      assert.equal(consumed, 'over sasl_ssl\n')
+      assert.deepEqual(await weirJson(['user', 'list', 'admin', '--command-config', config]), [
+        { user: 'admin', mechanism: 'SCRAM-SHA-512', iterations: 4096 },
+      ])
+    }
+    const wrongPassword = 'wrong-pw-3e8a'
+    const wrong = writeProperties(cluster.dir, 'wrong.properties', {
+      ...security.clientProperties('admin'),
+      'sasl.jaas.config': `org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="${wrongPassword}";`,
+    })
+    const refused = await weir(['topic', 'list', '--command-config', wrong, '--timeout', '3000'])
+    assert.equal(refused.code, 1, refused.stderr)
+    assert.match(refused.stderr, /Authentication failed/)
+    assert.ok(!`${refused.stdout}${refused.stderr}`.includes(wrongPassword))
+    // A trust store that cannot be read is a usage error naming the key.
+    const untrusted = writeProperties(cluster.dir, 'untrusted.properties', {
+      ...security.clientProperties('admin'),
+      'ssl.truststore.location': join(cluster.dir, 'no-such-ca.pem'),
+    })
+    const bad = await weir(['topic', 'list', '--command-config', untrusted])
+    assert.equal(bad.code, 2)
+    assert.match(bad.stderr, /ssl\.truststore\.location: cannot read/)
+    const missing = await weir(['topic', 'list', '--command-config', join(cluster.dir, 'absent.properties')])
+    assert.equal(missing.code, 2)
+    assert.match(missing.stderr, /--command-config: cannot read/)
   })
 
   test("kafkajs (SCRAM-SHA-512 and PLAIN) and confluent-kafka produce and consume with the cluster's settings", async () => {
