@@ -10,7 +10,9 @@ import { BrokerId, type TopicName } from '../model/index.ts'
 import { apis } from '../protocol/index.ts'
 import type { Quorum } from '../quorum/index.ts'
 import {
+  AclOperation,
   type AclView,
+  clusterDenied,
   defineHandler,
   EndpointType,
   type Handler,
@@ -207,6 +209,8 @@ function describeQuorumHere(node: NodeApiParts) {
 function describeQuorumForwarded(node: NodeApiParts, channel: ControllerChannel): Handler {
   const local = describeQuorumHere(node)
   return defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
+    const denied = clusterDenied(ctx, AclOperation.Describe)
+    if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, topics: [] }
     try {
       return await channel.describeQuorum(req, async () => local.answer(req, ctx), ctx.apiVersion)
     } catch (e) {

@@ -4,7 +4,7 @@
  * then everything is allowed and nothing is computed). The operations and errors of each API are
  * Kafka's (security/api-authorizations.ts); the handler only says which names it asks about.
  */
-import type { ErrorCode } from '../protocol/index.ts'
+import { ErrorCode, errorInfo } from '../protocol/index.ts'
 import {
   AclOperation,
   ANONYMOUS_PRINCIPAL,
@@ -103,4 +103,47 @@ export async function decideAllowed<T, R>(
   const refused = ok.length === items.length ? [] : items.filter((item) => !allowed(item))
   const decided = ok.length === 0 && refused.length > 0 ? [] : await decide(ok)
   return [...decided, ...refused.map(denied)]
+}
+
+/** Kafka's refusal of a request that needs an operation on the cluster, with the error's own text. */
+export const CLUSTER_DENIED = {
+  errorCode: ErrorCode.ClusterAuthorizationFailed,
+  message: 'Cluster authorization failed.',
+} as const
+
+/** CLUSTER_DENIED when the principal may not do `operation` on the cluster, else null. */
+export function clusterDenied(ctx: RequestContext, operation: AclOperation): typeof CLUSTER_DENIED | null {
+  return authorize(ctx).cluster(operation) ? null : CLUSTER_DENIED
+}
+
+/** Config resource types (DescribeConfigs, AlterConfigs): TOPIC 2, BROKER 4, BROKER_LOGGER 8, CLIENT_METRICS 16, GROUP 32. */
+const CONFIG_TOPIC = 2
+const CONFIG_GROUP = 32
+const CONFIG_ON_CLUSTER: ReadonlySet<number> = new Set([4, 8, 16])
+
+/**
+ * Kafka's check of one config resource: `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the
+ * cluster for BROKER, BROKER_LOGGER and CLIENT_METRICS, on the topic or group otherwise. The
+ * refusal, with the error's own text, or null.
+ */
+export function configResourceDenied(
+  authz: RequestAuthorization,
+  operation: AclOperation,
+  resourceType: number,
+  resourceName: string,
+): { errorCode: ErrorCode; errorMessage: string } | null {
+  if (authz.authorizer === null) return null
+  // Other types are refused as invalid by the handler, not checked.
+  if (resourceType !== CONFIG_TOPIC && resourceType !== CONFIG_GROUP && !CONFIG_ON_CLUSTER.has(resourceType))
+    return null
+  const type =
+    resourceType === CONFIG_TOPIC
+      ? ResourceType.Topic
+      : resourceType === CONFIG_GROUP
+        ? ResourceType.Group
+        : ResourceType.Cluster
+  const name = type === ResourceType.Cluster ? CLUSTER_RESOURCE_NAME : resourceName
+  if (authz.allowed(operation, type, name)) return null
+  const errorCode = authorizationError(type)
+  return { errorCode, errorMessage: errorInfo(errorCode)?.message ?? '' }
 }

@@ -423,6 +423,172 @@ describe('ACLs in every handler, one node', () => {
     })
     assert.equal(dcOmitted.clusterAuthorizedOperations, AUTHORIZED_OPERATIONS_OMITTED)
   })
+
+  test('groups: READ on the group for the classic protocol and commits, DESCRIBE to find, list and describe, DELETE to delete', async () => {
+    await createAcls(admin, [
+      { resourceType: ResourceType.Group, resourceName: 'g1', operation: AclOperation.Read },
+    ])
+    const alice = await login('alice')
+    const bob = await login('bob')
+    const find = (c: KafkaConnection) =>
+      c.request(apis.FindCoordinator, 4, { keyType: 0, coordinatorKeys: ['g1'] })
+    await eventually(async () => {
+      assert.equal((await find(alice)).coordinators[0]!.errorCode, ErrorCode.None)
+    })
+    assert.equal((await find(bob)).coordinators[0]!.errorCode, ErrorCode.GroupAuthorizationFailed)
+    const join = await bob.request(apis.JoinGroup, 7, {
+      groupId: 'g1' as never,
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 10_000,
+      memberId: '',
+      groupInstanceId: null,
+      protocolType: 'consumer',
+      protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+    })
+    assert.equal(join.errorCode, ErrorCode.GroupAuthorizationFailed)
+    const commit = await alice.request(apis.OffsetCommit, 8, {
+      groupId: 'g1' as never,
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      groupInstanceId: null,
+      topics: ['open', 'secret'].map((name) => ({
+        name: name as TopicName,
+        partitions: [
+          { partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, committedMetadata: '' },
+        ],
+      })),
+    })
+    assert.deepEqual(
+      commit.topics.map((t) => [t.name, t.partitions[0]!.errorCode]),
+      [
+        ['open', ErrorCode.None],
+        ['secret', ErrorCode.TopicAuthorizationFailed],
+      ],
+    )
+    const fetched = await alice.request(apis.OffsetFetch, 8, {
+      groups: [
+        { groupId: 'g1' as never, topics: null },
+        { groupId: 'g2' as never, topics: null },
+      ],
+      requireStable: false,
+    })
+    assert.deepEqual(
+      fetched.groups.map((g) => [g.groupId, g.errorCode, g.topics.map((t) => t.name)]),
+      [
+        ['g1', ErrorCode.None, ['open']],
+        ['g2', ErrorCode.GroupAuthorizationFailed, []],
+      ],
+    )
+    const listed = async (c: KafkaConnection) =>
+      (await c.request(apis.ListGroups, 4, { statesFilter: [] })).groups.map((g) => g.groupId)
+    assert.deepEqual(await listed(alice), ['g1'])
+    assert.deepEqual(await listed(bob), [])
+    const described = await alice.request(apis.DescribeGroups, 5, {
+      groups: ['g1', 'g2'] as never[],
+      includeAuthorizedOperations: true,
+    })
+    assert.deepEqual(
+      described.groups.map((g) => [g.groupId, g.errorCode]),
+      [
+        ['g1', ErrorCode.None],
+        ['g2', ErrorCode.GroupAuthorizationFailed],
+      ],
+    )
+    assert.deepEqual(
+      from32BitField(described.groups[0]!.authorizedOperations).sort(),
+      [AclOperation.Read, AclOperation.Describe].sort(),
+    )
+    const deleted = await alice.request(apis.DeleteGroups, 2, { groupsNames: ['g1'] as never[] })
+    assert.deepEqual(
+      deleted.results.map((r) => [r.groupId, r.errorCode]),
+      [['g1', ErrorCode.GroupAuthorizationFailed]],
+    )
+  })
+
+  test('configs, ACLs, log dirs, elections, the quorum, records: each refused with its error without the ACL', async () => {
+    const bob = await login('bob')
+    const dc = await bob.request(apis.DescribeConfigs, 4, {
+      resources: [
+        { resourceType: 2, resourceName: 'open', configurationKeys: null },
+        { resourceType: 4, resourceName: '1', configurationKeys: null },
+      ],
+      includeSynonyms: false,
+      includeDocumentation: false,
+    })
+    assert.deepEqual(
+      dc.results.map((r) => r.errorCode),
+      [ErrorCode.TopicAuthorizationFailed, ErrorCode.ClusterAuthorizationFailed],
+    )
+    const iac = await bob.request(apis.IncrementalAlterConfigs, 1, {
+      resources: [
+        {
+          resourceType: 2,
+          resourceName: 'open',
+          configs: [{ name: 'retention.ms', configOperation: 0, value: '1000' }],
+        },
+      ],
+      validateOnly: false,
+    })
+    assert.equal(iac.responses[0]!.errorCode, ErrorCode.TopicAuthorizationFailed)
+    const anyFilter = {
+      resourceTypeFilter: 1,
+      resourceNameFilter: null,
+      patternTypeFilter: 1,
+      principalFilter: null,
+      hostFilter: null,
+      operation: 1,
+      permissionType: 1,
+    }
+    assert.equal(
+      (await bob.request(apis.DescribeAcls, 3, anyFilter)).errorCode,
+      ErrorCode.ClusterAuthorizationFailed,
+    )
+    const ca = await bob.request(apis.CreateAcls, 3, {
+      creations: [
+        {
+          resourceType: 2,
+          resourceName: 'open',
+          resourcePatternType: 3,
+          principal: 'User:bob',
+          host: '*',
+          operation: 3,
+          permissionType: 3,
+        },
+      ],
+    })
+    assert.equal(ca.results[0]!.errorCode, ErrorCode.ClusterAuthorizationFailed)
+    assert.equal(
+      (await bob.request(apis.DescribeLogDirs, 4, { topics: null })).errorCode,
+      ErrorCode.ClusterAuthorizationFailed,
+    )
+    const el = await bob.request(apis.ElectLeaders, 2, {
+      electionType: 0,
+      topicPartitions: null,
+      timeoutMs: 10_000,
+    })
+    assert.equal(el.errorCode, ErrorCode.ClusterAuthorizationFailed)
+    const dq = await bob.request(apis.DescribeQuorum, 1, {
+      topics: [{ topicName: '__cluster_metadata' as TopicName, partitions: [{ partitionIndex: 0 }] }],
+    })
+    assert.equal(dq.errorCode, ErrorCode.ClusterAuthorizationFailed)
+    const dr = await bob.request(apis.DeleteRecords, 2, {
+      topics: [{ name: 'open' as TopicName, partitions: [{ partitionIndex: 0, offset: 0n }] }],
+      timeoutMs: 10_000,
+    })
+    assert.equal(dr.topics[0]!.partitions[0]!.errorCode, ErrorCode.TopicAuthorizationFailed)
+    const ofe = await bob.request(apis.OffsetForLeaderEpoch, 4, {
+      replicaId: -1 as BrokerId,
+      topics: [
+        {
+          topic: 'open' as TopicName,
+          partitions: [{ partition: 0, currentLeaderEpoch: -1, leaderEpoch: 0 }],
+        },
+      ],
+    })
+    assert.equal(ofe.topics[0]!.partitions[0]!.errorCode, ErrorCode.TopicAuthorizationFailed)
+    // The admin (a super user) is refused nothing.
+    assert.equal((await admin.request(apis.DescribeLogDirs, 4, { topics: null })).errorCode, ErrorCode.None)
+  })
 })
 
 describe('ACLs follow the quorum on every broker, across a controller failover', () => {
