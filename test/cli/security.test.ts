@@ -2,8 +2,8 @@
  * A secured embedded cluster (`startCluster({ security })`: SASL_SSL with SCRAM-SHA-512 and PLAIN,
  * the authorizer on) and the `weir acl` and `weir user` commands against it: the ACL bookkeeping
  * as kafka-acls prints it, SCRAM users set by `weir user` logging in with kafkajs, the weir command
- * itself over SASL_SSL with `--command-config`, and kafkajs and confluent-kafka producing and
- * consuming with the settings the cluster hands back.
+ * itself over SASL_SSL with `--command-config`, an ACL's effect on a kafkajs producer, and kafkajs
+ * and confluent-kafka producing and consuming with the settings the cluster hands back.
  */
 import assert from 'node:assert/strict'
 import { execFile, execFileSync } from 'node:child_process'
@@ -283,6 +283,34 @@ describe('a secured embedded cluster, weir acl and weir user', () => {
     const missing = await weir(['topic', 'list', '--command-config', join(cluster.dir, 'absent.properties')])
     assert.equal(missing.code, 2)
     assert.match(missing.stderr, /--command-config: cannot read/)
+  })
+
+  test('an ACL made by weir acl create is enforced: alice may write to a topic only once allowed', async () => {
+    await weirOk(['topic', 'create', 'guarded', ...b])
+    const send = async () => {
+      const producer = kafkaOf(cluster.security!.kafkajsConfig('alice')).producer()
+      await producer.connect()
+      try {
+        await producer.send({ topic: 'guarded', messages: [{ value: 'from alice' }] })
+      } finally {
+        await producer.disconnect()
+      }
+    }
+    await assert.rejects(send(), /not authorized to access topics/i)
+    await weirOk([
+      'acl',
+      'create',
+      '--allow-principal',
+      'User:alice',
+      '--operation',
+      'Write',
+      '--topic',
+      'guarded',
+      ...b,
+    ])
+    await send()
+    await weirOk(['acl', 'delete', '--topic', 'guarded', '--principal', 'User:alice', ...b])
+    await assert.rejects(send(), /not authorized to access topics/i)
   })
 
   test("kafkajs (SCRAM-SHA-512 and PLAIN) and confluent-kafka produce and consume with the cluster's settings", async () => {
