@@ -7,7 +7,6 @@
  */
 import assert from 'node:assert/strict'
 import { execFile, execFileSync } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
@@ -15,21 +14,12 @@ import kafkajs from 'kafkajs'
 import { type EmbeddedCluster, startCluster } from 'weir'
 import { REPO, writeProperties } from '../support/weir-process.ts'
 import { weir, weirJson, weirOk } from './cli-support.ts'
+import { aclBookkeeping, CAROL_PASSWORD, scramUserBookkeeping } from './security-scenarios.ts'
 
 const { Kafka, logLevel } = kafkajs
 const run = promisify(execFile)
 const ADMIN_PASSWORD = 'admin-pw-4b1d'
 const ALICE_PASSWORD = 'alice "pw" \\ 9c0f'
-
-interface AclJson {
-  resourceType: string
-  resourceName: string
-  patternType: string
-  principal: string
-  host: string
-  operation: string
-  permissionType: string
-}
 
 describe('a secured embedded cluster, weir acl and weir user', () => {
   let cluster: EmbeddedCluster
@@ -55,186 +45,28 @@ describe('a secured embedded cluster, weir acl and weir user', () => {
       retry: { retries: 2 },
     })
 
-  test('acl create, list (as kafka-acls prints it), delete with a filter; bad flags are usage errors', async () => {
-    const created = await weirJson<AclJson[]>([
-      'acl',
-      'create',
-      '--allow-principal',
-      'User:alice',
-      '--operation',
-      'Read',
-      '--operation',
-      'write',
-      '--topic',
-      'orders',
-      ...b,
-    ])
-    assert.deepEqual(
-      created.map((a) => [a.resourceType, a.resourceName, a.patternType, a.principal, a.host, a.operation]),
-      [
-        ['TOPIC', 'orders', 'LITERAL', 'User:alice', '*', 'READ'],
-        ['TOPIC', 'orders', 'LITERAL', 'User:alice', '*', 'WRITE'],
-      ],
-    )
-    const text = await weirOk([
-      'acl',
-      'create',
-      '--deny-principal',
-      'User:bob',
-      '--host',
-      '10.0.0.1',
-      '--group',
-      'logs-',
-      '--resource-pattern-type',
-      'prefixed',
-      ...b,
-    ])
-    assert.equal(
-      text,
-      'Added ACLs for resource `ResourcePattern(resourceType=GROUP, name=logs-, patternType=PREFIXED)`:\n' +
-        '\t(principal=User:bob, host=10.0.0.1, operation=ALL, permissionType=DENY)\n\n',
-    )
-    await weirOk([
-      'acl',
-      'create',
-      '--allow-principal',
-      'User:*',
-      '--operation',
-      'Describe',
-      '--cluster',
-      ...b,
-    ])
-
-    assert.equal(
-      await weirOk(['acl', 'list', '--topic', 'orders', ...b]),
-      'Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)`:\n' +
-        '\t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)\n' +
-        '\t(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)\n\n',
-    )
-    const all = await weirJson<AclJson[]>(['acl', 'list', ...b])
-    assert.deepEqual(
-      all.map((a) => `${a.resourceType}:${a.resourceName}:${a.operation}:${a.permissionType}`).sort(),
-      [
-        'CLUSTER:kafka-cluster:DESCRIBE:ALLOW',
-        'GROUP:logs-:ALL:DENY',
-        'TOPIC:orders:READ:ALLOW',
-        'TOPIC:orders:WRITE:ALLOW',
-      ],
-    )
-    // MATCH: the ACLs that apply to a name, here the prefix pattern of group logs-app.
-    const matching = await weirJson<AclJson[]>([
-      'acl',
-      'list',
-      '--group',
-      'logs-app',
-      '--resource-pattern-type',
-      'match',
-      ...b,
-    ])
-    assert.deepEqual(
-      matching.map((a) => [a.resourceName, a.principal]),
-      [['logs-', 'User:bob']],
-    )
-    const byPrincipal = await weirJson<AclJson[]>(['acl', 'list', '--principal', 'User:alice', ...b])
-    assert.equal(byPrincipal.length, 2)
-
-    const removed = await weirJson<AclJson[]>([
-      'acl',
-      'delete',
-      '--topic',
-      'orders',
-      '--operation',
-      'Write',
-      ...b,
-    ])
-    assert.deepEqual(
-      removed.map((a) => [a.resourceName, a.operation]),
-      [['orders', 'WRITE']],
-    )
-    const left = await weirJson<AclJson[]>(['acl', 'list', '--topic', 'orders', ...b])
-    assert.deepEqual(
-      left.map((a) => a.operation),
-      ['READ'],
-    )
-    assert.equal(await weirOk(['acl', 'delete', '--topic', 'nothing-here', ...b]), 'no ACL matched\n')
-
-    for (const [args, message] of [
-      [['acl', 'create', '--topic', 'x'], /give --allow-principal or --deny-principal/],
-      [['acl', 'create', '--allow-principal', 'alice', '--topic', 'x'], /is not TYPE:NAME/],
-      [
-        ['acl', 'create', '--allow-principal', 'User:a', '--topic', 'x', '--operation', 'Fly'],
-        /unknown operation 'Fly'/,
-      ],
-      [
-        ['acl', 'create', '--allow-principal', 'User:a', '--topic', 'x', '--resource-pattern-type', 'match'],
-        /not valid when creating ACLs/,
-      ],
-      [['acl', 'delete', '--principal', 'User:alice'], /give a resource/],
-      [['acl', 'list', '--resource-pattern-type', 'glob'], /literal, prefixed, match or any/],
-    ] as const) {
-      const r = await weir([...args, ...b])
-      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
-      assert.match(r.stderr, message)
-    }
-  })
+  test('acl create, list (as kafka-acls prints it), delete with a filter; bad flags are usage errors', () =>
+    aclBookkeeping(b))
 
   test('user set, list and delete; a user set by weir logs in with kafkajs, and not once deleted', async () => {
-    const security = cluster.security!
-    const passwordFile = join(cluster.dir, 'carol.password')
-    writeFileSync(passwordFile, 'carol-pw-71aa\n')
-    const set = await weir([
-      'user',
-      'set',
-      'carol',
-      '--password-file',
-      passwordFile,
-      '--iterations',
-      '8192',
-      ...b,
-    ])
-    assert.equal(set.code, 0, set.stderr)
-    assert.equal(set.stdout, 'set SCRAM-SHA-512 credential of user carol (8192 iterations)\n')
-    await weirOk(['user', 'set', 'carol', '--mechanism', 'scram-sha-256', '--password', 'other-pw', ...b])
-    assert.deepEqual(await weirJson(['user', 'list', 'carol', ...b]), [
-      { user: 'carol', mechanism: 'SCRAM-SHA-256', iterations: 4096 },
-      { user: 'carol', mechanism: 'SCRAM-SHA-512', iterations: 8192 },
-    ])
-    const listed = await weirOk(['user', 'list', ...b])
-    assert.match(listed, /^USER +MECHANISM +ITERATIONS\n/)
-    assert.match(listed, /\nadmin +SCRAM-SHA-512 +4096\n/)
-    assert.ok(!listed.includes('pw'), 'no password in the listing')
-
     // Fresh objects per client: kafkajs keeps its authenticator (and the password) on the sasl object.
     const carol = (password: string) => ({
-      ...security.kafkajsConfig('admin'),
+      ...cluster.security!.kafkajsConfig('admin'),
       sasl: { mechanism: 'scram-sha-512' as const, username: 'carol', password },
     })
-    const admin = kafkaOf(carol('carol-pw-71aa')).admin()
-    await admin.connect()
-    await admin.listTopics()
-    await admin.disconnect()
-    const wrong = kafkaOf(carol('not-it')).admin()
-    await assert.rejects(wrong.connect(), /SASL SCRAM SHA512 authentication failed|Authentication failed/)
-
-    assert.equal(
-      await weirOk(['user', 'delete', 'carol', ...b]),
-      'deleted SCRAM-SHA-256, SCRAM-SHA-512 credentials of user carol\n',
-    )
-    const gone = await weir(['user', 'list', 'carol', ...b])
-    assert.equal(gone.code, 1)
-    assert.match(gone.stderr, /RESOURCE_NOT_FOUND/)
-    await assert.rejects(kafkaOf(carol('carol-pw-71aa')).admin().connect())
-
-    for (const [args, message] of [
-      [['user', 'set', 'dave'], /give one of --password and --password-file/],
-      [['user', 'set', 'dave', '--password', 'x', '--mechanism', 'PLAIN'], /SCRAM-SHA-256 or SCRAM-SHA-512/],
-      [['user', 'set', 'dave', '--password', 'x', '--iterations', '100'], /Too few iterations/],
-      [['user', 'set', 'dave', '--password-file', join(cluster.dir, 'missing')], /cannot read/],
-    ] as const) {
-      const r = await weir([...args, ...b])
-      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
-      assert.match(r.stderr, message)
-    }
+    await scramUserBookkeeping(b, cluster.dir, {
+      async whileSet() {
+        const admin = kafkaOf(carol(CAROL_PASSWORD)).admin()
+        await admin.connect()
+        await admin.listTopics()
+        await admin.disconnect()
+        const wrong = kafkaOf(carol('not-it')).admin()
+        await assert.rejects(wrong.connect(), /SASL SCRAM SHA512 authentication failed|Authentication failed/)
+      },
+      async afterDelete() {
+        await assert.rejects(kafkaOf(carol(CAROL_PASSWORD)).admin().connect())
+      },
+    })
   })
 
   test('--command-config: the weir command over SASL_SSL (SCRAM and PLAIN); a wrong password exits 1 without printing it', async () => {
