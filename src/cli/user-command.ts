@@ -133,14 +133,15 @@ async function remove(
   values: Values,
 ): Promise<number> {
   const name = oneName(positionals)
-  const mechanisms =
-    values.mechanism !== undefined
-      ? [mechanismOf(values.mechanism)]
-      : (await describe(client, [name])).flatMap((r) =>
-          r.credentialInfos.flatMap((c) =>
-            MECHANISMS.filter((m) => m.type === c.mechanism).map((m) => m.mechanism),
-          ),
-        )
+  let mechanisms: ScramMechanism[]
+  if (values.mechanism !== undefined) mechanisms = [mechanismOf(values.mechanism)]
+  else {
+    const held = new Set(
+      (await describe(client, [name])).flatMap((r) => r.credentialInfos.map((c) => c.mechanism)),
+    )
+    // In mechanism order: Kafka lists a user's credentials in no fixed order.
+    mechanisms = MECHANISMS.filter((m) => held.has(m.type)).map((m) => m.mechanism)
+  }
   // One request per mechanism: a request naming a user twice is refused (DUPLICATE_RESOURCE).
   for (const m of mechanisms) {
     const { response } = await client.request(apis.AlterUserScramCredentials, {

@@ -1,7 +1,9 @@
 /**
  * The `weir` cluster commands against a real Apache Kafka (KRaft, tools/kafka): they speak only the
  * wire protocol, so topics, produce/consume with keys and headers, groups and offset resets, cluster
- * status and bench work the same against Kafka as against Weir (test/cli/ runs them against Weir).
+ * status and bench work the same against Kafka as against Weir (test/cli/ runs them against Weir),
+ * and so do `weir acl` and `weir user` (the scenarios of test/cli/security-scenarios.ts; Kafka runs
+ * its StandardAuthorizer, the PLAINTEXT listener's User:ANONYMOUS a super user).
  */
 // compat-cluster: skip it runs against Apache Kafka, not Weir
 import assert from 'node:assert/strict'
@@ -9,6 +11,7 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { type KafkaBroker, startKafka } from '../../tools/kafka/kafka.ts'
 import { weir, weirJson, weirOk } from '../cli/cli-support.ts'
+import { aclBookkeeping, scramUserBookkeeping } from '../cli/security-scenarios.ts'
 import { tempDir } from '../support/weir-process.ts'
 
 describe('weir commands against Apache Kafka', () => {
@@ -24,6 +27,8 @@ describe('weir commands against Apache Kafka', () => {
         'group.initial.rebalance.delay.ms': '0',
         'offsets.topic.replication.factor': '1',
         'offsets.topic.num.partitions': '4',
+        'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+        'super.users': 'User:ANONYMOUS',
       },
       quiet: true,
     })
@@ -108,5 +113,10 @@ describe('weir commands against Apache Kafka', () => {
     assert.equal(p.records, 2000)
     assert.equal((await weirJson<{ records: number }>(['bench', 'consume', '-t', 'kb', ...b])).records, 2000)
     await weirOk(['topic', 'delete', 'k', 'kb', ...b])
+  })
+
+  test('acl create, list, delete and user set, list, delete answer as against Weir', async () => {
+    await aclBookkeeping(b)
+    await scramUserBookkeeping(b, dir.path)
   })
 })
