@@ -15,7 +15,8 @@ Talk to any Kafka-compatible cluster (--bootstrap-server, default 127.0.0.1:9092
   acl create|list|delete        ACLs, with kafka-acls' flags
   user set|delete|list          SCRAM credentials (salted here, as kafka-configs does)
 
-Run 'weir <command> --help' for a command's options. Every cluster command takes --json.
+Run 'weir <command> --help' for a command's options. Every cluster command takes --json,
+and --command-config FILE for TLS and SASL (a Kafka client properties file).
 Exit codes: 0 done, 1 the cluster refused (the Kafka error is printed), 2 bad usage, 3 cluster unreachable.
 `
 
