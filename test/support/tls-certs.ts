@@ -29,7 +29,12 @@ function openssl(dir: string, args: string[]): void {
   execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
 }
 
-export function makeTestCerts(dir: string, password = 'store-secret'): TestCerts {
+/** `ips`: more IP addresses the server certificate names (a fault cluster's network namespaces). */
+export function makeTestCerts(
+  dir: string,
+  password = 'store-secret',
+  ips: readonly string[] = [],
+): TestCerts {
   const days = '2'
   openssl(dir, [
     'req',
@@ -46,7 +51,10 @@ export function makeTestCerts(dir: string, password = 'store-secret'): TestCerts
     '-subj',
     '/CN=weir-test-ca',
   ])
-  writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n')
+  writeFileSync(
+    join(dir, 'server.ext'),
+    `subjectAltName=${['127.0.0.1', ...ips].map((ip) => `IP:${ip}`).join(',')},DNS:localhost\n`,
+  )
   for (const [name, subject, ext] of [
     ['server', '/CN=localhost', ['-extfile', 'server.ext']],
     ['client', '/O=weir/OU=test/CN=client-one', []],
