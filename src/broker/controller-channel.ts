@@ -3,7 +3,14 @@
  * otherwise over the wire to the quorum leader's controller listener. Retries NOT_CONTROLLER and
  * lost connections with backoff until the caller's deadline.
  */
-import { ConnectionError, KafkaConnection } from '../client/index.ts'
+import {
+  AuthenticationBackoff,
+  type ClientSecurity,
+  ConnectionError,
+  connectionSecurity,
+  isAuthenticationError,
+  KafkaConnection,
+} from '../client/index.ts'
 import { INTERNAL_TOPICS, NotControllerError, type QuorumController } from '../controller/index.ts'
 import type { Clock, Transport } from '../io/index.ts'
 import type { BrokerId } from '../model/index.ts'
@@ -67,6 +74,10 @@ export interface ControllerChannelOptions {
   readonly voters: readonly VoterSpec[]
   readonly clock: Clock
   readonly transport: Transport
+  /** How the controller listener is secured (`controller.listener.names`' first); default PLAINTEXT. */
+  readonly security?: ClientSecurity
+  /** Where a refused authentication to the controller is reported (once per streak). */
+  readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void
   /** How long a call may keep retrying (`request.timeout.ms` of the forwarding). */
   readonly timeoutMs: number
 }
@@ -96,9 +107,14 @@ export class ControllerChannel
   readonly #o: ControllerChannelOptions
   #conn: { id: BrokerId; c: Promise<KafkaConnection> } | null = null
   #closed = false
+  /** Controllers that refused this node's credentials or TLS: not reconnected to every retry. */
+  readonly #refused: AuthenticationBackoff
 
   constructor(options: ControllerChannelOptions) {
     this.#o = options
+    this.#refused = new AuthenticationBackoff(options.clock, (level, m) =>
+      options.log?.(level, `controller channel: ${m}`),
+    )
   }
 
   async #connection(): Promise<KafkaConnection | null> {
@@ -111,12 +127,14 @@ export class ControllerChannel
     this.#dropConnection()
     const v = this.#o.voters.find((x) => x.id === leader)
     if (v === undefined) return null
+    const peer = `controller ${leader} (${v.host}:${v.port})`
+    this.#refused.check(peer)
     const c = KafkaConnection.open(
       { host: v.host, port: v.port },
       {
         clientId: `broker-${this.#o.nodeId}`,
         clock: this.#o.clock,
-        transport: this.#o.transport,
+        ...connectionSecurity(this.#o.security, this.#o.transport),
         requestTimeoutMs: this.#o.timeoutMs,
         inFlightRequestsMax: 16,
         responseBytesMax: 64 * 1024 * 1024,
@@ -124,7 +142,17 @@ export class ControllerChannel
       },
     )
     this.#conn = { id: leader, c }
-    return c.catch(() => null)
+    return c.then(
+      (connection) => {
+        this.#refused.succeeded(peer)
+        return connection
+      },
+      (e: unknown) => {
+        this.#refused.failed(peer, e)
+        if (isAuthenticationError(e)) throw e
+        return null
+      },
+    )
   }
 
   #dropConnection(): void {
@@ -153,7 +181,14 @@ export class ControllerChannel
           if (!(e instanceof NotControllerError)) throw e
         }
       } else if (this.#o.status().leaderId !== null && this.#o.status().leaderId !== this.#o.nodeId) {
-        const c = await this.#connection()
+        let c: KafkaConnection | null
+        try {
+          c = await this.#connection()
+        } catch (e) {
+          if (!isAuthenticationError(e)) throw e
+          // The call fails now with why: retrying until the deadline would hide it.
+          throw new ControllerUnavailableError(`cannot reach the controller: ${e.message}`, { cause: e })
+        }
         if (c !== null) {
           // Forward at the client's version when the controller serves it, so that the answer
           // carries exactly the fields that version has (as Kafka's forwarding does).

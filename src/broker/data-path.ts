@@ -5,6 +5,7 @@
  * DescribeLogDirs, DescribeProducers), each given a small view. No logic of its own.
  */
 import { statfs } from 'node:fs/promises'
+import type { ClientSecurity } from '../client/index.ts'
 import { type EffectiveConfig, resolveTopicConfig } from '../config/index.ts'
 import { type NodeConfigSource, topicConfigLayers } from '../controller/index.ts'
 import type { Clock, Disk, Random, TimerHandle, Transport } from '../io/index.ts'
@@ -62,6 +63,8 @@ export interface DataPathOptions {
   readonly transport: Transport
   /** The listener replica fetchers connect to on leaders (`NodeConfig.interBrokerListenerName`). */
   readonly interBrokerListenerName: string | null
+  /** How that listener is secured (`interBrokerSecurity`); default PLAINTEXT. */
+  readonly interBrokerSecurity?: ClientSecurity
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
   /**
    * The node's buffer pool, shared with its listeners (produce frames) and log directories
@@ -107,6 +110,7 @@ export class DataPath {
             listenerName: options.interBrokerListenerName,
             clock: options.clock,
             transport: options.transport,
+            ...(options.interBrokerSecurity === undefined ? {} : { security: options.interBrokerSecurity }),
             requestTimeoutMs: e.int('replica.socket.timeout.ms'),
             responseBytesMax:
               e.int('replica.fetch.response.max.bytes') + e.int('replica.fetch.max.bytes') + 1024 * 1024,

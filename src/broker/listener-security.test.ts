@@ -2,8 +2,14 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { resolveBrokerConfig } from '../config/index.ts'
 import { ManualClock, SeededRandom } from '../io/index.ts'
-import { isListenerPrefixedKey, listenerSecurity, openSslCipherName } from './listener-security.ts'
-import { NodeConfigError, nodeConfig, parseListeners } from './node-config.ts'
+import {
+  isListenerPrefixedKey,
+  ListenerSecurityError,
+  listenerSecurity,
+  openSslCipherName,
+  outgoingSecurity,
+} from './listener-security.ts'
+import { nodeConfig, parseListeners } from './node-config.ts'
 
 const BASE = {
   'node.id': '1',
@@ -35,7 +41,7 @@ const PEM_STORE = [
 ].join('\n')
 
 describe('listener security from the broker configs', () => {
-  test('every security protocol parses; controller and inter-broker listeners must be PLAINTEXT', () => {
+  test('every security protocol parses; controller and inter-broker listeners may be secured', () => {
     const map = new Map([
       ['A', 'SSL'],
       ['B', 'SASL_SSL'],
@@ -53,33 +59,91 @@ describe('listener security from the broker configs', () => {
     )
     const config = (entries: Record<string, string>) =>
       nodeConfig(resolveBrokerConfig({ staticBroker: layer(entries) }))
-    assert.throws(
-      () =>
-        config({
-          listeners: 'SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093',
-          'listener.security.protocol.map': 'SSL:SSL,CONTROLLER:SSL',
-        }),
-      (e: Error) =>
-        e instanceof NodeConfigError &&
-        /controller listener CONTROLLER is SSL: .* not supported yet/.test(e.message),
-    )
+    const secured = config({
+      listeners: 'SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093,INTERNAL://127.0.0.1:9094',
+      'listener.security.protocol.map': 'SSL:SSL,CONTROLLER:SASL_SSL,INTERNAL:SASL_PLAINTEXT',
+      'inter.broker.listener.name': 'INTERNAL',
+    })
+    assert.equal(secured.interBrokerListenerName, 'INTERNAL')
+    assert.equal(secured.controllerListenerProtocol, 'SASL_SSL')
+    assert.equal(config({}).controllerListenerProtocol, 'PLAINTEXT')
     assert.throws(
       () => config({ listeners: 'SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093' }),
       /inter.broker.listener.name must be a listener name defined in advertised.listeners/,
     )
-    assert.throws(
-      () =>
-        config({
-          listeners: 'PLAINTEXT://127.0.0.1:9091,SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093',
-          'inter.broker.listener.name': 'SSL',
-        }),
-      /inter-broker listener SSL is SSL: .* not supported yet/,
-    )
+    const bySecurityProtocol = config({
+      listeners: 'PLAINTEXT://127.0.0.1:9091,SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093',
+      'security.inter.broker.protocol': 'SSL',
+    })
+    assert.equal(bySecurityProtocol.interBrokerListenerName, 'SSL')
     const ok = config({
       listeners: 'PLAINTEXT://127.0.0.1:9091,SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093',
     })
     assert.equal(ok.interBrokerListenerName, 'PLAINTEXT')
     assert.equal(config({}).interBrokerListenerName, null)
+  })
+
+  test("a node's own connections: the target listener's protocol, ssl.* keys and the mechanism's JAAS username and password", () => {
+    const outgoing = (
+      protocolName: 'SSL' | 'SASL_SSL' | 'SASL_PLAINTEXT',
+      key: 'sasl.mechanism.inter.broker.protocol' | 'sasl.mechanism.controller.protocol',
+      entries: Record<string, string>,
+    ) => {
+      const staticBroker = layer(entries)
+      return outgoingSecurity({ name: 'L', protocolName }, key, {
+        staticBroker,
+        effective: resolveBrokerConfig({ staticBroker }),
+        readFile: (path) => Buffer.from(path === 'store.pem' ? PEM_STORE : 'x'),
+      })
+    }
+    const scram = outgoing('SASL_SSL', 'sasl.mechanism.inter.broker.protocol', {
+      'sasl.mechanism.inter.broker.protocol': 'SCRAM-SHA-512',
+      'listener.name.l.scram-sha-512.sasl.jaas.config':
+        'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="pw";',
+      'listener.name.l.ssl.truststore.type': 'PEM',
+      'listener.name.l.ssl.truststore.location': 'store.pem',
+      'ssl.keystore.type': 'PEM',
+      'ssl.keystore.location': 'store.pem',
+    })
+    assert.equal(scram.protocol, 'SASL_SSL')
+    assert.deepEqual(scram.sasl, { mechanism: 'SCRAM-SHA-512', username: 'broker', password: 'pw' })
+    assert.equal(scram.tls?.endpointIdentification, true)
+    assert.equal(scram.tls?.ca?.length, 1)
+    assert.match(String(scram.tls?.key), /BEGIN PRIVATE KEY/)
+    const plain = outgoing('SASL_PLAINTEXT', 'sasl.mechanism.controller.protocol', {
+      'sasl.mechanism.controller.protocol': 'PLAIN',
+      'listener.name.l.plain.sasl.jaas.config':
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="c" password="p" user_c="p";',
+    })
+    assert.deepEqual(plain, {
+      protocol: 'SASL_PLAINTEXT',
+      tls: null,
+      sasl: { mechanism: 'PLAIN', username: 'c', password: 'p' },
+    })
+    const unchecked = outgoing('SSL', 'sasl.mechanism.inter.broker.protocol', {
+      'ssl.endpoint.identification.algorithm': '',
+    })
+    assert.equal(unchecked.tls?.endpointIdentification, false)
+    assert.equal(unchecked.sasl, null)
+    assert.throws(
+      () => outgoing('SASL_PLAINTEXT', 'sasl.mechanism.inter.broker.protocol', {}),
+      (e: Error) =>
+        e instanceof ListenerSecurityError &&
+        /listener L: sasl.mechanism.inter.broker.protocol: SASL mechanism GSSAPI is not supported/.test(
+          e.message,
+        ),
+    )
+    assert.throws(
+      () =>
+        outgoing('SASL_PLAINTEXT', 'sasl.mechanism.controller.protocol', {
+          'sasl.mechanism.controller.protocol': 'PLAIN',
+          'listener.name.l.plain.sasl.jaas.config':
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_c="secret-pw";',
+        }),
+      (e: Error) =>
+        /listener.name.l.plain.sasl.jaas.config: .*needs the option username/.test(e.message) &&
+        !e.message.includes('secret-pw'),
+    )
   })
 
   test('key stores: PKCS12 as pfx, PEM file and inline; JKS and a PEM store password refused', () => {

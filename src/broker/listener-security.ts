@@ -5,7 +5,18 @@
  * start. Refusals are StartupErrors that name the key and never hold a password or a key.
  */
 import { readFileSync } from 'node:fs'
-import type { SecureVersion, TlsOptions } from 'node:tls'
+import type { TlsOptions } from 'node:tls'
+import {
+  type ClientSecurity,
+  ClientSecurityError,
+  openSslCipherName,
+  saslCredentials,
+  sslCipherSuites,
+  sslKeystore,
+  sslProtocolVersions,
+  sslTruststore,
+  tlsClientOptions,
+} from '../client/index.ts'
 import { brokerConfigDef, type ConfigLayer, type EffectiveConfig } from '../config/index.ts'
 import type { Clock, Random } from '../io/index.ts'
 import {
@@ -59,13 +70,38 @@ export function listenerSecurity(spec: ListenerSpec, sources: ListenerSecuritySo
   return { ...(tls === undefined ? {} : { tls }), ...(sasl === undefined ? {} : { sasl }) }
 }
 
+/**
+ * How this node's own connections to a listener are secured, as Kafka's inter-broker and controller
+ * clients are: the listener's security protocol; for TLS its `ssl.*` keys as a client's (the
+ * truststore, the keystore as the client certificate, `ssl.endpoint.identification.algorithm`);
+ * for SASL the mechanism `mechanismKey` names, with the `username` and `password` of the listener's
+ * `listener.name.<l>.<mechanism>.sasl.jaas.config` (the server's own JAAS config, as KafkaServer's).
+ */
+export function outgoingSecurity(
+  listener: { readonly name: string; readonly protocolName: ListenerSpec['protocolName'] },
+  mechanismKey: 'sasl.mechanism.inter.broker.protocol' | 'sasl.mechanism.controller.protocol',
+  sources: Pick<ListenerSecuritySources, 'staticBroker' | 'effective' | 'readFile'>,
+): ClientSecurity {
+  const keys = new ListenerKeys(listener.name, sources)
+  const protocol = listener.protocolName
+  const read = sources.readFile ?? ((path: string) => readFileSync(path))
+  return withListenerName(keys, () => {
+    const tls = protocol === 'SSL' || protocol === 'SASL_SSL' ? tlsClientOptions(keys, read) : null
+    if (protocol !== 'SASL_PLAINTEXT' && protocol !== 'SASL_SSL') return { protocol, tls, sasl: null }
+    const mechanism = sources.effective.text(mechanismKey) ?? 'GSSAPI'
+    const jaasKey = `${keys.prefix}${mechanism.toLowerCase()}.sasl.jaas.config`
+    const jaas = keys.ofMechanism('sasl.jaas.config', mechanism)
+    return { protocol, tls, sasl: saslCredentials(mechanism, mechanismKey, jaas, jaasKey) }
+  })
+}
+
 /** The keys of one listener: its prefixed value first, then the broker-wide one. */
 class ListenerKeys {
   readonly name: string
   readonly prefix: string
-  readonly #sources: ListenerSecuritySources
+  readonly #sources: Pick<ListenerSecuritySources, 'staticBroker' | 'effective'>
 
-  constructor(listenerName: string, sources: ListenerSecuritySources) {
+  constructor(listenerName: string, sources: Pick<ListenerSecuritySources, 'staticBroker' | 'effective'>) {
     this.name = listenerName
     this.prefix = `listener.name.${listenerName.toLowerCase()}.`
     this.#sources = sources
@@ -120,148 +156,26 @@ function listenerTls(keys: ListenerKeys, sources: ListenerSecuritySources): List
     if (!(e instanceof SslPrincipalRuleError)) throw e
     throw new ListenerSecurityError(`${keys.named('ssl.principal.mapping.rules')}: ${e.message}`)
   }
-  const options: TlsOptions = {
-    ...keystore(keys, read),
-    ...truststore(keys, read),
-    ...protocolVersions(keys),
-    ...cipherSuites(keys),
-  }
+  const options: TlsOptions = withListenerName(keys, () => ({
+    ...sslKeystore(keys, read, true),
+    ...sslTruststore(keys, read),
+    ...sslProtocolVersions(keys),
+    ...sslCipherSuites(keys),
+  }))
   return { options, clientAuth: clientAuth as SslClientAuth, principalMapper }
 }
 
-const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----/g
-
-/** The PEM blocks of a text, by kind: private keys and certificates. */
-function pemBlocks(text: string): { keys: string[]; certificates: string[] } {
-  const keys: string[] = []
-  const certificates: string[] = []
-  for (const m of text.matchAll(PEM_BLOCK)) {
-    if (m[1]!.endsWith('PRIVATE KEY')) keys.push(m[0])
-    else if (m[1] === 'CERTIFICATE') certificates.push(m[0])
-  }
-  return { keys, certificates }
-}
-
-function unsupportedStoreType(key: string, type: string): ListenerSecurityError {
-  return new ListenerSecurityError(
-    `${key}: ${type} is not supported; use PEM${key.endsWith('keystore.type') ? ' or PKCS12' : ''} (docs/security.md)`,
-  )
-}
-
-/** `ssl.keystore.*` and `ssl.key.password`: PKCS12 (node's pfx) or PEM per KIP-651. */
-function keystore(keys: ListenerKeys, read: (path: string) => Buffer): TlsOptions {
-  const location = keys.text('ssl.keystore.location')
-  const inlineKey = keys.text('ssl.keystore.key')
-  const inlineChain = keys.text('ssl.keystore.certificate.chain')
-  const storePassword = keys.text('ssl.keystore.password')
-  const keyPassword = keys.text('ssl.key.password')
-  const typeKey = keys.named('ssl.keystore.type')
-  const type = (keys.text('ssl.keystore.type') ?? 'JKS').toUpperCase()
-  const passphrase = keyPassword === null ? {} : { passphrase: keyPassword }
-  if (inlineKey !== null || inlineChain !== null) {
-    if (type !== 'PEM') throw new ListenerSecurityError(`${typeKey} must be PEM with ssl.keystore.key`)
-    if (inlineKey === null || inlineChain === null) {
-      throw new ListenerSecurityError(
-        `listener ${keys.name}: ssl.keystore.key and ssl.keystore.certificate.chain are set together`,
-      )
-    }
-    return { key: inlineKey, cert: inlineChain, ...passphrase }
-  }
-  if (location === null) {
-    throw new ListenerSecurityError(
-      `listener ${keys.name} uses TLS: set ssl.keystore.location (or ssl.keystore.key and ssl.keystore.certificate.chain)`,
-    )
-  }
-  const bytes = readStore(read, keys.named('ssl.keystore.location'), location)
-  if (type === 'PKCS12') {
-    return { pfx: bytes, ...(storePassword === null ? {} : { passphrase: storePassword }) }
-  }
-  if (type !== 'PEM') throw unsupportedStoreType(typeKey, type)
-  if (storePassword !== null) {
-    throw new ListenerSecurityError(
-      'SSL key store password cannot be specified with PEM format, only key password may be specified',
-    )
-  }
-  const blocks = pemBlocks(bytes.toString('utf8'))
-  if (blocks.keys.length !== 1 || blocks.certificates.length === 0) {
-    throw new ListenerSecurityError(
-      `${keys.named('ssl.keystore.location')}: a PEM key store holds one private key and its certificate chain`,
-    )
-  }
-  return { key: blocks.keys[0]!, cert: blocks.certificates.join('\n'), ...passphrase }
-}
-
-/** `ssl.truststore.*`: the CAs a client certificate is verified against (PEM). */
-function truststore(keys: ListenerKeys, read: (path: string) => Buffer): TlsOptions {
-  const location = keys.text('ssl.truststore.location')
-  const inline = keys.text('ssl.truststore.certificates')
-  const typeKey = keys.named('ssl.truststore.type')
-  const type = (keys.text('ssl.truststore.type') ?? 'JKS').toUpperCase()
-  if (inline !== null) {
-    if (type !== 'PEM')
-      throw new ListenerSecurityError(`${typeKey} must be PEM with ssl.truststore.certificates`)
-    return { ca: pemBlocks(inline).certificates }
-  }
-  if (location === null) return {}
-  if (type !== 'PEM') throw unsupportedStoreType(typeKey, type)
-  const certificates = pemBlocks(
-    readStore(read, keys.named('ssl.truststore.location'), location).toString('utf8'),
-  ).certificates
-  if (certificates.length === 0) {
-    throw new ListenerSecurityError(
-      `${keys.named('ssl.truststore.location')}: no PEM certificate in ${location}`,
-    )
-  }
-  return { ca: certificates }
-}
-
-function readStore(read: (path: string) => Buffer, key: string, path: string): Buffer {
+/** The client-side readers' errors (the same `ssl.*` keys) as this listener's. */
+function withListenerName<T>(keys: ListenerKeys, read: () => T): T {
   try {
-    return read(path)
+    return read()
   } catch (e) {
-    throw new ListenerSecurityError(
-      `${key}: cannot read ${path} (${(e as { code?: string }).code ?? 'error'})`,
-    )
+    if (!(e instanceof ClientSecurityError)) throw e
+    throw new ListenerSecurityError(`listener ${keys.name}: ${e.message}`)
   }
 }
 
-const TLS_VERSIONS: readonly SecureVersion[] = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3']
-
-/** `ssl.enabled.protocols` as node's min and max version (the span of the listed ones). */
-function protocolVersions(keys: ListenerKeys): TlsOptions {
-  const listed = keys.list('ssl.enabled.protocols')
-  const indexes = listed.map((p) => {
-    const i = TLS_VERSIONS.indexOf(p as SecureVersion)
-    if (i < 0) {
-      throw new ListenerSecurityError(`${keys.named('ssl.enabled.protocols')}: unknown protocol ${p}`)
-    }
-    return i
-  })
-  if (indexes.length === 0) return {}
-  return { minVersion: TLS_VERSIONS[Math.min(...indexes)]!, maxVersion: TLS_VERSIONS[Math.max(...indexes)]! }
-}
-
-/**
- * `ssl.cipher.suites`, in Java's (IANA) names, as OpenSSL's: TLS 1.3 suites keep their names;
- * `TLS_<kx>_WITH_<cipher>` becomes OpenSSL's `<kx>-<cipher>` (`TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384`
- * is `ECDHE-RSA-AES256-GCM-SHA384`). An empty list: node's defaults.
- */
-function cipherSuites(keys: ListenerKeys): TlsOptions {
-  const suites = keys.list('ssl.cipher.suites')
-  if (suites.length === 0) return {}
-  return { ciphers: suites.map(openSslCipherName).join(':') }
-}
-
-export function openSslCipherName(iana: string): string {
-  const m = /^TLS_(.+)_WITH_(.+)$/.exec(iana)
-  if (m === null) return iana
-  const kx = m[1] === 'RSA' ? '' : `${m[1]!.replace(/_/g, '-')}-`
-  const cipher = m[2]!
-    .replace(/^AES_(\d+)_/, 'AES$1-')
-    .replace(/^CHACHA20_POLY1305_SHA256$/, 'CHACHA20-POLY1305')
-    .replace(/_/g, '-')
-  return `${kx}${cipher}`
-}
+export { openSslCipherName }
 
 // ---------------------------------------------------------------------------------------------
 // SASL

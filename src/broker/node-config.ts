@@ -34,6 +34,11 @@ export interface NodeConfig {
   /** What other nodes and clients are told, by listener name (defaults to `listeners`). */
   readonly advertised: readonly ListenerSpec[]
   readonly controllerListenerNames: readonly string[]
+  /**
+   * The security protocol of the first controller listener, which brokers and controllers connect
+   * to (`listener.security.protocol.map`, PLAINTEXT when it does not name it), bound here or not.
+   */
+  readonly controllerListenerProtocol: SecurityProtocolName
   readonly logDirs: readonly string[]
   readonly metadataLogDir: string
   readonly rack: string | null
@@ -143,12 +148,11 @@ export function nodeConfig(c: EffectiveConfig): NodeConfig {
   if (broker && !listeners.some((l) => !controllerListenerNames.includes(l.name))) {
     throw new NodeConfigError('a broker needs a listener that is not a controller listener')
   }
-  for (const l of listeners) {
-    if (controllerListenerNames.includes(l.name) && l.protocolName !== 'PLAINTEXT') {
-      throw new NodeConfigError(
-        `controller listener ${l.name} is ${l.protocolName}: KRaft and controller connections over SSL or SASL are not supported yet, only PLAINTEXT`,
-      )
-    }
+  const controllerProtocol = protocolMap.get(controllerListenerNames[0] ?? '') ?? 'PLAINTEXT'
+  if (!isSecurityProtocolName(controllerProtocol)) {
+    throw new NodeConfigError(
+      `listener ${controllerListenerNames[0]}: unknown security protocol ${controllerProtocol}`,
+    )
   }
   const interBrokerListenerName = broker ? interBrokerListener(c, listeners, controllerListenerNames) : null
   const logDirsText = c.string('log.dirs')
@@ -165,6 +169,7 @@ export function nodeConfig(c: EffectiveConfig): NodeConfig {
     listeners,
     advertised,
     controllerListenerNames,
+    controllerListenerProtocol: controllerProtocol,
     logDirs,
     metadataLogDir: c.string('metadata.log.dir') ?? logDirs[0]!,
     rack: c.string('broker.rack'),
@@ -173,9 +178,8 @@ export function nodeConfig(c: EffectiveConfig): NodeConfig {
 }
 
 /**
- * The inter-broker listener, which must be PLAINTEXT: brokers' own connections (replica fetchers)
- * do not speak TLS or SASL yet. As Kafka: `inter.broker.listener.name`, else the listener named as
- * `security.inter.broker.protocol`. Where every broker listener is PLAINTEXT and the key is unset,
+ * The inter-broker listener, as Kafka: `inter.broker.listener.name`, else the listener named as
+ * `security.inter.broker.protocol`; replica fetchers connect to it with its security protocol. Where every broker listener is PLAINTEXT and the key is unset,
  * null (the leader's first endpoint), as before secured listeners existed.
  */
 function interBrokerListener(
@@ -193,11 +197,6 @@ function interBrokerListener(
   if (listener === undefined) {
     throw new NodeConfigError(
       `inter.broker.listener.name must be a listener name defined in advertised.listeners: ${name} is not a broker listener`,
-    )
-  }
-  if (listener.protocolName !== 'PLAINTEXT') {
-    throw new NodeConfigError(
-      `inter-broker listener ${listener.name} is ${listener.protocolName}: brokers' own connections over SSL or SASL are not supported yet; set inter.broker.listener.name to a PLAINTEXT listener`,
     )
   }
   return listener.name

@@ -3,6 +3,7 @@
  * the metadata loader, the controller (when a voter), the broker's log directories and lifecycle
  * (registration, heartbeats), and the listeners with their handlers; then stops them in order.
  */
+import { type ClientSecurity, isAuthenticationError, PLAINTEXT_SECURITY } from '../client/index.ts'
 import {
   AUTHORIZER_KEYS,
   type ConfigLayer,
@@ -66,6 +67,7 @@ import {
   ListenerSecurityError,
   type ListenerSecuritySources,
   listenerSecurity,
+  outgoingSecurity,
 } from './listener-security.ts'
 import {
   brokerListenerApis,
@@ -139,6 +141,35 @@ function scramCredentialsOf(image: () => MetadataImage): ScramCredentialLookup {
 function securityOf(spec: ListenerSpec, sources: ListenerSecuritySources): ListenerSecurity {
   try {
     return listenerSecurity(spec, sources)
+  } catch (e) {
+    if (e instanceof ListenerSecurityError) throw new StartupError(`invalid configuration: ${e.message}`)
+    throw e
+  }
+}
+
+/** How this node's own connections are secured: replica fetchers, and to the controllers. */
+interface OutgoingSecurity {
+  readonly interBroker: ClientSecurity
+  readonly controller: ClientSecurity
+}
+
+function outgoingOf(
+  config: NodeConfig,
+  sources: Pick<ListenerSecuritySources, 'staticBroker' | 'effective'>,
+): OutgoingSecurity {
+  try {
+    const interBroker = config.listeners.find((l) => l.name === config.interBrokerListenerName)
+    return {
+      interBroker:
+        interBroker === undefined
+          ? PLAINTEXT_SECURITY
+          : outgoingSecurity(interBroker, 'sasl.mechanism.inter.broker.protocol', sources),
+      controller: outgoingSecurity(
+        { name: config.controllerListenerNames[0]!, protocolName: config.controllerListenerProtocol },
+        'sasl.mechanism.controller.protocol',
+        sources,
+      ),
+    }
   } catch (e) {
     if (e instanceof ListenerSecurityError) throw new StartupError(`invalid configuration: ${e.message}`)
     throw e
@@ -275,6 +306,7 @@ export class WeirNode {
       })
       bound.push({ spec, listener, registry, isController, sasl: security.sasl !== undefined })
     }
+    const security = outgoingOf(config, { staticBroker, effective })
     const node = new WeirNode(config, clusterId, effective, clock, log, bound, pool)
     latest.image = () => node.#loader.image
     node.#staticBroker = staticBroker
@@ -282,7 +314,7 @@ export class WeirNode {
     node.#bootstrapScram = options.bootstrapScram ?? []
     try {
       for (const b of bound) await b.listener.start()
-      await node.#startComponents({ disk, clock, random, transport })
+      await node.#startComponents({ disk, clock, random, transport, security })
     } catch (e) {
       await node.stop().catch(() => {})
       throw e
@@ -335,6 +367,7 @@ export class WeirNode {
     clock: Clock
     random: Random
     transport: Transport
+    security: OutgoingSecurity
   }): Promise<void> {
     const { config, effective } = this
     const settings = {
@@ -388,6 +421,7 @@ export class WeirNode {
         image: () => this.#loader.image,
         transport: io.transport,
         interBrokerListenerName: config.interBrokerListenerName,
+        interBrokerSecurity: io.security.interBroker,
         log: this.#log,
         pool: this.#pool,
       })
@@ -422,6 +456,7 @@ export class WeirNode {
       clock: io.clock,
       random: io.random,
       transport: io.transport,
+      security: io.security.controller,
       raft: raftConfig,
       log: this.#log,
       listener: {
@@ -449,6 +484,8 @@ export class WeirNode {
       voters: config.voters,
       clock: io.clock,
       transport: io.transport,
+      security: io.security.controller,
+      log: this.#log,
       timeoutMs: 30_000,
     })
     if (config.broker) {
@@ -500,6 +537,7 @@ export class WeirNode {
     for (const b of this.#listeners) {
       if (b.isController && controller !== null) {
         b.registry.register(...controllerListenerApis(node, b.registry, controller))
+        if (b.sasl) b.registry.register(...saslApiHandlers())
         continue
       }
       b.registry.register(
@@ -607,7 +645,9 @@ export class WeirNode {
         }
         this.#log('warn', `broker registration refused: error ${res.errorCode}`)
       } catch (e) {
-        this.#log('warn', `broker registration failed: ${(e as Error).message}`)
+        // A refused authentication is logged once by the channel, not every retry here.
+        if (!isAuthenticationError((e as Error).cause))
+          this.#log('warn', `broker registration failed: ${(e as Error).message}`)
       }
       await new Promise<void>((resolve) => this.#clock.setTimer(500, resolve))
     }

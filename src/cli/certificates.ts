@@ -39,12 +39,14 @@ function openssl(dir: string, args: string[]): void {
 }
 
 /**
- * Makes the certificates in `dir`. `key` is the key type: RSA 2048 (the default), or EC P-256, which
+ * Makes the certificates in `dir`. `ips`: more IP addresses the server certificate names (a fault
+ * cluster's network namespaces). `key` is the key type: RSA 2048 (the default), or EC P-256, which
  * openssl makes in a few milliseconds instead of about a hundred per key.
  */
 export function makeCertificates(
   dir: string,
   password = 'store-secret',
+  ips: readonly string[] = [],
   key: 'rsa' | 'ec' = 'rsa',
 ): Certificates {
   const newKey =
@@ -64,7 +66,10 @@ export function makeCertificates(
     '-subj',
     '/CN=weir-test-ca',
   ])
-  writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n')
+  writeFileSync(
+    join(dir, 'server.ext'),
+    `subjectAltName=${['127.0.0.1', ...ips].map((ip) => `IP:${ip}`).join(',')},DNS:localhost\n`,
+  )
   for (const [name, subject, ext] of [
     ['server', '/CN=localhost', ['-extfile', 'server.ext']],
     ['client', '/O=weir/OU=test/CN=client-one', []],

@@ -456,7 +456,7 @@ function securitySetup(
     if (name === '' || /[\s,=]/.test(name))
       throw new RangeError(`user name '${name}' cannot be empty or hold a space, ',' or '='`)
   mkdirSync(tlsDir, { recursive: true })
-  const certs = makeCertificates(tlsDir, randomBytes(12).toString('hex'), 'ec')
+  const certs = makeCertificates(tlsDir, randomBytes(12).toString('hex'), [], 'ec')
   const caPem = readFileSync(certs.caPem, 'utf8')
   const principals = (options.superUsers ?? []).map((u) => (u.includes(':') ? u : `User:${u}`))
   // The brokers' own PLAINTEXT connections are User:ANONYMOUS: replication must stay allowed.

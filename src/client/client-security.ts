@@ -119,6 +119,18 @@ export function securedTransport(security: ClientSecurity, plain: Transport): Tr
   return security.tls === null ? plain : tlsTransport(security.tls)
 }
 
+/**
+ * `KafkaConnection.open`'s transport and SASL credentials for `security` (PLAINTEXT when none), to
+ * spread into its options: `{ ...openOptions, ...connectionSecurity(security, transport) }`.
+ */
+export function connectionSecurity(
+  security: ClientSecurity | undefined,
+  plain: Transport,
+): { readonly transport: Transport; readonly sasl: SaslClientCredentials | null } {
+  const s = security ?? PLAINTEXT_SECURITY
+  return { transport: securedTransport(s, plain), sasl: s.sasl }
+}
+
 // ---------------------------------------------------------------------------------------------
 // TLS stores
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import {
   type Random,
   systemRandom,
   type TimerHandle,
+  TlsHandshakeError,
   type Transport,
   type TransportConnection,
 } from '../io/index.ts'
@@ -46,6 +47,11 @@ export class SaslAuthenticationError extends ConnectionError {
     super(message)
     this.errorCode = errorCode
   }
+}
+
+/** The TLS handshake failed (a certificate that does not verify or match, a refused protocol). */
+export class SslAuthenticationError extends ConnectionError {
+  override name = 'SslAuthenticationError'
 }
 
 /** A request got no response within its timeout; the connection is closed (Kafka does the same). */
@@ -187,7 +193,10 @@ export class KafkaConnection {
     try {
       conn = await options.transport.connect(address, { timeoutMs: options.connectTimeoutMs })
     } catch (e) {
-      throw new ConnectionError(`cannot connect to ${address.host}:${address.port}: ${(e as Error).message}`)
+      const message = `cannot connect to ${address.host}:${address.port}: ${(e as Error).message}`
+      throw e instanceof TlsHandshakeError
+        ? new SslAuthenticationError(message)
+        : new ConnectionError(message)
     }
     const c = new KafkaConnection(address, conn, options)
     try {

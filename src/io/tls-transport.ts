@@ -31,6 +31,18 @@ export interface TlsClientOptions {
   readonly endpointIdentification: boolean
 }
 
+/**
+ * The TLS handshake failed once TCP connected: the peer's certificate did not verify or match the
+ * host, or the peer refused ours or the protocol. Not worth retrying at once, unlike a refused or
+ * reset connection.
+ */
+export class TlsHandshakeError extends Error {
+  override name = 'TlsHandshakeError'
+}
+
+/** node's system errors (ECONNRESET, EPIPE, ETIMEDOUT): the network, not the handshake's verdict. */
+const SYSTEM_ERROR_CODE = /^E[A-Z]+$/
+
 /** TLS through node:tls; the handshake counts in the connect timeout. */
 export function tlsTransport(options: TlsClientOptions): Transport {
   return {
@@ -65,10 +77,15 @@ export function tlsTransport(options: TlsClientOptions): Transport {
           socket.removeAllListeners('error')
           resolve(new SocketConnection(socket, dataFns))
         })
-        socket.once('error', (e) => {
+        let tcpConnected = false
+        socket.once('connect', () => {
+          tcpConnected = true
+        })
+        socket.once('error', (e: Error & { code?: string }) => {
           clearTimeout(timer)
           socket.destroy()
-          reject(e)
+          const handshake = tcpConnected && !SYSTEM_ERROR_CODE.test(e.code ?? '')
+          reject(handshake ? new TlsHandshakeError(`TLS handshake failed: ${e.message}`) : e)
         })
       })
     },

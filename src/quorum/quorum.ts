@@ -4,7 +4,13 @@
  * to the other voters, answers theirs through server handlers, and drives time from the Clock.
  * The only place raft work awaits.
  */
-import { ConnectionError, KafkaConnection } from '../client/index.ts'
+import {
+  AuthenticationBackoff,
+  type ClientSecurity,
+  ConnectionError,
+  connectionSecurity,
+  KafkaConnection,
+} from '../client/index.ts'
 import type { Clock, Disk, Random, TimerHandle, Transport } from '../io/index.ts'
 import type { NodeId } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
@@ -57,6 +63,8 @@ export interface QuorumOptions {
   readonly clock: Clock
   readonly random: Random
   readonly transport: Transport
+  /** How the voters' controller listener is secured; default PLAINTEXT. */
+  readonly security?: ClientSecurity
   readonly listener: QuorumListener
   /** Overrides of the raft settings (`controller.quorum.*`). */
   readonly raft?: Partial<Omit<RaftConfigInput, 'nodeId' | 'voters'>>
@@ -78,6 +86,8 @@ export class Quorum {
   readonly #log: PartitionLog
   readonly #voterIds: NodeId[]
   readonly #peers = new Map<NodeId, Promise<KafkaConnection> | KafkaConnection>()
+  /** Voters that refused this node's credentials or TLS: not reconnected to at raft's retry pace. */
+  readonly #refused: AuthenticationBackoff
   /** Inbound requests waiting for the core's response, by `${from}:${correlationId}`. */
   readonly #waiters = new Map<string, Waiter>()
   #nextInboundId = 1
@@ -92,6 +102,7 @@ export class Quorum {
   private constructor(options: QuorumOptions, node: RaftNode, log: PartitionLog) {
     this.nodeId = options.nodeId
     this.#options = options
+    this.#refused = new AuthenticationBackoff(options.clock, (level, m) => options.log?.(level, `raft: ${m}`))
     this.#node = node
     this.#log = log
     this.#voterIds = options.voters.map((v) => v.id)
@@ -319,6 +330,8 @@ export class Quorum {
     if (existing instanceof Promise) return existing
     const address = this.#options.voters.find((v) => v.id === id)
     if (address === undefined) throw new ConnectionError(`node ${id} is not a voter with a known address`)
+    const peer = `voter ${id} (${address.host}:${address.port})`
+    this.#refused.check(peer)
     const { clock, transport } = this.#options
     const requestTimeoutMs =
       (this.#options.raft?.requestTimeoutMs ?? 2000) + (this.#options.raft?.fetchWaitMsMax ?? 500)
@@ -327,7 +340,7 @@ export class Quorum {
       {
         clientId: `raft-${this.nodeId}`,
         clock,
-        transport,
+        ...connectionSecurity(this.#options.security, transport),
         requestTimeoutMs,
         inFlightRequestsMax: PEER_IN_FLIGHT_MAX,
         responseBytesMax: 64 * 1024 * 1024,
@@ -338,9 +351,11 @@ export class Quorum {
     try {
       const c = await opening
       this.#peers.set(id, c)
+      this.#refused.succeeded(peer)
       return c
     } catch (e) {
       this.#peers.delete(id)
+      this.#refused.failed(peer, e)
       throw e
     }
   }

@@ -4,7 +4,12 @@
  * on the leader's inter-broker listener from its registration. Sessionless full fetches (session id 0,
  * epoch -1). It connects lazily and reconnects after a failure.
  */
-import { type FrameBuffers, KafkaConnection } from '../client/index.ts'
+import {
+  type ClientSecurity,
+  connectionSecurity,
+  type FrameBuffers,
+  KafkaConnection,
+} from '../client/index.ts'
 import type { Clock, Transport } from '../io/index.ts'
 import type { MetadataImage } from '../metadata/index.ts'
 import { type BrokerId, type TopicName, Uuid } from '../model/index.ts'
@@ -28,6 +33,8 @@ export interface WireLeaderLinkOptions {
   readonly listenerName: string | null
   readonly clock: Clock
   readonly transport: Transport
+  /** How the inter-broker listener is secured; default PLAINTEXT. */
+  readonly security?: ClientSecurity
   /** `replica.socket.timeout.ms` */
   readonly requestTimeoutMs: number
   /** Largest response accepted (`replica.fetch.response.max.bytes` and headroom). */
@@ -63,7 +70,7 @@ export class WireLeaderLink implements LeaderLink {
       {
         clientId: `broker-${this.#o.nodeId}-fetcher`,
         clock: this.#o.clock,
-        transport: this.#o.transport,
+        ...connectionSecurity(this.#o.security, this.#o.transport),
         requestTimeoutMs: this.#o.requestTimeoutMs,
         inFlightRequestsMax: 1,
         responseBytesMax: this.#o.responseBytesMax,

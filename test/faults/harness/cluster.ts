@@ -6,14 +6,30 @@
  * lives beside it on the ordinary disk (`metadata.log.dir`), as an operator with a separate
  * metadata disk would have it.
  *
+ * With `security: 'SASL_SSL'` the nodes' own connections are secured as an operator would secure
+ * them: replica fetchers reach an INTERNAL listener (SASL_SSL, SCRAM-SHA-512 with a user added at
+ * format, client certificates required), brokers and controllers the CONTROLLER listener (SASL_SSL,
+ * PLAIN), certificates from test/support/tls-certs.ts naming every node's address; clients keep the
+ * PLAINTEXT listener.
+ *
  * Nodes can be killed (SIGKILL) and restarted from their files, paused (SIGSTOP) and resumed
  * (SIGCONT), and have their disk slowed (every node runs with `WEIR_TEST_SLOW_DISK_FILE`, which is 0
  * until a slow-disk fault writes a delay). `destroy()` kills everything, unmounts, removes the namespaces and the directory; it
  * also runs from a process 'exit' handler, so a failing test leaves nothing behind.
  */
 import { execFileSync } from 'node:child_process'
-import { closeSync, mkdirSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs'
 import { join } from 'node:path'
+import { makeTestCerts } from '../../support/tls-certs.ts'
 import { freePorts, tempDir, WeirProcess, waitFor, writeProperties } from '../../support/weir-process.ts'
 import { NetnsNetwork, netnsAvailable } from './netns.ts'
 
@@ -29,6 +45,36 @@ export interface FaultClusterOptions {
   readonly config?: Readonly<Record<string, string | number>>
   /** Extra environment for every node process. */
   readonly env?: (id: number) => Readonly<Record<string, string>>
+  /** The nodes' own connections: PLAINTEXT (default) or SASL_SSL (see above). */
+  readonly security?: 'PLAINTEXT' | 'SASL_SSL'
+}
+
+/** The SASL_SSL cluster's passwords: what no node may ever print. */
+export const INTER_BROKER_PASSWORD = 'ib-scram-pw-4c1d'
+export const CONTROLLER_PASSWORD = 'ctl-plain-pw-9e2b'
+
+/** The configs that secure the INTERNAL and CONTROLLER listeners; the passwords can be overridden. */
+export function saslSslConfig(
+  certs: { caPem: string; serverPemStore: string },
+  passwords: { interBroker?: string; controller?: string } = {},
+): Record<string, string> {
+  const ib = passwords.interBroker ?? INTER_BROKER_PASSWORD
+  const ctl = passwords.controller ?? CONTROLLER_PASSWORD
+  return {
+    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SASL_SSL',
+    'inter.broker.listener.name': 'INTERNAL',
+    'sasl.mechanism.inter.broker.protocol': 'SCRAM-SHA-512',
+    'sasl.mechanism.controller.protocol': 'PLAIN',
+    'ssl.keystore.type': 'PEM',
+    'ssl.keystore.location': certs.serverPemStore,
+    'ssl.truststore.type': 'PEM',
+    'ssl.truststore.location': certs.caPem,
+    'listener.name.internal.ssl.client.auth': 'required',
+    'listener.name.internal.sasl.enabled.mechanisms': 'SCRAM-SHA-512',
+    'listener.name.internal.scram-sha-512.sasl.jaas.config': `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="${ib}";`,
+    'listener.name.controller.sasl.enabled.mechanisms': 'PLAIN',
+    'listener.name.controller.plain.sasl.jaas.config': `org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" password="${ctl}" user_controller="${CONTROLLER_PASSWORD}";`,
+  }
 }
 
 export interface FaultNode {
@@ -37,6 +83,8 @@ export interface FaultNode {
   readonly port: number
   readonly controllerPort: number
   readonly process: WeirProcess
+  /** Its server.properties. */
+  readonly configPath: string
   /** The node's partition data dir (a tmpfs mount when `tmpfsBytes` was set). */
   readonly dataDir: string
   /** Where a disk-full fault puts its filler file. */
@@ -79,12 +127,25 @@ export class FaultCluster {
     let cluster: FaultCluster | null = null
     try {
       if (useNetns) net = NetnsNetwork.create(n)
+      const secured = options.security === 'SASL_SSL'
+      // Per node: the client port, the controller port and, secured, the INTERNAL one.
+      const per = secured ? 3 : 2
       const ports =
-        net === null ? await freePorts(2 * n) : Array.from({ length: 2 * n }, (_, i) => 9092 + (i % 2))
+        net === null ? await freePorts(per * n) : Array.from({ length: per * n }, (_, i) => 9092 + (i % per))
       const host = (id: number) => (net === null ? '127.0.0.1' : net.address(id))
-      const voters = Array.from({ length: n }, (_, i) => `${i + 1}@${host(i + 1)}:${ports[2 * i + 1]}`).join(
-        ',',
-      )
+      const voters = Array.from(
+        { length: n },
+        (_, i) => `${i + 1}@${host(i + 1)}:${ports[per * i + 1]}`,
+      ).join(',')
+      let security: Record<string, string> = {}
+      const scram: string[] = []
+      if (secured) {
+        const certsDir = join(dir.path, 'certs')
+        mkdirSync(certsDir)
+        const ips = net === null ? [] : Array.from({ length: n }, (_, i) => host(i + 1))
+        security = saslSslConfig(makeTestCerts(certsDir, 'store-secret', ips))
+        scram.push('--add-scram', `SCRAM-SHA-512=[name=broker,password=${INTER_BROKER_PASSWORD}]`)
+      }
       const nodes: FaultNode[] = []
       for (let id = 1; id <= n; id++) {
         const nodeDir = join(dir.path, `node-${id}`)
@@ -94,18 +155,20 @@ export class FaultCluster {
           execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${options.tmpfsBytes}`, 'tmpfs', dataDir])
           mounts.push(dataDir)
         }
-        const port = ports[2 * (id - 1)]!
-        const controllerPort = ports[2 * (id - 1) + 1]!
+        const port = ports[per * (id - 1)]!
+        const controllerPort = ports[per * (id - 1) + 1]!
+        const internal = secured ? `,INTERNAL://${host(id)}:${ports[per * (id - 1) + 2]}` : ''
         const config = writeProperties(nodeDir, 'server.properties', {
           'node.id': id,
           'process.roles': 'broker,controller',
-          listeners: `PLAINTEXT://${host(id)}:${port},CONTROLLER://${host(id)}:${controllerPort}`,
+          listeners: `PLAINTEXT://${host(id)}:${port},CONTROLLER://${host(id)}:${controllerPort}${internal}`,
           'controller.listener.names': 'CONTROLLER',
           'controller.quorum.voters': voters,
           'log.dirs': join(dataDir, 'log'),
           'metadata.log.dir': join(nodeDir, 'metadata'),
           'cluster.id': 'weirFaultsClusterId000',
           'group.initial.rebalance.delay.ms': 0,
+          ...security,
           ...options.config,
         })
         nodes.push({
@@ -113,7 +176,8 @@ export class FaultCluster {
           host: host(id),
           port,
           controllerPort,
-          process: new WeirProcess(['--config', config], {
+          configPath: config,
+          process: new WeirProcess(['--config', config, ...scram], {
             ...(net === null ? {} : { prefix: net.prefix(id) }),
             env: { WEIR_TEST_SLOW_DISK_FILE: join(nodeDir, 'slow-disk-ms'), ...options.env?.(id) },
           }),
@@ -149,6 +213,23 @@ export class FaultCluster {
     const n = this.nodes.find((x) => x.id === id)
     if (n === undefined) throw new Error(`no node ${id}`)
     return n
+  }
+
+  /**
+   * Rewrites node `id`'s server.properties with `overrides` (a key set to null is removed); it takes
+   * effect at its next start.
+   */
+  reconfigure(id: number, overrides: Readonly<Record<string, string | null>>): void {
+    const path = this.node(id).configPath
+    const lines = readFileSync(path, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+    const props = new Map(lines.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+    for (const [k, v] of Object.entries(overrides)) {
+      if (v === null) props.delete(k)
+      else props.set(k, v)
+    }
+    writeFileSync(path, `${[...props].map(([k, v]) => `${k}=${v}`).join('\n')}\n`)
   }
 
   /** kill -9. */

@@ -17,6 +17,9 @@
  *   (a log that failed on a full disk stays offline until then).
  * - `slow-disk`: every disk write and fsync of a node waits 100-500 ms (Weir's test-only SlowDisk on
  *   its Disk port, switched by a control file: this machine has no dm-delay); 0 when healed.
+ * - `kill-leader`, `kill-controller`: `kill` aimed at a partition leader's node or at the active
+ *   controller (the quorum leader). Only when asked for (`kinds`): a random `kill` hits them too, these
+ *   make a short run certain to fail a leader and the controller over.
  * Network kinds need netns mode; disk-full needs tmpfs data dirs. A kind that cannot run here is
  * left out of the schedule (and the table says which kinds ran).
  */
@@ -35,8 +38,13 @@ export const FAULT_KINDS = [
   'bridge',
   'disk-full',
   'slow-disk',
+  'kill-leader',
+  'kill-controller',
 ] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
+
+/** Kinds a schedule draws only when they are named. */
+export const TARGETED_KINDS: readonly FaultKind[] = ['kill-leader', 'kill-controller']
 
 export interface PlannedFault {
   readonly kind: FaultKind
@@ -192,6 +200,18 @@ export class FaultInjector {
         const id = pickOf(ids)
         await c.kill(id)
         return { target: `node ${id}`, heal: () => c.restart(id) }
+      }
+      case 'kill-leader': {
+        const leaders = await partitionLeaders(c, this.topic).catch(() => new Map<number, number>())
+        const partition = f.pick % Math.max(1, leaders.size)
+        const id = leaders.get(partition) ?? pickOf(ids)
+        await c.kill(id)
+        return { target: `node ${id} (leader of p${partition})`, heal: () => c.restart(id) }
+      }
+      case 'kill-controller': {
+        const id = (await activeController(c)) ?? pickOf(ids)
+        await c.kill(id)
+        return { target: `node ${id} (active controller)`, heal: () => c.restart(id) }
       }
       case 'pause': {
         const id = pickOf(ids)

@@ -1,6 +1,6 @@
 /**
  * `npm run faults -- --duration <s> [--seed N] [--nodes 3] [--partitions 12] [--rf 3] [--min-isr 2]
- *  [--kinds kill,pause,...] [--network auto|netns|loopback]`: the long fault run. Prints the seed,
+ *  [--kinds kill,pause,...] [--network auto|netns|loopback] [--security PLAINTEXT|SASL_SSL]`: the long fault run. Prints the seed,
  * the command that replays it, what happened, and the results table; exits 1 when anything was
  * lost, duplicated, reordered or inconsistent.
  */
@@ -20,13 +20,14 @@ const { values } = parseArgs({
     'min-isr': { type: 'string' },
     kinds: { type: 'string' },
     network: { type: 'string', default: 'auto' },
+    security: { type: 'string', default: 'PLAINTEXT' },
     help: { type: 'boolean', short: 'h' },
   },
 })
 if (values.help === true) {
   console.log(
     'npm run faults -- --duration <s> [--seed N] [--nodes 3] [--partitions 12] [--rf 3] [--min-isr 2]\n' +
-      `  [--kinds ${FAULT_KINDS.join(',')}] [--network auto|netns|loopback]\n` +
+      `  [--kinds ${FAULT_KINDS.join(',')}] [--network auto|netns|loopback] [--security PLAINTEXT|SASL_SSL]\n` +
       'Runs a seeded fault schedule against real nodes, prints the replay command and the results table;\n' +
       'exits 1 when anything was lost, duplicated, reordered or inconsistent. See test/faults/harness/README.md.',
   )
@@ -56,6 +57,7 @@ const report = await runHarness({
   ...(values['min-isr'] !== undefined ? { insyncReplicasMin: Number(values['min-isr']) } : {}),
   ...(kinds !== undefined ? { kinds } : {}),
   network: values.network as NetworkMode | 'auto',
+  security: values.security === 'SASL_SSL' ? 'SASL_SSL' : 'PLAINTEXT',
   log: (line) => console.log(`  ${line}`),
 })
 console.log(

@@ -6,7 +6,14 @@
 import { join } from 'node:path'
 import { check, readReplicaFiles, type Verdict } from './checker.ts'
 import { FaultCluster, type NetworkMode } from './cluster.ts'
-import { FaultInjector, type FaultKind, faultKindsFor, type InjectedFault, planSchedule } from './faults.ts'
+import {
+  FaultInjector,
+  type FaultKind,
+  faultKindsFor,
+  type InjectedFault,
+  planSchedule,
+  TARGETED_KINDS,
+} from './faults.ts'
 import { formatTable } from './table.ts'
 import { createTopic, readAll, Workload } from './workload.ts'
 
@@ -26,6 +33,8 @@ export interface RunOptions {
   readonly timing?: { gapMs: [number, number]; holdMs: [number, number] }
   /** tmpfs size per node for disk-full faults (default 64 MiB as root, else 0: no tmpfs, no disk-full). */
   readonly tmpfsBytes?: number
+  /** The nodes' own connections (replication, controllers): PLAINTEXT (default) or SASL_SSL. */
+  readonly security?: 'PLAINTEXT' | 'SASL_SSL'
   readonly log?: (line: string) => void
 }
 
@@ -54,6 +63,7 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
     nodes,
     network: options.network ?? 'auto',
     ...(tmpfsBytes > 0 ? { tmpfsBytes } : {}),
+    ...(options.security === undefined ? {} : { security: options.security }),
     config: {
       'offsets.topic.replication.factor': Math.min(rf, nodes),
       'offsets.topic.num.partitions': 6,
@@ -65,8 +75,9 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
   let workload: Workload | null = null
   try {
     log(`cluster: ${nodes} nodes, ${cluster.network}; topic ${topic}: ${partitions} partitions, RF ${rf}`)
-    const kinds = (options.kinds ?? faultKindsFor(cluster, tmpfsBytes > 0)).filter((k) =>
-      faultKindsFor(cluster, tmpfsBytes > 0).includes(k),
+    const possible = faultKindsFor(cluster, tmpfsBytes > 0)
+    const kinds = (options.kinds ?? possible.filter((k) => !TARGETED_KINDS.includes(k))).filter((k) =>
+      possible.includes(k),
     )
     const schedule = planSchedule(options.seed, options.durationMs, kinds, options.timing)
     log(`seed ${options.seed}: ${schedule.length} faults of ${kinds.join(', ')}`)
@@ -110,7 +121,7 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
       producingEndedAt,
       faults: injector.injected,
     })
-    const replay = `npm run faults -- --duration ${Math.round(options.durationMs / 1000)} --seed ${options.seed} --nodes ${nodes} --partitions ${partitions} --rf ${rf} --min-isr ${isrMin}`
+    const replay = `npm run faults -- --duration ${Math.round(options.durationMs / 1000)} --seed ${options.seed} --nodes ${nodes} --partitions ${partitions} --rf ${rf} --min-isr ${isrMin}${options.kinds === undefined ? '' : ` --kinds ${options.kinds.join(',')}`}${options.security === undefined ? '' : ` --security ${options.security}`}`
     const table = formatTable({ injected: injector.injected, verdict })
     return {
       seed: options.seed,
