@@ -49,7 +49,9 @@ export interface StartClusterOptions {
  * certificate for 127.0.0.1 and localhost signed by a CA made for the cluster (the `openssl`
  * command makes them). Brokers' own connections (replication, the controller channel, KRaft) stay
  * on PLAINTEXT listeners on 127.0.0.1, which take no authentication; with the authorizer on, their
- * principal `User:ANONYMOUS` is a super user so that replication is allowed.
+ * principal `User:ANONYMOUS` is a super user so that replication is allowed. They stay PLAINTEXT
+ * because `kill(i)` cuts the connections made through the node's transport and TLS connections are
+ * made by a TLS transport of their own: a killed node would still reach the others over them.
  */
 export interface SecurityOptions {
   /** Users by name and password: each can log in with SCRAM-SHA-512 and with PLAIN. */
