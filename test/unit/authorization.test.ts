@@ -490,12 +490,12 @@ describe('ACLs in every handler, one node', () => {
     assert.deepEqual(
       described.groups.map((g) => [g.groupId, g.errorCode]),
       [
-        ['g1', ErrorCode.None],
         ['g2', ErrorCode.GroupAuthorizationFailed],
+        ['g1', ErrorCode.None],
       ],
     )
     assert.deepEqual(
-      from32BitField(described.groups[0]!.authorizedOperations).sort(),
+      from32BitField(described.groups[1]!.authorizedOperations).sort(),
       [AclOperation.Read, AclOperation.Describe].sort(),
     )
     const deleted = await alice.request(apis.DeleteGroups, 2, { groupsNames: ['g1'] as never[] })

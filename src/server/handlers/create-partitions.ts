@@ -26,7 +26,7 @@ export function makeCreatePartitionsHandler(controller: ControllerApi, failureOf
         (t) => ({
           name: t.name,
           errorCode: ErrorCode.TopicAuthorizationFailed,
-          errorMessage: 'The topic authorization is failed.',
+          errorMessage: null,
         }),
       )
       return { throttleTimeMs, results }

@@ -5,7 +5,7 @@
  */
 import type { MetadataImage } from '../../metadata/index.ts'
 import { type TopicName, ZERO_UUID } from '../../model/index.ts'
-import { apis, type DeleteTopicsResponseData, ErrorCode } from '../../protocol/index.ts'
+import { apis, type DeleteTopicsResponseData, ErrorCode, errorInfo } from '../../protocol/index.ts'
 import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { ControllerApi, FailureOf } from './controller-api.ts'
@@ -25,7 +25,9 @@ export function makeDeleteTopicsHandler(
     const denied: Result[] = []
     /** Answers the topic denied; false, to leave it out of what the controller decides. */
     const deny = (name: TopicName | null, topicId = ZERO_UUID): false => {
-      denied.push({ name, topicId, errorCode: ErrorCode.TopicAuthorizationFailed, errorMessage: null })
+      // Kafka's ApiError of the code alone: the error's own text.
+      const errorCode = ErrorCode.TopicAuthorizationFailed
+      denied.push({ name, topicId, errorCode, errorMessage: errorInfo(errorCode)?.message ?? null })
       return false
     }
     let effective = req

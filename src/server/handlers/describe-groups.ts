@@ -25,16 +25,17 @@ export function makeDescribeGroupsHandler(view: DescribeGroupsView): Handler {
     const allowed = req.groups.filter((g) => authz.allowed(AclOperation.Describe, ResourceType.Group, g))
     const described =
       allowed.length === 0 ? [] : await view.describeGroups(allowed, includeOps, ctx.apiVersion >= 6)
-    const byId = new Map(described.map((g) => [g.groupId, g]))
-    return {
-      throttleTimeMs: 0,
-      groups: req.groups.map((groupId) => {
-        const g = byId.get(groupId)
-        if (g === undefined) return denied(groupId)
-        if (!includeOps || authz.authorizer === null) return g
-        return { ...g, authorizedOperations: authz.operations(ResourceType.Group, groupId) }
-      }),
-    }
+    // Kafka's order: the denied groups, then the described ones.
+    const refused = req.groups.filter((g) => !authz.allowed(AclOperation.Describe, ResourceType.Group, g))
+    const withOps =
+      !includeOps || authz.authorizer === null
+        ? described
+        : described.map((g) =>
+            g.errorCode !== ErrorCode.None && g.errorCode !== undefined
+              ? g
+              : { ...g, authorizedOperations: authz.operations(ResourceType.Group, g.groupId ?? '') },
+          )
+    return { throttleTimeMs: 0, groups: [...refused.map(denied), ...withOps] }
   })
 }
 

@@ -56,6 +56,10 @@ export function makeFetchHandler(view: FetchView): Handler {
     let lastTopic: string | null = null
     let lastReadable = true
     for (const p of context.partitions) {
+      if (followerDenied) {
+        specOf.push(DENIED)
+        continue
+      }
       if (v >= 13 && (p.topic === '' || image.topicsById.get(p.topicId)?.name !== p.topic)) {
         specOf.push(UNKNOWN_ID)
         continue
@@ -64,7 +68,7 @@ export function makeFetchHandler(view: FetchView): Handler {
         lastTopic = p.topic
         lastReadable = authz.allowed(AclOperation.Read, ResourceType.Topic, p.topic)
       }
-      if (followerDenied || (replicaId < 0 && !lastReadable)) {
+      if (replicaId < 0 && !lastReadable) {
         specOf.push(DENIED)
         continue
       }

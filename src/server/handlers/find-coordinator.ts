@@ -41,9 +41,7 @@ export function makeFindCoordinatorHandler(view: FindCoordinatorView): Handler {
       if (!keyTypeValid(keyType, v))
         return coordinatorError(ErrorCode.InvalidRequest, `Invalid coordinator type ${keyType}`)
       const refusal = refusals[i] ?? null
-      return refusal === null
-        ? found[next++]!
-        : coordinatorError(refusal, errorInfo(refusal)?.message ?? null)
+      return refusal === null ? found[next++]! : coordinatorError(refusal, null)
     })
     if (batched) {
       return {

@@ -69,7 +69,8 @@ async function authorizedFetch(
     return { ...r, topics: r.topics.filter((t) => describable(t.name ?? '')) }
   }
   const allowed = topics.filter((t) => describable(t.name))
-  const r = allowed.length > 0 || topics.length === 0 ? await view.fetchOffsets(groupId, allowed) : null
+  const r = await view.fetchOffsets(groupId, allowed)
+  if (r.errorCode !== ErrorCode.None) return r
   const denied = topics
     .filter((t) => !describable(t.name))
     .map((t) => ({
@@ -82,6 +83,5 @@ async function authorizedFetch(
         errorCode: ErrorCode.TopicAuthorizationFailed,
       })),
     }))
-  if (r === null) return { groupId, errorCode: ErrorCode.None, topics: denied }
   return { ...r, topics: [...r.topics, ...denied] }
 }

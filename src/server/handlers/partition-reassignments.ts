@@ -11,7 +11,7 @@ import {
   type ListPartitionReassignmentsRequestData,
   type ListPartitionReassignmentsResponseData,
 } from '../../protocol/index.ts'
-import { AclOperation, clusterDenied } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -46,7 +46,7 @@ export function makePartitionReassignmentHandlers(
           })),
         })),
       })
-      const denied = clusterDenied(ctx, AclOperation.Alter)
+      const denied = clusterDenied(ctx)
       if (denied !== null) return failed(denied)
       try {
         return await controller.alterPartitionReassignments(req, ctx.apiVersion)
@@ -55,7 +55,7 @@ export function makePartitionReassignmentHandlers(
       }
     }),
     defineHandler(apis.ListPartitionReassignments, {}, async (req, ctx) => {
-      const denied = clusterDenied(ctx, AclOperation.Describe)
+      const denied = clusterDenied(ctx)
       if (denied !== null)
         return { throttleTimeMs: 0, errorCode: denied.errorCode, errorMessage: denied.message, topics: [] }
       try {

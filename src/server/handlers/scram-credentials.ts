@@ -12,7 +12,7 @@ import {
   type DescribeUserScramCredentialsResponseData,
   ErrorCode,
 } from '../../protocol/index.ts'
-import { AclOperation, clusterDenied } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -36,7 +36,7 @@ export function makeAlterUserScramCredentialsHandler(
         results: [...users].map((user) => ({ user, errorCode: f.errorCode, errorMessage: f.message })),
       }
     }
-    const denied = clusterDenied(ctx, AclOperation.Alter)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return failed(denied)
     try {
       return await controller.alterUserScramCredentials(req, ctx.apiVersion)
@@ -98,7 +98,7 @@ export function makeDescribeUserScramCredentialsHandler(view: {
   readonly image: () => MetadataImage
 }): Handler {
   return defineHandler(apis.DescribeUserScramCredentials, {}, (req, ctx) => {
-    const denied = clusterDenied(ctx, AclOperation.Describe)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, results: [] }
     return describeUserScramCredentials(view.image(), req)
   })
