@@ -179,9 +179,12 @@ export class KafkaConnection {
     })
     conn.onData((chunk) => this.#onData(chunk))
     conn.onDrain(() => this.#flushQueue())
-    conn.onClose((e) =>
-      this.#fail(new ConnectionError(`connection to ${this.#label()} closed${e ? `: ${e.message}` : ''}`)),
-    )
+    conn.onClose((e) => {
+      const message = `connection to ${this.#label()} closed${e ? `: ${e.message}` : ''}`
+      this.#fail(
+        e instanceof TlsHandshakeError ? new SslAuthenticationError(message) : new ConnectionError(message),
+      )
+    })
   }
 
   /** Connects, then asks ApiVersions so `versionFor` can pick versions both sides serve. */
