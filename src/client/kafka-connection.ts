@@ -148,7 +148,10 @@ export class KafkaConnection {
   #nextCorrelationId = 1
   #closedError: ConnectionError | null = null
   #peerVersions: PeerVersions | null = null
-  /** The SASL session nears its end: no more requests; the connection closes once idle. */
+  /**
+   * The SASL session nears its end: `closed` tells its users to open another; requests already
+   * given are answered, and the connection closes once idle.
+   */
   #retiring = false
   #retireTimer: TimerHandle | null = null
 
