@@ -123,6 +123,9 @@ export class ControllerChannel
     if (this.#conn !== null && this.#conn.id === leader) {
       const c = await this.#conn.c.catch(() => null)
       if (c !== null && !c.closed) return c
+      // A closed one is gone; one retiring at the end of its SASL session closes itself once its
+      // requests are answered.
+      this.#conn = null
     }
     this.#dropConnection()
     const v = this.#o.voters.find((x) => x.id === leader)

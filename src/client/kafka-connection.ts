@@ -148,7 +148,10 @@ export class KafkaConnection {
   #nextCorrelationId = 1
   #closedError: ConnectionError | null = null
   #peerVersions: PeerVersions | null = null
-  /** The SASL session nears its end: no more requests; the connection closes once idle. */
+  /**
+   * The SASL session nears its end: `closed` tells its users to open another; requests already
+   * given are answered, and the connection closes once idle.
+   */
   #retiring = false
   #retireTimer: TimerHandle | null = null
 
@@ -179,9 +182,12 @@ export class KafkaConnection {
     })
     conn.onData((chunk) => this.#onData(chunk))
     conn.onDrain(() => this.#flushQueue())
-    conn.onClose((e) =>
-      this.#fail(new ConnectionError(`connection to ${this.#label()} closed${e ? `: ${e.message}` : ''}`)),
-    )
+    conn.onClose((e) => {
+      const message = `connection to ${this.#label()} closed${e ? `: ${e.message}` : ''}`
+      this.#fail(
+        e instanceof TlsHandshakeError ? new SslAuthenticationError(message) : new ConnectionError(message),
+      )
+    })
   }
 
   /** Connects, then asks ApiVersions so `versionFor` can pick versions both sides serve. */

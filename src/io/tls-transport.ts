@@ -75,7 +75,13 @@ export function tlsTransport(options: TlsClientOptions): Transport {
         socket.once('secureConnect', () => {
           clearTimeout(timer)
           socket.removeAllListeners('error')
-          resolve(new SocketConnection(socket, dataFns))
+          // TLS 1.3 servers judge the client certificate after the client's handshake completes:
+          // their refusal arrives as an alert on the open connection.
+          resolve(
+            new SocketConnection(socket, dataFns, (e: Error & { code?: string }) =>
+              /^ERR_SSL_/.test(e.code ?? '') ? new TlsHandshakeError(`TLS refused: ${e.message}`) : e,
+            ),
+          )
         })
         let tcpConnected = false
         socket.once('connect', () => {

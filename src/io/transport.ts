@@ -38,12 +38,17 @@ export class SocketConnection implements TransportConnection {
   #closed = false
   #error: Error | null = null
 
-  constructor(socket: Socket, dataFns: Array<(chunk: Buffer) => void>) {
+  /** `mapError`: what `onClose` reports for a socket error (TLS names its alerts). */
+  constructor(
+    socket: Socket,
+    dataFns: Array<(chunk: Buffer) => void>,
+    mapError: (e: Error) => Error = (e) => e,
+  ) {
     this.#socket = socket
     this.#dataFns = dataFns
     socket.setNoDelay(true)
     socket.on('error', (e) => {
-      this.#error = e
+      this.#error = mapError(e)
     })
     socket.on('close', () => {
       this.#closed = true

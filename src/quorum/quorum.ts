@@ -341,6 +341,7 @@ export class Quorum {
         clientId: `raft-${this.nodeId}`,
         clock,
         ...connectionSecurity(this.#options.security, transport),
+        random: this.#options.random,
         requestTimeoutMs,
         inFlightRequestsMax: PEER_IN_FLIGHT_MAX,
         responseBytesMax: 64 * 1024 * 1024,

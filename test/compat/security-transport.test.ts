@@ -1,4 +1,4 @@
-// compat-cluster: skip one node with its own secured listeners (secured inter-broker listeners are refused: brokers' own connections speak PLAINTEXT only)
+// compat-cluster: skip one node with its own secured listeners (its PLAINTEXT inter-broker listener is part of what it tests)
 /**
  * Secured listeners against real, unmodified clients: one `weir start` process with PLAINTEXT (the
  * inter-broker listener), SSL (PKCS12 key store, client certificates requested), MTLS (SSL with a

@@ -24,6 +24,8 @@ import { formatProblems } from './harness/table.ts'
 import { createTopic } from './harness/workload.ts'
 
 const WRONG_PASSWORD = 'wrong-ib-pw-61f0'
+/** A killed node re-registers once its old session ends: short sessions keep the restarts short. */
+const SHORT_SESSIONS = { 'broker.session.timeout.ms': 3_000, 'broker.heartbeat.interval.ms': 500 }
 let cluster: FaultCluster | null = null
 after(async () => {
   await cluster?.destroy()
@@ -40,6 +42,7 @@ test('acks=all with leader and controller kills over SASL_SSL: nothing acknowled
     partitions: 4,
     kinds: ['kill-leader', 'kill-controller'],
     security: 'SASL_SSL',
+    config: SHORT_SESSIONS,
     timing: { gapMs: [1_500, 2_000], holdMs: [2_000, 3_000] },
     log: (line) => lines.push(line),
   })
@@ -107,7 +110,7 @@ test('a wrong inter-broker or controller password: one clear error without the p
     nodes: 3,
     network: 'loopback',
     security: 'SASL_SSL',
-    config: { 'replica.lag.time.max.ms': 2_000, 'offsets.topic.replication.factor': 3 },
+    config: { ...SHORT_SESSIONS, 'replica.lag.time.max.ms': 2_000, 'offsets.topic.replication.factor': 3 },
   })
   const c = cluster
   await createTopic({

@@ -9,8 +9,9 @@
  * With `security: 'SASL_SSL'` the nodes' own connections are secured as an operator would secure
  * them: replica fetchers reach an INTERNAL listener (SASL_SSL, SCRAM-SHA-512 with a user added at
  * format, client certificates required), brokers and controllers the CONTROLLER listener (SASL_SSL,
- * PLAIN), certificates from test/support/tls-certs.ts naming every node's address; clients keep the
- * PLAINTEXT listener.
+ * PLAIN), certificates from test/support/tls-certs.ts naming every node's address, SASL sessions of
+ * 10 s (`connections.max.reauth.ms`, so connections are retired and reopened under the faults);
+ * clients keep the PLAINTEXT listener.
  *
  * Nodes can be killed (SIGKILL) and restarted from their files, paused (SIGSTOP) and resumed
  * (SIGCONT), and have their disk slowed (every node runs with `WEIR_TEST_SLOW_DISK_FILE`, which is 0
@@ -72,6 +73,8 @@ export function saslSslConfig(
     'listener.name.internal.ssl.client.auth': 'required',
     'listener.name.internal.sasl.enabled.mechanisms': 'SCRAM-SHA-512',
     'listener.name.internal.scram-sha-512.sasl.jaas.config': `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="${ib}";`,
+    // KIP-368 sessions of 10 s: every node connection is retired and reopened several times a run.
+    'connections.max.reauth.ms': '10000',
     'listener.name.controller.sasl.enabled.mechanisms': 'PLAIN',
     'listener.name.controller.plain.sasl.jaas.config': `org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" password="${ctl}" user_controller="${CONTROLLER_PASSWORD}";`,
   }

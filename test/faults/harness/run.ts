@@ -35,6 +35,8 @@ export interface RunOptions {
   readonly tmpfsBytes?: number
   /** The nodes' own connections (replication, controllers): PLAINTEXT (default) or SASL_SSL. */
   readonly security?: 'PLAINTEXT' | 'SASL_SSL'
+  /** More static configs for every node. */
+  readonly config?: Readonly<Record<string, string | number>>
   readonly log?: (line: string) => void
 }
 
@@ -70,6 +72,7 @@ export async function runHarness(options: RunOptions): Promise<RunReport> {
       'transaction.state.log.replication.factor': Math.min(rf, nodes),
       'min.insync.replicas': isrMin,
       'log.segment.bytes': 1 << 20,
+      ...options.config,
     },
   })
   let workload: Workload | null = null
