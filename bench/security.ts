@@ -8,6 +8,7 @@
  *
  *   npm run bench:security
  *   npm run bench:security -- --records 100000 --big-records 10000 --systems weir
+ *   NODE_OPTIONS=--cpu-prof npm run bench:security -- --systems weir --protocols SASL_SSL  # profile
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { loadavg } from 'node:os'
@@ -23,6 +24,7 @@ const { values: opts } = parseArgs({
     records: { type: 'string', default: '1000000' },
     'big-records': { type: 'string', default: '100000' },
     systems: { type: 'string', default: 'weir,kafka' },
+    protocols: { type: 'string', default: 'PLAINTEXT,SASL_SSL' },
   },
 })
 const USER = { username: 'bench', password: 'bench-pw-48ae' }
@@ -102,7 +104,9 @@ async function weir(): Promise<Node> {
   await node.start()
   return {
     bootstrap: { PLAINTEXT: `127.0.0.1:${plain}`, SASL_SSL: `127.0.0.1:${secured}` },
-    stop: () => node.kill(),
+    stop: async () => {
+      await node.stop() // SIGTERM: a clean exit, which also writes a --cpu-prof profile
+    },
   }
 }
 
@@ -150,7 +154,7 @@ async function perf(node: Node, protocol: Protocol, args: string[], n: number): 
 
 async function measure(system: string, node: Node, results: Result[]): Promise<void> {
   for (const w of WORKLOADS) {
-    for (const protocol of PROTOCOLS) {
+    for (const protocol of PROTOCOLS.filter((p) => opts.protocols.split(',').includes(p))) {
       const topic = `sec-${protocol.toLowerCase()}-${w.size}`
       await run(PY, [
         join(REPO, 'bench/broker-client.py'),
@@ -211,6 +215,7 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|')
   for (const system of new Set(results.map((r) => r.system))) {
     for (const w of WORKLOADS) {
+      if (!PROTOCOLS.every((p) => results.some((r) => r.system === system && r.protocol === p))) continue
       const of = (p: Protocol) =>
         results.find((r) => r.system === system && r.workload === w.name && r.protocol === p)!
       const pct = (k: 'produce' | 'consume') =>
