@@ -219,4 +219,39 @@ describe('listener security from the broker configs', () => {
     )
     assert.equal(openSslCipherName('TLS_RSA_WITH_AES_128_GCM_SHA256'), 'AES128-GCM-SHA256')
   })
+
+  test("OAUTHBEARER's validator: Kafka's class needs a JWKS URL of http, https or file; other classes are refused", () => {
+    const oauth = (entries: Record<string, string>) =>
+      security('SASL_PLAINTEXT', {
+        'sasl.enabled.mechanisms': 'OAUTHBEARER',
+        'listener.name.l.oauthbearer.sasl.jaas.config':
+          'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;',
+        ...entries,
+      })
+    const handler = 'listener.name.l.oauthbearer.sasl.server.callback.handler.class'
+    const validator = 'org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler'
+    assert.deepEqual(oauth({}).sasl?.mechanisms, ['OAUTHBEARER'])
+    assert.throws(() => oauth({ [handler]: validator }), /sasl\.oauthbearer\.jwks\.endpoint\.url must be set/)
+    assert.throws(
+      () => oauth({ [handler]: validator, 'sasl.oauthbearer.jwks.endpoint.url': 'ftp://idp/jwks' }),
+      /sasl\.oauthbearer\.jwks\.endpoint\.url: ftp: URLs are not supported/,
+    )
+    assert.throws(
+      () =>
+        oauth({
+          [handler]: validator,
+          'sasl.oauthbearer.jwks.endpoint.url': 'file:///nonexistent/jwks.json',
+          'sasl.oauthbearer.clock.skew.seconds': '-1',
+        }),
+      /sasl\.oauthbearer\.clock\.skew\.seconds: -1 is not a whole number of at least 0/,
+    )
+    assert.throws(() => oauth({ [handler]: 'com.example.Custom' }), /com\.example\.Custom is not supported/)
+    // A JWKS that cannot be read yet is no reason to refuse the start: logins wait for it.
+    const started = oauth({
+      [handler]: validator,
+      'sasl.oauthbearer.jwks.endpoint.url': 'file:///nonexistent/jwks.json',
+    })
+    assert.deepEqual(started.sasl?.mechanisms, ['OAUTHBEARER'])
+    started.sasl?.close?.()
+  })
 })

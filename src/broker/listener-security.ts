@@ -24,10 +24,13 @@ import {
   enabledSaslMechanisms,
   isSaslMechanism,
   JaasConfigError,
+  jwksValidator,
   OAuthBearerConfigError,
+  type OAuthBearerValidator,
   parseServerJaasConfig,
   plainAuthenticatorFromUsers,
   plainUsersFromJaas,
+  RefreshingJwks,
   type SaslMechanism,
   type SaslServerConfig,
   type ScramCredentialLookup,
@@ -39,6 +42,7 @@ import {
 } from '../security/index.ts'
 import type { ListenerTls, SaslListenerOptions, SslClientAuth } from '../server/index.ts'
 import type { ListenerSpec } from './node-config.ts'
+import { JwksEndpointError, jwksEndpointFetcher, parseJwksEndpointUrl } from './oauthbearer-jwks-endpoint.ts'
 
 export class ListenerSecurityError extends Error {
   override name = 'ListenerSecurityError'
@@ -191,6 +195,7 @@ function listenerSasl(keys: ListenerKeys, sources: ListenerSecuritySources): Sas
   } = { clock: sources.clock, random: sources.random, connectionsReauthMsMax: {} }
   const reauth: Partial<Record<SaslMechanism, number>> = {}
   const scram: ScramMechanism[] = []
+  const closers: (() => void)[] = []
   for (const mechanism of mechanisms) {
     if (!isSaslMechanism(mechanism)) {
       throw new ListenerSecurityError(
@@ -202,7 +207,7 @@ function listenerSasl(keys: ListenerKeys, sources: ListenerSecuritySources): Sas
     if (mechanism === 'PLAIN') {
       config.plain = { authenticate: plainAuthenticatorFromUsers(plainUsersFromJaas([jaas])) }
     } else if (mechanism === 'OAUTHBEARER') {
-      config.oauthbearer = { validator: oauthValidator(keys, jaas, sources.clock) }
+      config.oauthbearer = { validator: oauthValidator(keys, jaas, sources.clock, closers) }
     } else {
       scram.push(mechanism)
     }
@@ -215,6 +220,13 @@ function listenerSasl(keys: ListenerKeys, sources: ListenerSecuritySources): Sas
     newServer: (mechanism) => createSaslServer(mechanism, config),
     clock: sources.clock,
     failedAuthenticationDelayMs: sources.effective.int('connection.failed.authentication.delay.ms'),
+    ...(closers.length === 0
+      ? {}
+      : {
+          close: () => {
+            for (const close of closers) close()
+          },
+        }),
   }
 }
 
@@ -235,13 +247,88 @@ function jaasEntry(keys: ListenerKeys, mechanism: string) {
   }
 }
 
-function oauthValidator(keys: ListenerKeys, jaas: ReturnType<typeof jaasEntry>, clock: Clock) {
+/** Kafka 4's validator of signed tokens; the unsecured one is Kafka's default for OAUTHBEARER. */
+const OAUTHBEARER_VALIDATOR_HANDLER =
+  'org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler'
+const OAUTHBEARER_UNSECURED_HANDLER =
+  'org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler'
+
+/**
+ * `listener.name.<l>.oauthbearer.sasl.server.callback.handler.class`: Kafka's unsecured validator
+ * (the default), or OAuthBearerValidatorCallbackHandler with the `sasl.oauthbearer.*` keys. Its key
+ * set is fetched in the background from the start; until it arrives, logins are refused.
+ */
+function oauthValidator(
+  keys: ListenerKeys,
+  jaas: ReturnType<typeof jaasEntry>,
+  clock: Clock,
+  closers: (() => void)[],
+): OAuthBearerValidator {
+  const handlerKey = `${keys.prefix}oauthbearer.sasl.server.callback.handler.class`
+  const handler = keys.text('sasl.server.callback.handler.class', 'OAUTHBEARER')
+  if (handler === OAUTHBEARER_VALIDATOR_HANDLER) return jwksOauthValidator(keys, clock, closers)
+  if (handler !== null && handler !== OAUTHBEARER_UNSECURED_HANDLER) {
+    throw new ListenerSecurityError(
+      `${handlerKey}: ${handler} is not supported (${OAUTHBEARER_VALIDATOR_HANDLER} or the unsecured validator)`,
+    )
+  }
   try {
     return unsecuredValidator(unsecuredValidatorOptionsFromJaas(jaas), () => clock.nowMs())
   } catch (e) {
     if (!(e instanceof OAuthBearerConfigError)) throw e
     throw new ListenerSecurityError(`${keys.prefix}oauthbearer.sasl.jaas.config: ${e.message}`)
   }
+}
+
+/** A non-negative whole number of a `sasl.oauthbearer.*` key, or its default. */
+function oauthNumber(keys: ListenerKeys, key: string, fallback: number, least: number): number {
+  const text = keys.text(key, 'OAUTHBEARER')
+  if (text === null) return fallback
+  const value = Number(text.trim())
+  if (!Number.isSafeInteger(value) || value < least) {
+    throw new ListenerSecurityError(`${keys.named(key)}: ${text} is not a whole number of at least ${least}`)
+  }
+  return value
+}
+
+function jwksOauthValidator(keys: ListenerKeys, clock: Clock, closers: (() => void)[]): OAuthBearerValidator {
+  const urlKey = 'sasl.oauthbearer.jwks.endpoint.url'
+  const urlText = keys.text(urlKey, 'OAUTHBEARER')
+  if (urlText === null || urlText.trim() === '') {
+    throw new ListenerSecurityError(
+      `listener ${keys.name}: The OAuth configuration option ${urlKey} must be set for ${OAUTHBEARER_VALIDATOR_HANDLER}`,
+    )
+  }
+  let url: URL
+  try {
+    url = parseJwksEndpointUrl(urlText.trim())
+  } catch (e) {
+    if (!(e instanceof JwksEndpointError)) throw e
+    throw new ListenerSecurityError(`${keys.named(urlKey)}: ${e.message}`)
+  }
+  const jwks = new RefreshingJwks({
+    fetch: jwksEndpointFetcher(url),
+    clock,
+    refreshMs: oauthNumber(keys, 'sasl.oauthbearer.jwks.endpoint.refresh.ms', 3_600_000, 1),
+    retryBackoffMs: oauthNumber(keys, 'sasl.oauthbearer.jwks.endpoint.retry.backoff.ms', 100, 0),
+    retryBackoffMsMax: oauthNumber(keys, 'sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms', 10_000, 0),
+  })
+  const audiences = (keys.text('sasl.oauthbearer.expected.audience', 'OAUTHBEARER') ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '')
+  const validator = jwksValidator({
+    keys: jwks,
+    expectedAudiences: audiences,
+    expectedIssuer: keys.text('sasl.oauthbearer.expected.issuer', 'OAUTHBEARER'),
+    subClaimName: keys.text('sasl.oauthbearer.sub.claim.name', 'OAUTHBEARER') ?? 'sub',
+    scopeClaimName: keys.text('sasl.oauthbearer.scope.claim.name', 'OAUTHBEARER') ?? 'scope',
+    clockSkewSeconds: oauthNumber(keys, 'sasl.oauthbearer.clock.skew.seconds', 30, 0),
+    nowMs: () => clock.nowMs(),
+  })
+  jwks.start()
+  closers.push(() => jwks.close())
+  return validator
 }
 
 /**

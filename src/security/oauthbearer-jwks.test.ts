@@ -242,3 +242,26 @@ describe('RefreshingJwks', () => {
     jwks.close()
   })
 })
+
+describe('RefreshingJwks.start', () => {
+  it('refuses logins until the first set arrives, and fetches again for the kid of a refused token', async () => {
+    const clock = new ManualClock({ nowMs: NOW_MS })
+    let calls = 0
+    const fetch = async () => {
+      calls++
+      if (calls === 1) throw new Error('Could not refresh JWKS: ECONNREFUSED')
+      return keySet
+    }
+    const jwks = new RefreshingJwks({ fetch, clock, retryBackoffMsMax: 0 })
+    const v = jwksValidator({ keys: jwks, expectedAudiences: ['kafka'], nowMs: () => clock.nowMs() })
+    jwks.start()
+    await settle()
+    assert.equal(calls, 1)
+    await refused(rs(), /Refreshing JWKs was not initialized \(Could not refresh JWKS: ECONNREFUSED\)/, v)
+    await settle()
+    assert.equal(calls, 2)
+    const token = await v.validate(rs())
+    assert.equal(token.principalName, 'alice')
+    jwks.close()
+  })
+})

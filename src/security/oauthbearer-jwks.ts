@@ -169,7 +169,9 @@ export function jwksValidator(options: JwksValidatorOptions): OAuthBearerValidat
         }
         return tokenFrom(payload, options.subClaimName ?? 'sub', options.scopeClaimName ?? 'scope')
       } catch (error) {
-        if (error instanceof errors.JWKSNoMatchingKey) expedite(options.keys, token)
+        if (error instanceof errors.JWKSNoMatchingKey || error instanceof JwksUnavailableError) {
+          expedite(options.keys, token)
+        }
         throw describeJoseError(error)
       }
     },
@@ -202,6 +204,11 @@ export interface RefreshingJwksOptions {
   readonly retryBackoffMsMax?: number
 }
 
+/** No key set yet: the first fetch has not succeeded (RefreshingHttpsJwks before its init). */
+export class JwksUnavailableError extends OAuthBearerValidationError {
+  override name = 'JwksUnavailableError'
+}
+
 /** RefreshingHttpsJwks's limits on early refreshes for unknown key ids. */
 const MISSING_KEY_IDS_MAX = 16
 const MISSING_KEY_ID_IN_FLIGHT_MS = 60_000
@@ -222,6 +229,8 @@ export class RefreshingJwks implements JwksKeySource {
   #timer: TimerHandle | null = null
   #refreshing = false
   #closed = false
+  /** Why the last fetch failed, for the refusal's log line (never the document itself). */
+  #lastError: string | null = null
   /** Key id -> monotonic ms before which no early refresh is made for it again; oldest first. */
   readonly #missingKeyIds = new Map<string, number>()
 
@@ -241,8 +250,21 @@ export class RefreshingJwks implements JwksKeySource {
     if (this.#timer === null) this.#schedule(this.#options.refreshMs ?? 3_600_000)
   }
 
+  /**
+   * The broker's start: the first fetch (with retries) in the background, then refreshes on the
+   * clock whether it succeeded or not. Until a set arrives, `keySet()` throws JwksUnavailableError
+   * (logins are refused) and each unknown key id asks for an early refresh.
+   */
+  start(): void {
+    void this.refresh()
+    if (this.#timer === null) this.#schedule(this.#options.refreshMs ?? 3_600_000)
+  }
+
   keySet(): JSONWebKeySet {
-    if (this.#keys === null) throw new Error('RefreshingJwks: call init() first')
+    if (this.#keys === null) {
+      const cause = this.#lastError === null ? '' : ` (${this.#lastError})`
+      throw new JwksUnavailableError(`Refreshing JWKs was not initialized${cause}`)
+    }
     return this.#keys
   }
 
@@ -281,9 +303,15 @@ export class RefreshingJwks implements JwksKeySource {
   }
 
   async #fetchKeySet(): Promise<JSONWebKeySet> {
-    const document = await this.#options.fetch()
-    if (!isKeySet(document)) throw new Error('Could not refresh JWKS: not a JSON Web Key Set')
-    return document
+    try {
+      const document = await this.#options.fetch()
+      if (!isKeySet(document)) throw new Error('Could not refresh JWKS: not a JSON Web Key Set')
+      this.#lastError = null
+      return document
+    } catch (error) {
+      this.#lastError = error instanceof Error ? error.message : 'Could not refresh JWKS'
+      throw error
+    }
   }
 
   /** Kafka's Retry: waits of retryBackoffMs doubling, all within retryBackoffMsMax; null if all failed. */

@@ -133,6 +133,8 @@ export class OAuthBearerSaslServer implements SaslServer {
   #state: 'RECEIVE_RESPONSE' | 'COMPLETE' | 'FAILED' = 'RECEIVE_RESPONSE'
   /** The JSON error sent as the last challenge, awaiting the client's \x01. */
   #errorMessage: string | null = null
+  /** Why the validator refused the token, for the failure's log reason (never sent to the client). */
+  #refusal = ''
 
   constructor(options: OAuthBearerServerOptions) {
     this.#options = options
@@ -146,7 +148,12 @@ export class OAuthBearerSaslServer implements SaslServer {
     if (this.#state !== 'RECEIVE_RESPONSE') return illegalStateFailure(this.mechanism, this.#state)
     try {
       if (response.length === 1 && response[0] === 0x01 && this.#errorMessage !== null) {
-        throw new SaslError(this.#errorMessage, { clientVisible: true })
+        this.#state = 'FAILED'
+        const failure = failureFrom(
+          new SaslError(this.#errorMessage, { clientVisible: true }),
+          this.mechanism,
+        )
+        return { ...failure, reason: `${this.#errorMessage}: ${this.#refusal}` }
       }
       this.#errorMessage = null
       return await this.#process(parseOAuthBearerInitialResponse(response))
@@ -163,6 +170,7 @@ export class OAuthBearerSaslServer implements SaslServer {
     } catch (error) {
       if (!(error instanceof OAuthBearerValidationError)) throw error
       this.#errorMessage = oauthBearerErrorJson(error.status, error.scope)
+      this.#refusal = error.message
       return { kind: 'challenge', challenge: Buffer.from(this.#errorMessage, 'utf8') }
     }
     if (initial.authorizationId !== '' && initial.authorizationId !== token.principalName) {

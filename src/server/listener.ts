@@ -245,6 +245,7 @@ export class Listener {
     ])
     if (timer !== null) clock.clearTimer(timer)
     for (const c of [...this.#connections]) c.close(true)
+    this.#options.sasl?.close?.()
     await closed
   }
 }

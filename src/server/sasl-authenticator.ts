@@ -44,6 +44,8 @@ export interface SaslListenerOptions {
   readonly clock: Clock
   /** `connection.failed.authentication.delay.ms`. */
   readonly failedAuthenticationDelayMs: number
+  /** Called once the listener stopped: ends what the mechanisms keep running (JWKS refreshes). */
+  readonly close?: () => void
 }
 
 type State =

@@ -11,7 +11,7 @@
  * Certificates are made with openssl in a temp dir (test/support/tls-certs.ts).
  */
 import assert from 'node:assert/strict'
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { connect as connectTcp } from 'node:net'
 import { join } from 'node:path'
@@ -21,16 +21,13 @@ import { promisify } from 'node:util'
 import kafkajs from 'kafkajs'
 import { apis, encodeRequest } from '../../src/protocol/index.ts'
 import { runKafkaTool } from '../support/kafka-tools.ts'
+import { PLAIN_JAAS, pythonOf } from '../support/security-clients.ts'
 import { makeTestCerts, type TestCerts } from '../support/tls-certs.ts'
-import { freePorts, REPO, tempDir, WeirProcess, writeProperties } from '../support/weir-process.ts'
+import { freePorts, tempDir, WeirProcess, writeProperties } from '../support/weir-process.ts'
 
 const run = promisify(execFile)
 const { Kafka, logLevel } = kafkajs
 
-const PLAIN_JAAS = (users: Record<string, string>) =>
-  `org.apache.kafka.common.security.plain.PlainLoginModule required ${Object.entries(users)
-    .map(([u, p]) => `user_${u}="${p}"`)
-    .join(' ')};`
 const ALICE = { username: 'alice', password: 'alice-pw-7f3e' }
 const KEY_PASSWORD_MARK = 'store-secret-91c2'
 const WRONG_PASSWORD = 'wrong-pw-5d1a'
@@ -416,11 +413,6 @@ print(len(a.list_topics(timeout=10).brokers))
     }
   })
 })
-
-/** The Python of the compat venv with confluent-kafka (tools/compat-install.sh installs it once). */
-function pythonOf(): string {
-  return execFileSync(join(REPO, 'tools/compat-install.sh'), ['confluent-kafka'], { encoding: 'utf8' }).trim()
-}
 
 /** Writes `bytes` and resolves with how many bytes came back before the peer closed. */
 function closedWithout(socket: import('node:net').Socket, bytes: Buffer): Promise<number> {

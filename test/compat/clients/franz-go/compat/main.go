@@ -1,6 +1,7 @@
 // franz-go (kgo, kadm) against Weir, for test/compat/franz-go.test.ts. One command a run; it prints
 // one JSON object on its last line. The records follow test/compat/client-matrix.ts (keys, values,
-// headers, timestamps). Env: BOOTSTRAP.
+// headers, timestamps). Env: BOOTSTRAP; SCRAM_USER and SCRAM_PASSWORD (SCRAM-SHA-512) and
+// TLS_CA (a PEM file: TLS, the server verified against it) for a secured listener.
 //
 //	compat admin <prefix>
 //	compat produce <topic> <partitions>     every codec, the default producer (idempotent, acks=all)
@@ -14,6 +15,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -28,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 const (
@@ -130,8 +134,28 @@ func listed(o kadm.ListedOffsets, topic string) byPartition {
 
 // --- clients -----------------------------------------------------------------------------------
 
+// security is the SASL and TLS the environment asks for (none by default).
+func security() []kgo.Opt {
+	var opts []kgo.Opt
+	if user := os.Getenv("SCRAM_USER"); user != "" {
+		auth := scram.Auth{User: user, Pass: os.Getenv("SCRAM_PASSWORD")}
+		opts = append(opts, kgo.SASL(auth.AsSha512Mechanism()))
+	}
+	if ca := os.Getenv("TLS_CA"); ca != "" {
+		pem, err := os.ReadFile(ca)
+		must(err)
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			must(fmt.Errorf("no certificate in %s", ca))
+		}
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
+	return opts
+}
+
 func client(opts ...kgo.Opt) *kgo.Client {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID("weir-franz-go")}, opts...)...)
+	base := append([]kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID("weir-franz-go")}, security()...)
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	must(err)
 	return cl
 }
