@@ -57,6 +57,7 @@ import {
 } from '../storage/index.ts'
 import { AclPublisher, authorizerConfigured } from './acl-publisher.ts'
 import { type BootstrapScram, bootstrapScramRecords } from './bootstrap-scram.ts'
+import { ConnectionLimitsError, connectionQuotas, listenerConnectionsMax } from './connection-limits.ts'
 import { ControllerChannel } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
@@ -145,6 +146,16 @@ function securityOf(spec: ListenerSpec, sources: ListenerSecuritySources): Liste
   }
 }
 
+/** A connection limit's refusal as the StartupError that names the key at fault. */
+async function startupChecked<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read()
+  } catch (e) {
+    if (e instanceof ConnectionLimitsError) throw new StartupError(`invalid configuration: ${e.message}`)
+    throw e
+  }
+}
+
 export class WeirNode {
   readonly config: NodeConfig
   readonly clusterId: string
@@ -224,8 +235,12 @@ export class WeirNode {
       // A frame up to socket.request.max.bytes is always read (the queue is checked before a frame).
       inFlightBytesMax: Math.min(effective.int('socket.request.max.bytes'), READ_AHEAD_BYTES_MAX),
       connectionsIdleMsMax: effective.long('connections.max.idle.ms'),
-      connectionsMax: Math.min(effective.int('max.connections'), 100_000),
     }
+    // Kafka's broker and controller each have their socket server, and so their own counts.
+    const quotas = await startupChecked(async () => ({
+      broker: await connectionQuotas(effective, config.interBrokerListenerName),
+      controller: await connectionQuotas(effective, null),
+    }))
     // One pacer for the node's listeners: a minor GC per 8 MiB of requests read. The full one per
     // 64 MiB that it also ran where V8 counts ArrayBuffers in its global limit (`weir start`) freed
     // promoted produce frames; with frames pooled it cost produce CPU for no RSS (docs/performance.md,
@@ -265,7 +280,13 @@ export class WeirNode {
         port: spec.port,
         dispatcher: new Dispatcher(registry),
         clock,
-        limits,
+        limits: {
+          ...limits,
+          connectionsMax: await startupChecked(async () =>
+            listenerConnectionsMax(spec.name, staticBroker, effective),
+          ),
+        },
+        quotas: isController ? quotas.controller : quotas.broker,
         log,
         held: true,
         ...(readGc === undefined ? {} : { readGc }),

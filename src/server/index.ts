@@ -1,5 +1,6 @@
 /** The Kafka-protocol server: listener, connections, dispatch, and one handler per API. */
 export { Connection, type ConnectionLimits } from './connection.ts'
+export { type ConnectionQuotaConfig, ConnectionQuotas, type ConnectionRefusal } from './connection-quotas.ts'
 export { type ConnectionInfo, Dispatcher, type DispatchResult } from './dispatcher.ts'
 export * from './fetch-session.ts'
 export {
