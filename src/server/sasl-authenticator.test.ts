@@ -133,17 +133,33 @@ describe('SaslAuthenticator', () => {
     assert.equal(formatPrincipal(seen[0]!), 'User:alice')
   })
 
-  test('a request other than SaslAuthenticate after the handshake fails the authentication', async () => {
-    const { gate, clock } = setup()
-    await gate.dispatch(frame(apis.SaslHandshake, 1, { mechanism: 'PLAIN' }), CONN)
-    const pending = gate.dispatch(produce(), CONN)
-    await Promise.resolve()
-    clock.advance(100)
-    const r = await pending
-    assert.deepEqual(r, {
-      kind: 'close',
-      reason: 'Failed authentication: Unexpected Kafka request of type Produce during SASL authentication.',
-    })
+  test("a request other than SaslAuthenticate after SaslHandshake v1 gets its api's ILLEGAL_SASL_STATE answer, then the close", async () => {
+    for (const [request, read] of [
+      [
+        frame(apis.DescribeCluster, 1, {}),
+        (pieces: Buffer[]) => bodyOf(apis.DescribeCluster, 1, pieces).errorCode,
+      ],
+      [frame(apis.ListGroups, 4, {}), (pieces: Buffer[]) => bodyOf(apis.ListGroups, 4, pieces).errorCode],
+      [
+        frame(apis.SaslHandshake, 1, { mechanism: 'PLAIN' }),
+        (pieces: Buffer[]) => bodyOf(apis.SaslHandshake, 1, pieces).errorCode,
+      ],
+      // Produce has no top-level error code: its (empty) response, then the close.
+      [produce(), (pieces: Buffer[]) => (bodyOf(apis.Produce, 9, pieces).responses.length === 0 ? 34 : -1)],
+    ] as const) {
+      const { gate, clock } = setup()
+      await gate.dispatch(frame(apis.SaslHandshake, 1, { mechanism: 'PLAIN' }), CONN)
+      const pending = gate.dispatch(request, CONN)
+      await Promise.resolve()
+      clock.advance(100)
+      const r = await pending
+      assert.ok(r.kind === 'close' && r.frame !== undefined)
+      assert.match(
+        r.reason,
+        /^Failed authentication: Unexpected Kafka request of type \w+ during SASL authentication\.$/,
+      )
+      assert.equal(read(r.frame), ErrorCode.IllegalSaslState)
+    }
   })
 
   test('KIP-368: the session lifetime; re-authenticating in time keeps the connection, expiry closes it', async () => {

@@ -2,18 +2,21 @@
  * A SASL listener's gate between one connection's frames and its dispatcher, as Kafka's
  * SaslServerAuthenticator: before authentication only ApiVersions and SaslHandshake are served; a
  * SaslHandshake v0 is followed by the mechanism's raw tokens (size-prefixed, without Kafka's
- * request header), a v1 by SaslAuthenticate requests. Any other request before authentication
- * closes the connection. A failed authentication is answered after
+ * request header), a v1 by SaslAuthenticate requests. Any other request before the handshake
+ * closes the connection; after a v1 handshake, it is answered with its api's error response carrying
+ * ILLEGAL_SASL_STATE, as a failed authentication. A failed authentication is answered after
  * `connection.failed.authentication.delay.ms` and the connection then closes. Once authenticated,
  * requests reach the dispatcher with the principal; KIP-368: a SaslHandshake starts a
  * re-authentication, and a request after the session's lifetime closes the connection.
  */
 import type { Clock } from '../io/index.ts'
 import {
+  type Api,
   ApiKey,
   apis,
   DecodeError,
   decodeRequest,
+  EncodeError,
   ErrorCode,
   encodeResponse,
   readRequestPrefix,
@@ -91,10 +94,8 @@ export class SaslAuthenticator implements FrameHandler {
       }
     }
     if (apiKey !== ApiKey.SaslAuthenticate) {
-      return this.#failed(
-        null,
-        `Unexpected Kafka request of type ${apiName(apiKey)} during SASL authentication.`,
-      )
+      const message = `Unexpected Kafka request of type ${apiName(apiKey)} during SASL authentication.`
+      return this.#failed(illegalSaslStateResponse(frame, message), message)
     }
     return this.#authenticate(state.server, frame)
   }
@@ -204,6 +205,31 @@ export class SaslAuthenticator implements FrameHandler {
   }
 }
 
+/**
+ * Kafka's `request.getErrorResponse(IllegalSaslStateException)` for a request that came when only
+ * SaslAuthenticate may: the api's response with ILLEGAL_SASL_STATE as its top-level error code (and
+ * message, where its version has one); null when the request does not decode. An api without a
+ * top-level error code gets its empty response: Kafka puts the error on each topic or partition the
+ * request named, which matters little as the connection closes after it.
+ */
+function illegalSaslStateResponse(frame: Buffer, message: string): Buffer[] | null {
+  const decoded = decode(frame)
+  if (decoded === null) return null
+  const api = decoded.api as Parameters<typeof encodeResponse>[0]
+  const bodies = [
+    { errorCode: ErrorCode.IllegalSaslState, errorMessage: message },
+    { errorCode: ErrorCode.IllegalSaslState },
+  ]
+  for (const body of bodies) {
+    try {
+      return encodeResponse(api, decoded.version, decoded.correlationId, body as never)
+    } catch (e) {
+      if (!(e instanceof EncodeError)) throw e
+    }
+  }
+  return null
+}
+
 function apiKeyOf(frame: Buffer): number {
   return frame.length >= 2 ? frame.readInt16BE(0) : -1
 }
@@ -212,9 +238,7 @@ function apiName(apiKey: number): string {
   return API_NAMES.get(apiKey) ?? `api key ${apiKey}`
 }
 
-function decode(
-  frame: Buffer,
-): { api: { apiKey: number }; body: unknown; version: number; correlationId: number } | null {
+function decode(frame: Buffer): { api: Api; body: unknown; version: number; correlationId: number } | null {
   try {
     const decoded = decodeRequest(frame)
     if (decoded.kind !== 'ok') return null
