@@ -212,17 +212,23 @@ export class SaslAuthenticator implements FrameHandler {
  * top-level error code gets its empty response: Kafka puts the error on each topic or partition the
  * request named, which matters little as the connection closes after it.
  */
+interface ErrorBody {
+  readonly errorCode: number
+  readonly errorMessage?: string
+}
+
 function illegalSaslStateResponse(frame: Buffer, message: string): Buffer[] | null {
   const decoded = decode(frame)
   if (decoded === null) return null
-  const api = decoded.api as Parameters<typeof encodeResponse>[0]
-  const bodies = [
+  // Every response's fields are optional on encode: these two are written where the api has them.
+  const api = decoded.api as Api<unknown, never, unknown, ErrorBody>
+  const bodies: ErrorBody[] = [
     { errorCode: ErrorCode.IllegalSaslState, errorMessage: message },
     { errorCode: ErrorCode.IllegalSaslState },
   ]
   for (const body of bodies) {
     try {
-      return encodeResponse(api, decoded.version, decoded.correlationId, body as never)
+      return encodeResponse(api, decoded.version, decoded.correlationId, body)
     } catch (e) {
       if (!(e instanceof EncodeError)) throw e
     }
