@@ -76,6 +76,7 @@ import {
   type NodeApiParts,
 } from './node-apis.ts'
 import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts'
+import { TlsReload } from './tls-reload.ts'
 import { topicLogConfig, updateLogConfigs } from './topic-log-config.ts'
 
 export type LogLevel = 'info' | 'warn' | 'error'
@@ -173,6 +174,8 @@ export class WeirNode {
   #groups: GroupCoordination | null = null
   /** The authorizer's ACLs, kept equal to the image's (`authorizer.class.name`). */
   #acls: AclPublisher | null = null
+  /** The TLS listeners' dynamic key and trust stores (KIP-226). */
+  #tlsReload: TlsReload | null = null
   #bootstrapScram: readonly BootstrapScram[] = []
   #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
   #incarnationId: Uuid | null = null
@@ -262,17 +265,18 @@ export class WeirNode {
     const bound: BoundListener[] = []
     // The image SCRAM logins read: the node's own once it exists (connections are held until then).
     const latest = { image: (): MetadataImage => EMPTY_IMAGE }
+    const sources = {
+      staticBroker,
+      effective,
+      clock,
+      random,
+      scramCredential: scramCredentialsOf(() => latest.image()),
+    }
     for (const spec of config.listeners) {
       const isController = config.controllerListenerNames.includes(spec.name)
       if (isController ? !config.controller : !config.broker) continue
       const registry = new HandlerRegistry()
-      const security = securityOf(spec, {
-        staticBroker,
-        effective,
-        clock,
-        random,
-        scramCredential: scramCredentialsOf(() => latest.image()),
-      })
+      const security = securityOf(spec, sources)
       const listener = new Listener({
         ...security,
         listenerName: spec.name,
@@ -298,6 +302,12 @@ export class WeirNode {
     latest.image = () => node.#loader.image
     node.#staticBroker = staticBroker
     node.#acls = aclPublisher(effective, staticBroker)
+    node.#tlsReload = new TlsReload(
+      bound.filter((b) => !b.isController && b.spec.protocolName.endsWith('SSL')),
+      sources,
+      () => brokerConfigLayers(node.#loader.image, node.configSource),
+      log,
+    )
     node.#bootstrapScram = options.bootstrapScram ?? []
     try {
       for (const b of bound) await b.listener.start()
@@ -392,6 +402,7 @@ export class WeirNode {
     }
     const acls = this.#acls
     if (acls !== null) this.#loader.subscribe((p) => acls.onPublish(p))
+    this.#loader.subscribe(() => this.#tlsReload?.apply())
     if (config.broker) {
       const dataPath = new DataPath({
         nodeId: config.nodeId,
@@ -527,6 +538,7 @@ export class WeirNode {
           autoCreateTopics: this.effective.boolean('auto.create.topics.enable'),
           groups: this.#groups?.handlers() ?? [],
           dataPath: this.#dataPath?.handlers({ image: () => this.#loader.image }) ?? [],
+          validateOwnChange: (changes) => this.#tlsReload?.validate(changes) ?? null,
         }),
       )
       if (b.sasl) b.registry.register(...saslApiHandlers())

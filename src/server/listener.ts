@@ -7,7 +7,12 @@
  * will serve, or a request closed as "not served here").
  */
 import { createServer, type Server, type Socket } from 'node:net'
-import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls'
+import {
+  createServer as createTlsServer,
+  type TLSSocket,
+  type TlsOptions,
+  type Server as TlsServer,
+} from 'node:tls'
 import type { Clock, TimerHandle } from '../io/index.ts'
 import {
   type KafkaPrincipal,
@@ -176,6 +181,15 @@ export class Listener {
       return
     }
     this.#accept(socket)
+  }
+
+  /**
+   * KIP-226: new TLS connections use these key, certificate and trust options (validated by the
+   * caller); open ones keep theirs.
+   */
+  setSecureContext(options: TlsOptions): void {
+    if (this.#options.tls === undefined) throw new Error(`listener ${this.#options.listenerName} has no TLS`)
+    ;(this.#server as TlsServer).setSecureContext(options)
   }
 
   /** Starts listening; resolves with the bound address. */
