@@ -6,9 +6,15 @@
  * one frees its slot.
  */
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { after, before, describe, test } from 'node:test'
+import { connect as connectTls } from 'node:tls'
+import { systemClock } from '../../src/io/index.ts'
 import { apis, encodeRequest } from '../../src/protocol/index.ts'
+import { SslPrincipalMapper } from '../../src/security/index.ts'
+import { ConnectionQuotas, Dispatcher, HandlerRegistry, Listener } from '../../src/server/index.ts'
+import { makeTestCerts } from '../support/tls-certs.ts'
 import { freePorts, tempDir, WeirProcess, writeProperties } from '../support/weir-process.ts'
 
 /** A raw connection that says whether the node answered an ApiVersions or closed it unanswered. */
@@ -131,5 +137,66 @@ describe('connection limits', () => {
     )
     assert.match(node.output, /on EXTERNAL: listener max\.connections reached/)
     assert.match(node.output, /on OTHER: max\.connections reached/)
+  })
+})
+
+describe('a TLS listener over its limit', () => {
+  test('closes the connection before its handshake; the admitted one is not disturbed', async () => {
+    const dir = tempDir('weir-limits-tls-')
+    const certs = makeTestCerts(dir.path)
+    const warnings: string[] = []
+    const listener = new Listener({
+      listenerName: 'SSL',
+      host: '127.0.0.1',
+      port: 0,
+      dispatcher: new Dispatcher(new HandlerRegistry()),
+      clock: systemClock,
+      limits: {
+        requestBytesMax: 1 << 20,
+        inFlightRequestsMax: 8,
+        inFlightBytesMax: 1 << 20,
+        connectionsIdleMsMax: 60_000,
+        connectionsMax: 10,
+      },
+      quotas: new ConnectionQuotas({
+        connectionsMax: 10,
+        connectionsPerIpMax: 1,
+        connectionsPerIpOverrides: new Map(),
+        protectedListener: null,
+      }),
+      log: (_level, message) => warnings.push(message),
+      tls: {
+        options: { key: readFileSync(certs.serverKeyPem), cert: readFileSync(certs.serverCertPem) },
+        clientAuth: 'none',
+        principalMapper: SslPrincipalMapper.fromRules(undefined),
+      },
+    })
+    const { port } = await listener.start()
+    const handshake = () =>
+      new Promise<'secure' | 'closed'>((resolve) => {
+        const socket = connectTls({
+          host: '127.0.0.1',
+          port,
+          ca: readFileSync(certs.caPem),
+          servername: 'localhost',
+        })
+        socket.on('error', () => {})
+        socket.once('secureConnect', () => resolve('secure'))
+        socket.once('close', () => resolve('closed'))
+        sockets.push(socket)
+      })
+    const sockets: Array<import('node:tls').TLSSocket> = []
+    try {
+      assert.equal(await handshake(), 'secure')
+      assert.equal(await handshake(), 'closed')
+      assert.equal(sockets[0]!.destroyed, false)
+      assert.deepEqual(warnings, [
+        'closing a connection from 127.0.0.1 on SSL: max.connections.per.ip reached',
+      ])
+    } finally {
+      for (const s of sockets) s.destroy()
+      await listener.stop(100)
+      dir.remove()
+    }
   })
 })
