@@ -13,11 +13,22 @@ export class ConnectionLimitsError extends Error {
   override name = 'ConnectionLimitsError'
 }
 
-/** The counts one socket server's listeners share; `protectedListener` is the inter-broker one. */
+/**
+ * The counts one socket server's listeners share; `protectedListener` is the inter-broker one.
+ * Refuses, as Kafka's KafkaConfig, a per-IP limit of 0 without overrides and a failed-authentication
+ * delay that the idle timeout would cut short.
+ */
 export async function connectionQuotas(
   effective: EffectiveConfig,
   protectedListener: string | null,
 ): Promise<ConnectionQuotas> {
+  const failedDelayMs = effective.int('connection.failed.authentication.delay.ms')
+  const idleMs = effective.long('connections.max.idle.ms')
+  if (idleMs >= 0 && failedDelayMs >= idleMs) {
+    throw new ConnectionLimitsError(
+      `connection.failed.authentication.delay.ms=${failedDelayMs} should always be less than connections.max.idle.ms=${idleMs} to prevent failed authentication responses from timing out`,
+    )
+  }
   const perIp = effective.int('max.connections.per.ip')
   const overrides =
     parseConnectionsPerIpOverrides(effective.string('max.connections.per.ip.overrides') ?? '') ?? new Map()

@@ -200,3 +200,33 @@ describe('a TLS listener over its limit', () => {
     }
   })
 })
+
+describe('connection limits at start', () => {
+  test("refuses Kafka's invalid combinations with Kafka's messages", async () => {
+    const dir = tempDir('weir-limits-bad-')
+    try {
+      for (const [settings, message] of [
+        [
+          { 'max.connections.per.ip': 0 },
+          /max\.connections\.per\.ip can be set to zero only if max\.connections\.per\.ip\.overrides property is set\./,
+        ],
+        [
+          { 'connections.max.idle.ms': 100, 'connection.failed.authentication.delay.ms': 100 },
+          /connection\.failed\.authentication\.delay\.ms=100 should always be less than connections\.max\.idle\.ms=100/,
+        ],
+        [{ 'max.connections.per.ip.overrides': 'localhost' }, /max\.connections\.per\.ip\.overrides/],
+      ] as const) {
+        const [port, controller] = await freePorts(2)
+        const config = writeProperties(dir.path, 'bad.properties', {
+          listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controller}`,
+          'controller.quorum.voters': `1@127.0.0.1:${controller}`,
+          'log.dirs': `${dir.path}/data`,
+          ...settings,
+        })
+        await assert.rejects(new WeirProcess(['--config', config]).start(30_000), message)
+      }
+    } finally {
+      dir.remove()
+    }
+  })
+})
