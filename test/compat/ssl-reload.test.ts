@@ -3,7 +3,8 @@
  * `listener.name.ssl.ssl.keystore.location` makes new TLS connections see the new certificate while
  * an open one keeps its own and goes on being served; a key store that cannot be read, or a PKCS12
  * store with a wrong password, is refused (INVALID_REQUEST, as Kafka's validateBrokerConfigChange)
- * and the current one stays. The wrong password appears in no log line.
+ * and the current one stays. The wrong password appears in no log line. Altering an mTLS
+ * listener's `ssl.truststore.location` admits the client certificates of the new CA.
  */
 import assert from 'node:assert/strict'
 import { X509Certificate } from 'node:crypto'
@@ -23,22 +24,27 @@ describe('a TLS listener reloads its key store (KIP-226)', () => {
   let first: TestCerts
   let second: TestCerts
   let weir: WeirProcess
-  let port: Record<'PLAINTEXT' | 'CONTROLLER' | 'SSL', number>
+  let port: Record<'PLAINTEXT' | 'CONTROLLER' | 'SSL' | 'MTLS', number>
   const open: TLSSocket[] = []
 
   before(async () => {
     for (const d of ['a', 'b']) mkdirSync(join(dir.path, d))
     first = makeTestCerts(join(dir.path, 'a'))
     second = makeTestCerts(join(dir.path, 'b'))
-    const [plain, controller, ssl] = await freePorts(3)
-    port = { PLAINTEXT: plain!, CONTROLLER: controller!, SSL: ssl! }
+    const [plain, controller, ssl, mtls] = await freePorts(4)
+    port = { PLAINTEXT: plain!, CONTROLLER: controller!, SSL: ssl!, MTLS: mtls! }
     const config = writeProperties(dir.path, 'server.properties', {
-      listeners: `PLAINTEXT://127.0.0.1:${plain},CONTROLLER://127.0.0.1:${controller},SSL://127.0.0.1:${ssl}`,
-      'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL',
+      listeners: `PLAINTEXT://127.0.0.1:${plain},CONTROLLER://127.0.0.1:${controller},SSL://127.0.0.1:${ssl},MTLS://127.0.0.1:${mtls}`,
+      'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,MTLS:SSL',
       'controller.quorum.voters': `1@127.0.0.1:${controller}`,
       'inter.broker.listener.name': 'PLAINTEXT',
       'listener.name.ssl.ssl.keystore.type': 'PEM',
       'listener.name.ssl.ssl.keystore.location': first.serverPemStore,
+      'listener.name.mtls.ssl.keystore.type': 'PEM',
+      'listener.name.mtls.ssl.keystore.location': first.serverPemStore,
+      'listener.name.mtls.ssl.client.auth': 'required',
+      'listener.name.mtls.ssl.truststore.type': 'PEM',
+      'listener.name.mtls.ssl.truststore.location': first.caPem,
     })
     weir = new WeirProcess(['--config', config, '--data-dir', join(dir.path, 'data')])
     await weir.start()
@@ -79,6 +85,22 @@ describe('a TLS listener reloads its key store (KIP-226)', () => {
           ),
         ),
       )
+    })
+  /** Whether an mTLS client with the second CA's certificate is served (answered ApiVersions). */
+  const secondClientServed = () =>
+    new Promise<boolean>((resolve) => {
+      const socket = connect({
+        host: '127.0.0.1',
+        port: port.MTLS,
+        ca: readFileSync(first.caPem),
+        servername: 'localhost',
+        key: readFileSync(second.clientKeyPem),
+        cert: readFileSync(second.clientCertPem),
+      })
+      open.push(socket)
+      socket.on('error', () => resolve(false))
+      socket.once('close', () => resolve(false))
+      socket.once('secureConnect', () => void answers(socket).then(resolve))
     })
   const alter = (...configs: string[]) =>
     runKafkaTool(
@@ -122,5 +144,12 @@ describe('a TLS listener reloads its key store (KIP-226)', () => {
     )
     assert.equal(await served(), fingerprint(second.serverCertPem), 'the store in use stays')
     assert.ok(!weir.output.includes(WRONG_PASSWORD), 'the log holds the password')
+  })
+
+  test('a new trust store admits the client certificates of its CA', async () => {
+    assert.equal(await secondClientServed(), false)
+    const ok = await alter(`listener.name.mtls.ssl.truststore.location=${second.caPem}`)
+    assert.equal(ok.code, 0, ok.stderr)
+    await waitFor('the new trust store', async () => ((await secondClientServed()) ? true : undefined))
   })
 })
