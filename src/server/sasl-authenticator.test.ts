@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { ManualClock, SeededRandom } from '../io/index.ts'
+import { TopicName, ZERO_UUID } from '../model/index.ts'
 import { type Api, apis, decodeResponse, ErrorCode, encodeRequest } from '../protocol/index.ts'
 import {
   createSaslServer,
@@ -144,8 +145,32 @@ describe('SaslAuthenticator', () => {
         frame(apis.SaslHandshake, 1, { mechanism: 'PLAIN' }),
         (pieces: Buffer[]) => bodyOf(apis.SaslHandshake, 1, pieces).errorCode,
       ],
-      // Produce has no top-level error code: its (empty) response, then the close.
-      [produce(), (pieces: Buffer[]) => (bodyOf(apis.Produce, 9, pieces).responses.length === 0 ? 34 : -1)],
+      // Produce and Metadata: the error on each partition or topic the request named.
+      [
+        frame(apis.Produce, 9, {
+          acks: 1,
+          timeoutMs: 1000,
+          topicData: [{ name: TopicName('t'), partitionData: [{ index: 3, records: null }] }],
+        }),
+        (pieces: Buffer[]) => {
+          const [topic] = bodyOf(apis.Produce, 9, pieces).responses
+          assert.equal(topic?.name, 't')
+          assert.equal(topic?.partitionResponses[0]?.index, 3)
+          return topic?.partitionResponses[0]?.errorCode
+        },
+      ],
+      [
+        frame(apis.Metadata, 12, {
+          topics: [{ name: TopicName('m'), topicId: ZERO_UUID }],
+          allowAutoTopicCreation: false,
+          includeTopicAuthorizedOperations: false,
+        }),
+        (pieces: Buffer[]) => {
+          const [topic] = bodyOf(apis.Metadata, 12, pieces).topics
+          assert.equal(topic?.name, 'm')
+          return topic?.errorCode
+        },
+      ],
     ] as const) {
       const { gate, clock } = setup()
       await gate.dispatch(frame(apis.SaslHandshake, 1, { mechanism: 'PLAIN' }), CONN)

@@ -19,6 +19,10 @@ import {
   EncodeError,
   ErrorCode,
   encodeResponse,
+  type MetadataRequestData,
+  type MetadataResponseData,
+  type ProduceRequestData,
+  type ProduceResponseData,
   readRequestPrefix,
 } from '../protocol/index.ts'
 import {
@@ -205,27 +209,37 @@ export class SaslAuthenticator implements FrameHandler {
   }
 }
 
-/**
- * Kafka's `request.getErrorResponse(IllegalSaslStateException)` for a request that came when only
- * SaslAuthenticate may: the api's response with ILLEGAL_SASL_STATE as its top-level error code (and
- * message, where its version has one); null when the request does not decode. An api without a
- * top-level error code gets its empty response: Kafka puts the error on each topic or partition the
- * request named, which matters little as the connection closes after it.
- */
 interface ErrorBody {
-  readonly errorCode: number
+  readonly errorCode?: number
   readonly errorMessage?: string
+  readonly responses?: readonly ProduceResponseData.TopicProduceResponseIn[]
+  readonly topics?: readonly MetadataResponseData.MetadataResponseTopicIn[]
 }
 
+/**
+ * Kafka's `request.getErrorResponse(IllegalSaslStateException)` for a request that came when only
+ * SaslAuthenticate may: Produce and Metadata name the error on each partition or topic the request
+ * named; any other api's response carries it as its top-level error code (and message, where its
+ * version has one), or is its empty response for an api without one. Null when the request does
+ * not decode.
+ */
 function illegalSaslStateResponse(frame: Buffer, message: string): Buffer[] | null {
   const decoded = decode(frame)
   if (decoded === null) return null
-  // Every response's fields are optional on encode: these two are written where the api has them.
+  const errorCode = ErrorCode.IllegalSaslState
+  // Every response's fields are optional on encode: each is written where the api has it.
   const api = decoded.api as Api<unknown, never, unknown, ErrorBody>
-  const bodies: ErrorBody[] = [
-    { errorCode: ErrorCode.IllegalSaslState, errorMessage: message },
-    { errorCode: ErrorCode.IllegalSaslState },
-  ]
+  const bodies: ErrorBody[] =
+    decoded.api.apiKey === ApiKey.Produce
+      ? [{ responses: produceErrors(decoded.body as ProduceRequestData.ProduceRequest, errorCode) }]
+      : decoded.api.apiKey === ApiKey.Metadata
+        ? [
+            {
+              errorCode,
+              topics: metadataErrors(decoded.body as MetadataRequestData.MetadataRequest, errorCode),
+            },
+          ]
+        : [{ errorCode, errorMessage: message }, { errorCode }]
   for (const body of bodies) {
     try {
       return encodeResponse(api, decoded.version, decoded.correlationId, body)
@@ -234,6 +248,30 @@ function illegalSaslStateResponse(frame: Buffer, message: string): Buffer[] | nu
     }
   }
   return null
+}
+
+/** ProduceRequest.getErrorResponse: every partition of the request, with the error. */
+function produceErrors(
+  request: ProduceRequestData.ProduceRequest,
+  errorCode: number,
+): ProduceResponseData.TopicProduceResponseIn[] {
+  return request.topicData.map((t) => ({
+    name: t.name,
+    partitionResponses: t.partitionData.map((p) => ({ index: p.index, errorCode })),
+  }))
+}
+
+/** MetadataRequest.getErrorResponse: every topic of the request, with the error. */
+function metadataErrors(
+  request: MetadataRequestData.MetadataRequest,
+  errorCode: number,
+): MetadataResponseData.MetadataResponseTopicIn[] {
+  return (request.topics ?? []).map((t) => ({
+    errorCode,
+    name: t.name,
+    topicId: t.topicId,
+    isInternal: false,
+  }))
 }
 
 function apiKeyOf(frame: Buffer): number {
