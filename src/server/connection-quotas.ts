@@ -4,7 +4,9 @@
  * listener (`listener.name.<l>.max.connections`, else the broker-wide value), `max.connections`
  * broker-wide, and `max.connections.per.ip` with `max.connections.per.ip.overrides`. The
  * inter-broker listener is exempt from the broker-wide limit once there is another listener, so
- * that replication keeps its connections while clients use up the rest.
+ * that replication keeps its connections while clients use up the rest; a connection it takes
+ * over that limit closes the least recently used connection of another listener, as Kafka's
+ * Processor does.
  *
  * Kafka's Acceptor stops accepting while a listener or the broker is at its limit (the kernel's
  * backlog holds new connections until a slot frees) and closes a connection over its address's
@@ -33,6 +35,11 @@ export class ConnectionQuotas {
   readonly #listenerMax = new Map<string, number>()
   readonly #listenerCounts = new Map<string, number>()
   readonly #ipCounts = new Map<string, number>()
+  /** Each listener's least recently used connection: its last activity and how to close it. */
+  readonly #leastRecent = new Map<
+    string,
+    () => { readonly activeMs: number; readonly close: () => void } | null
+  >()
   #total = 0
   /** Connections refused so far, by the limit that refused them. */
   readonly refused = new Map<ConnectionRefusal, number>()
@@ -45,6 +52,14 @@ export class ConnectionQuotas {
   addListener(listenerName: string, connectionsMax: number): void {
     this.#listenerMax.set(listenerName, connectionsMax)
     this.#listenerCounts.set(listenerName, 0)
+  }
+
+  /** How `listenerName` offers its least recently used connection to be closed for a protected one. */
+  onLeastRecentlyUsed(
+    listenerName: string,
+    leastRecent: () => { readonly activeMs: number; readonly close: () => void } | null,
+  ): void {
+    this.#leastRecent.set(listenerName, leastRecent)
   }
 
   get total(): number {
@@ -79,7 +94,20 @@ export class ConnectionQuotas {
     this.#ipCounts.set(ip, (this.#ipCounts.get(ip) ?? 0) + 1)
     this.#listenerCounts.set(listenerName, listenerCount + 1)
     this.#total++
+    if (this.#total > this.#config.connectionsMax && this.#protected(listenerName))
+      this.#closeLeastRecent(listenerName)
     return null
+  }
+
+  /** Closes the least recently used connection of the listeners other than `protectedName`. */
+  #closeLeastRecent(protectedName: string): void {
+    let oldest: { readonly activeMs: number; readonly close: () => void } | null = null
+    for (const [name, leastRecent] of this.#leastRecent) {
+      if (name === protectedName) continue
+      const candidate = leastRecent()
+      if (candidate !== null && (oldest === null || candidate.activeMs < oldest.activeMs)) oldest = candidate
+    }
+    oldest?.close()
   }
 
   release(listenerName: string, address: string): void {

@@ -150,6 +150,11 @@ export class Connection {
     return this.#closed
   }
 
+  /** When the connection last read a request or wrote a response (the clock's monotonic ms). */
+  get lastActivityMs(): number {
+    return this.#lastActivityMs
+  }
+
   /** True while a request is queued or being handled. */
   get busy(): boolean {
     return this.#inFlight.length > 0 || this.#queue.length > 0

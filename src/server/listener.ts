@@ -110,6 +110,7 @@ export class Listener {
         protectedListener: null,
       })
     this.#quotas.addListener(options.listenerName, options.limits.connectionsMax)
+    this.#quotas.onLeastRecentlyUsed(options.listenerName, () => this.#leastRecentlyUsed())
     this.#server = options.tls === undefined ? this.#tcpServer() : this.#tlsServer(options.tls)
     this.#admitFirst(this.#server)
   }
@@ -190,6 +191,25 @@ export class Listener {
   setSecureContext(options: TlsOptions): void {
     if (this.#options.tls === undefined) throw new Error(`listener ${this.#options.listenerName} has no TLS`)
     ;(this.#server as TlsServer).setSecureContext(options)
+  }
+
+  /** The open connection that was active least recently, to close for the inter-broker listener. */
+  #leastRecentlyUsed(): { activeMs: number; close: () => void } | null {
+    let oldest: Connection | null = null
+    for (const c of this.#connections)
+      if (oldest === null || c.lastActivityMs < oldest.lastActivityMs) oldest = c
+    if (oldest === null) return null
+    const connection = oldest
+    return {
+      activeMs: connection.lastActivityMs,
+      close: () => {
+        this.#options.log(
+          'warn',
+          `closing connection ${connection.id} from ${connection.clientAddress} on ${this.#options.listenerName}, the least recently used: max.connections reached and the inter-broker listener took a connection`,
+        )
+        connection.close()
+      },
+    }
   }
 
   /** Starts listening; resolves with the bound address. */

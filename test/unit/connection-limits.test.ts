@@ -113,30 +113,39 @@ describe('connection limits', () => {
     const f = probe(other, '127.0.0.1')
     assert.equal(await f.ask(), 'served')
     assert.equal(await probe(other, '127.0.0.1').ask(), 'closed', 'max.connections')
-    // The inter-broker listener is exempt from the broker-wide limit.
+    // The inter-broker listener is exempt from the broker-wide limit: its connection is admitted
+    // and, the broker being over its limit, the least recently used client connection (a) closes.
+    const aClosed = new Promise((resolve) => a.socket.once('close', resolve))
     const h = probe(plain, '127.0.0.1')
     assert.equal(await h.ask(), 'served')
-    for (const p of [a, b, d, f, h]) assert.equal(await p.ask(), 'served')
+    await aClosed
+    for (const p of [b, d, f, h]) assert.equal(await p.ask(), 'served')
 
     // Closed connections free their slots: their address's, their listener's and the broker's
     // (the inter-broker listener's count in the broker's total, as in Kafka).
-    for (const p of [a, h]) {
-      const closed = new Promise((resolve) => p.socket.once('close', resolve))
-      p.socket.destroy()
-      await closed
-    }
+    const hClosed = new Promise((resolve) => h.socket.once('close', resolve))
+    h.socket.destroy()
+    await hClosed
     let again: 'served' | 'closed' = 'closed'
     for (let i = 0; i < 50 && again === 'closed'; i++) {
       again = await probe(external, '127.0.0.2').ask()
       if (again === 'closed') await new Promise((r) => setTimeout(r, 20))
     }
     assert.equal(again, 'served')
+
+    // The broker is full again (b, d, f and the new one): another inter-broker listener connection
+    // closes the least recently used client connection, now b.
+    const bClosed = new Promise((resolve) => b.socket.once('close', resolve))
+    assert.equal(await probe(plain, '127.0.0.1').ask(), 'served')
+    await bClosed
+    for (const p of [d, f]) assert.equal(await p.ask(), 'served')
     assert.match(
       node.output,
       /closing a connection from 127\.0\.0\.2 on EXTERNAL: max\.connections\.per\.ip reached/,
     )
     assert.match(node.output, /on EXTERNAL: listener max\.connections reached/)
     assert.match(node.output, /on OTHER: max\.connections reached/)
+    assert.match(node.output, /from 127\.0\.0\.2:\d+ on EXTERNAL, the least recently used/)
   })
 })
 
