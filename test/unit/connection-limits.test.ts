@@ -1,9 +1,9 @@
 /**
  * Connection limits of a real node over real sockets, by Kafka's names: `max.connections.per.ip`
  * (with `max.connections.per.ip.overrides` naming a host), `listener.name.<l>.max.connections`, and
- * the broker-wide `max.connections`, from which the inter-broker listener is exempt. A connection
- * over a limit is closed before it is answered; the admitted ones keep being served, and a closed
- * one frees its slot.
+ * the broker-wide `max.connections`, from which the inter-broker listener is exempt (its connection
+ * closes the least recently used client connection instead). A connection over a limit is closed
+ * before it is answered; the admitted ones keep being served, and a closed one frees its slot.
  */
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
