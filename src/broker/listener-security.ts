@@ -99,6 +99,14 @@ export function outgoingSecurity(
   })
 }
 
+/**
+ * An SSL or SASL_SSL listener's TLS alone, from `sources` (for a reload: the static layer with the
+ * dynamic broker configs over it); throws ListenerSecurityError as at start.
+ */
+export function listenerTlsOf(spec: ListenerSpec, sources: ListenerSecuritySources): ListenerTls {
+  return listenerTls(new ListenerKeys(spec.name, sources), sources)
+}
+
 /** The keys of one listener: its prefixed value first, then the broker-wide one. */
 class ListenerKeys {
   readonly name: string

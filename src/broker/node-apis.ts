@@ -69,6 +69,8 @@ export interface BrokerApiParts {
   readonly groups: readonly Handler[]
   /** The data path's handlers (Produce, Fetch, ListOffsets, ...). */
   readonly dataPath: readonly Handler[]
+  /** Checks a change to this broker's own configs before it is sent (a new key store, KIP-226). */
+  readonly validateOwnChange?: (changes: ReadonlyMap<string, string | null>) => string | null
 }
 
 /** The handlers of the controller listener, as Kafka's ControllerApis. */
@@ -103,6 +105,11 @@ export function controllerListenerApis(
   ]
 }
 
+function ownConfigs(nodeId: number, broker: BrokerApiParts) {
+  const validate = broker.validateOwnChange
+  return { nodeId, brokerListener: true, ...(validate === undefined ? {} : { validateOwnChange: validate }) }
+}
+
 /** The handlers of a client (broker) listener, as Kafka's KafkaApis. */
 export function brokerListenerApis(
   node: NodeApiParts,
@@ -127,8 +134,8 @@ export function brokerListenerApis(
     makeElectLeadersHandler(channel, controllerFailure),
     ...makePartitionReassignmentHandlers(channel, controllerFailure),
     describeConfigs(node),
-    makeAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
-    makeIncrementalAlterConfigsHandler(channel, controllerFailure, { nodeId, brokerListener: true }),
+    makeAlterConfigsHandler(channel, controllerFailure, ownConfigs(nodeId, broker)),
+    makeIncrementalAlterConfigsHandler(channel, controllerFailure, ownConfigs(nodeId, broker)),
     ...broker.groups,
     ...broker.dataPath,
     describeQuorumForwarded(node, channel),

@@ -58,6 +58,7 @@ import {
 } from '../storage/index.ts'
 import { AclPublisher, authorizerConfigured } from './acl-publisher.ts'
 import { type BootstrapScram, bootstrapScramRecords } from './bootstrap-scram.ts'
+import { ConnectionLimitsError, connectionQuotas, listenerConnectionsMax } from './connection-limits.ts'
 import { ControllerChannel } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
@@ -77,6 +78,7 @@ import {
   type NodeApiParts,
 } from './node-apis.ts'
 import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts'
+import { TlsReload } from './tls-reload.ts'
 import { topicLogConfig, updateLogConfigs } from './topic-log-config.ts'
 
 export type LogLevel = 'info' | 'warn' | 'error'
@@ -176,6 +178,16 @@ function outgoingOf(
   }
 }
 
+/** A connection limit's refusal as the StartupError that names the key at fault. */
+async function startupChecked<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read()
+  } catch (e) {
+    if (e instanceof ConnectionLimitsError) throw new StartupError(`invalid configuration: ${e.message}`)
+    throw e
+  }
+}
+
 export class WeirNode {
   readonly config: NodeConfig
   readonly clusterId: string
@@ -193,6 +205,8 @@ export class WeirNode {
   #groups: GroupCoordination | null = null
   /** The authorizer's ACLs, kept equal to the image's (`authorizer.class.name`). */
   #acls: AclPublisher | null = null
+  /** The TLS listeners' dynamic key and trust stores (KIP-226). */
+  #tlsReload: TlsReload | null = null
   #bootstrapScram: readonly BootstrapScram[] = []
   #heartbeatTimer: ReturnType<Clock['setTimer']> | null = null
   #incarnationId: Uuid | null = null
@@ -255,8 +269,12 @@ export class WeirNode {
       // A frame up to socket.request.max.bytes is always read (the queue is checked before a frame).
       inFlightBytesMax: Math.min(effective.int('socket.request.max.bytes'), READ_AHEAD_BYTES_MAX),
       connectionsIdleMsMax: effective.long('connections.max.idle.ms'),
-      connectionsMax: Math.min(effective.int('max.connections'), 100_000),
     }
+    // Kafka's broker and controller each have their socket server, and so their own counts.
+    const quotas = await startupChecked(async () => ({
+      broker: await connectionQuotas(effective, config.interBrokerListenerName),
+      controller: await connectionQuotas(effective, null),
+    }))
     // One pacer for the node's listeners: a minor GC per 8 MiB of requests read. The full one per
     // 64 MiB that it also ran where V8 counts ArrayBuffers in its global limit (`weir start`) freed
     // promoted produce frames; with frames pooled it cost produce CPU for no RSS (docs/performance.md,
@@ -280,17 +298,18 @@ export class WeirNode {
     const latest = { image: (): MetadataImage => EMPTY_IMAGE }
     // Every listener checks requests with the authorizer of the moment (it follows the image).
     const acls = aclPublisher(effective, staticBroker)
+    const sources = {
+      staticBroker,
+      effective,
+      clock,
+      random,
+      scramCredential: scramCredentialsOf(() => latest.image()),
+    }
     for (const spec of config.listeners) {
       const isController = config.controllerListenerNames.includes(spec.name)
       if (isController ? !config.controller : !config.broker) continue
       const registry = new HandlerRegistry()
-      const security = securityOf(spec, {
-        staticBroker,
-        effective,
-        clock,
-        random,
-        scramCredential: scramCredentialsOf(() => latest.image()),
-      })
+      const security = securityOf(spec, sources)
       const listener = new Listener({
         ...security,
         listenerName: spec.name,
@@ -298,7 +317,13 @@ export class WeirNode {
         port: spec.port,
         dispatcher: new Dispatcher(registry, { authorizer: () => acls.authorizer }),
         clock,
-        limits,
+        limits: {
+          ...limits,
+          connectionsMax: await startupChecked(async () =>
+            listenerConnectionsMax(spec.name, staticBroker, effective),
+          ),
+        },
+        quotas: isController ? quotas.controller : quotas.broker,
         log,
         held: true,
         ...(readGc === undefined ? {} : { readGc }),
@@ -311,6 +336,12 @@ export class WeirNode {
     latest.image = () => node.#loader.image
     node.#staticBroker = staticBroker
     node.#acls = acls
+    node.#tlsReload = new TlsReload(
+      bound.filter((b) => !b.isController && b.spec.protocolName.endsWith('SSL')),
+      sources,
+      () => brokerConfigLayers(node.#loader.image, node.configSource),
+      log,
+    )
     node.#bootstrapScram = options.bootstrapScram ?? []
     try {
       for (const b of bound) await b.listener.start()
@@ -406,6 +437,7 @@ export class WeirNode {
     }
     const acls = this.#acls
     if (acls !== null) this.#loader.subscribe((p) => acls.onPublish(p))
+    this.#loader.subscribe(() => this.#tlsReload?.apply())
     if (config.broker) {
       const dataPath = new DataPath({
         nodeId: config.nodeId,
@@ -546,6 +578,7 @@ export class WeirNode {
           autoCreateTopics: this.effective.boolean('auto.create.topics.enable'),
           groups: this.#groups?.handlers() ?? [],
           dataPath: this.#dataPath?.handlers({ image: () => this.#loader.image }) ?? [],
+          validateOwnChange: (changes) => this.#tlsReload?.validate(changes) ?? null,
         }),
       )
       if (b.sasl) b.registry.register(...saslApiHandlers())

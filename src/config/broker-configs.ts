@@ -363,6 +363,19 @@ export const BROKER_CONFIGS: readonly BrokerConfigDef[] = brokerConfigs([
     doc: 'The maximum number of connections we allow from each ip address. This can be set to 0 if there are overrides configured using max.connections.per.ip.overrides property. New connections from the ip address are dropped if the limit is reached.',
   },
   {
+    name: 'max.connections.per.ip.overrides',
+    type: 'string',
+    default: '',
+    validate: (value, name) =>
+      parseConnectionsPerIpOverrides(String(value)) === null
+        ? `Invalid value ${String(value)} for configuration ${name}: expected host:count,...`
+        : null,
+    importance: 'medium',
+    dynamic: 'read-only',
+    kafkaDynamic: 'cluster-wide',
+    doc: 'A comma-separated list of per-ip or hostname overrides to the default maximum number of connections. An example value is "hostName:100,127.0.0.1:200"',
+  },
+  {
     name: 'connections.max.idle.ms',
     type: 'long',
     default: '600000',
@@ -1697,4 +1710,21 @@ export function brokerConfigSynonyms(name: string): readonly string[] {
   }
   if (name === FLUSH[0]) return FLUSH
   return [name]
+}
+
+/**
+ * `max.connections.per.ip.overrides` (`host:count,...`; a host is a name or an address, split at its
+ * last colon so that an IPv6 address may be given): the counts by host, or null when malformed.
+ */
+export function parseConnectionsPerIpOverrides(text: string): Map<string, number> | null {
+  const overrides = new Map<string, number>()
+  if (text.trim() === '') return overrides
+  for (const entry of text.split(',')) {
+    const at = entry.lastIndexOf(':')
+    const host = entry.slice(0, at).trim()
+    const count = entry.slice(at + 1).trim()
+    if (at < 0 || host === '' || !/^\d{1,10}$/.test(count) || Number(count) > 2147483647) return null
+    overrides.set(host, Number(count))
+  }
+  return overrides
 }

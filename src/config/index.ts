@@ -10,6 +10,7 @@ export {
   brokerConfigDef,
   brokerConfigSynonyms,
   type DynamicUpdateMode,
+  parseConnectionsPerIpOverrides,
   STANDARD_AUTHORIZER_CLASS,
 } from './broker-configs.ts'
 export {

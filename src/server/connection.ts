@@ -39,7 +39,7 @@ export interface ConnectionLimits {
   readonly inFlightRequestsMax: number
   /** Bytes of frames read ahead and waiting; past it the socket stops being read. */
   readonly inFlightBytesMax: number
-  /** `connections.max.idle.ms`: a connection with no traffic for this long is closed. */
+  /** `connections.max.idle.ms`: a connection with no traffic for this long is closed; negative: never. */
   readonly connectionsIdleMsMax: number
 }
 
@@ -148,6 +148,11 @@ export class Connection {
 
   get closed(): boolean {
     return this.#closed
+  }
+
+  /** When the connection last read a request or wrote a response (the clock's monotonic ms). */
+  get lastActivityMs(): number {
+    return this.#lastActivityMs
   }
 
   /** True while a request is queued or being handled. */
@@ -319,6 +324,8 @@ export class Connection {
 
   #armIdleTimer(): void {
     const idleMs = this.#limits.connectionsIdleMsMax
+    // A negative value turns idle expiry off, as in Kafka's Selector.
+    if (idleMs < 0) return
     const due = this.#lastActivityMs + idleMs - this.#clock.monotonicMs()
     this.#idleTimer = this.#clock.setTimer(Math.max(due, 1), () => {
       this.#idleTimer = null

@@ -2,6 +2,7 @@
 
 export * from './authorize.ts'
 export { Connection, type ConnectionLimits } from './connection.ts'
+export { type ConnectionQuotaConfig, ConnectionQuotas, type ConnectionRefusal } from './connection-quotas.ts'
 export { type ConnectionInfo, Dispatcher, type DispatcherOptions, type DispatchResult } from './dispatcher.ts'
 export * from './fetch-session.ts'
 export {

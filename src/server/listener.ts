@@ -1,13 +1,18 @@
 /**
- * A TCP listener speaking Kafka's protocol: accepts connections up to `max.connections`, hands each
- * to a `Connection`, and shuts down gracefully (stop accepting, answer what is in flight, close).
+ * A TCP listener speaking Kafka's protocol: admits each accepted connection by its
+ * `ConnectionQuotas` (closing one over a limit before reading it), hands each to a `Connection`, and shuts down gracefully (stop accepting, answer what is in flight, close).
  * A node binds its listeners first (so a port 0 is known) and serves them once its handlers are
  * registered, as Kafka's `enableRequestProcessing`: connections accepted before `serve()` are held
  * unread, so no peer ever sees a half-registered node (an ApiVersions answer without the APIs it
  * will serve, or a request closed as "not served here").
  */
 import { createServer, type Server, type Socket } from 'node:net'
-import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls'
+import {
+  createServer as createTlsServer,
+  type TLSSocket,
+  type TlsOptions,
+  type Server as TlsServer,
+} from 'node:tls'
 import type { Clock, TimerHandle } from '../io/index.ts'
 import {
   type KafkaPrincipal,
@@ -17,6 +22,7 @@ import {
 } from '../security/index.ts'
 import type { ReadBuffers } from '../storage/index.ts'
 import { Connection, type ConnectionLimits } from './connection.ts'
+import { ConnectionQuotas } from './connection-quotas.ts'
 import type { ConnectionInfo, Dispatcher, DispatchResult } from './dispatcher.ts'
 import type { ReadGcPacer } from './read-gc-pacer.ts'
 import { type FrameHandler, SaslAuthenticator, type SaslListenerOptions } from './sasl-authenticator.ts'
@@ -41,9 +47,14 @@ export interface ListenerOptions {
   readonly dispatcher: Dispatcher
   readonly clock: Clock
   readonly limits: ConnectionLimits & {
-    /** `max.connections`: further connections are closed as soon as they are accepted. */
+    /** This listener's `max.connections`: further connections are closed as soon as they are accepted. */
     readonly connectionsMax: number
   }
+  /**
+   * The counts and limits this listener shares with the node's others (broker-wide
+   * `max.connections`, `max.connections.per.ip`); absent: its own, with only `limits.connectionsMax`.
+   */
+  readonly quotas?: ConnectionQuotas
   /** Where connection-level events are reported. */
   readonly log: (level: 'warn' | 'error', message: string) => void
   /** Hold accepted connections unread until `serve()`; otherwise serve from `start()`. */
@@ -85,10 +96,45 @@ export class Listener {
   /** TLS clients' certificate principals, until their connection is made. */
   readonly #principals = new WeakMap<Socket, KafkaPrincipal>()
 
+  readonly #quotas: ConnectionQuotas
+
   constructor(options: ListenerOptions) {
     this.#options = options
     this.#serving = options.held !== true
+    this.#quotas =
+      options.quotas ??
+      new ConnectionQuotas({
+        connectionsMax: Number.MAX_SAFE_INTEGER,
+        connectionsPerIpMax: Number.MAX_SAFE_INTEGER,
+        connectionsPerIpOverrides: new Map(),
+        protectedListener: null,
+      })
+    this.#quotas.addListener(options.listenerName, options.limits.connectionsMax)
+    this.#quotas.onLeastRecentlyUsed(options.listenerName, () => this.#leastRecentlyUsed())
     this.#server = options.tls === undefined ? this.#tcpServer() : this.#tlsServer(options.tls)
+    this.#admitFirst(this.#server)
+  }
+
+  /**
+   * Puts the quotas in front of the server's own handling of a new TCP connection (a TLS server's
+   * handshake included): a refused socket is destroyed before anything reads it, and an admitted
+   * one is counted until it closes.
+   */
+  #admitFirst(server: Server): void {
+    const handlers = server.listeners('connection') as Array<(socket: Socket) => void>
+    server.removeAllListeners('connection')
+    server.on('connection', (socket: Socket) => {
+      const { listenerName, log } = this.#options
+      const address = socket.remoteAddress ?? '?'
+      const refusal = this.#quotas.admit(listenerName, address)
+      if (refusal !== null) {
+        log('warn', `closing a connection from ${address} on ${listenerName}: ${refusal} reached`)
+        socket.destroy()
+        return
+      }
+      socket.once('close', () => this.#quotas.release(listenerName, address))
+      for (const handler of handlers) handler.call(server, socket)
+    })
   }
 
   #tcpServer(): Server {
@@ -138,6 +184,34 @@ export class Listener {
     this.#accept(socket)
   }
 
+  /**
+   * KIP-226: new TLS connections use these key, certificate and trust options (validated by the
+   * caller); open ones keep theirs.
+   */
+  setSecureContext(options: TlsOptions): void {
+    if (this.#options.tls === undefined) throw new Error(`listener ${this.#options.listenerName} has no TLS`)
+    ;(this.#server as TlsServer).setSecureContext(options)
+  }
+
+  /** The open connection that was active least recently, to close for the inter-broker listener. */
+  #leastRecentlyUsed(): { activeMs: number; close: () => void } | null {
+    let oldest: Connection | null = null
+    for (const c of this.#connections)
+      if (oldest === null || c.lastActivityMs < oldest.lastActivityMs) oldest = c
+    if (oldest === null) return null
+    const connection = oldest
+    return {
+      activeMs: connection.lastActivityMs,
+      close: () => {
+        this.#options.log(
+          'warn',
+          `closing connection ${connection.id} from ${connection.clientAddress} on ${this.#options.listenerName}, the least recently used: max.connections reached and the inter-broker listener took a connection`,
+        )
+        connection.close()
+      },
+    }
+  }
+
   /** Starts listening; resolves with the bound address. */
   async start(): Promise<{ host: string; port: number }> {
     const { host, port } = this.#options
@@ -176,15 +250,6 @@ export class Listener {
   }
 
   #accept(socket: Socket): void {
-    const { limits, log } = this.#options
-    if (this.connectionCount >= limits.connectionsMax) {
-      log(
-        'warn',
-        `closing a connection from ${socket.remoteAddress}: max.connections ${limits.connectionsMax} reached`,
-      )
-      socket.destroy()
-      return
-    }
     if (!this.#serving) {
       socket.pause()
       this.#held.add(socket)

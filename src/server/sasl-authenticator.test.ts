@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { ManualClock, SeededRandom } from '../io/index.ts'
+import { TopicName, ZERO_UUID } from '../model/index.ts'
 import { type Api, apis, decodeResponse, ErrorCode, encodeRequest } from '../protocol/index.ts'
 import {
   createSaslServer,
@@ -133,17 +134,57 @@ describe('SaslAuthenticator', () => {
     assert.equal(formatPrincipal(seen[0]!), 'User:alice')
   })
 
-  test('a request other than SaslAuthenticate after the handshake fails the authentication', async () => {
-    const { gate, clock } = setup()
-    await gate.dispatch(frame(apis.SaslHandshake, 1, { mechanism: 'PLAIN' }), CONN)
-    const pending = gate.dispatch(produce(), CONN)
-    await Promise.resolve()
-    clock.advance(100)
-    const r = await pending
-    assert.deepEqual(r, {
-      kind: 'close',
-      reason: 'Failed authentication: Unexpected Kafka request of type Produce during SASL authentication.',
-    })
+  test("a request other than SaslAuthenticate after SaslHandshake v1 gets its api's ILLEGAL_SASL_STATE answer, then the close", async () => {
+    for (const [request, read] of [
+      [
+        frame(apis.DescribeCluster, 1, {}),
+        (pieces: Buffer[]) => bodyOf(apis.DescribeCluster, 1, pieces).errorCode,
+      ],
+      [frame(apis.ListGroups, 4, {}), (pieces: Buffer[]) => bodyOf(apis.ListGroups, 4, pieces).errorCode],
+      [
+        frame(apis.SaslHandshake, 1, { mechanism: 'PLAIN' }),
+        (pieces: Buffer[]) => bodyOf(apis.SaslHandshake, 1, pieces).errorCode,
+      ],
+      // Produce and Metadata: the error on each partition or topic the request named.
+      [
+        frame(apis.Produce, 9, {
+          acks: 1,
+          timeoutMs: 1000,
+          topicData: [{ name: TopicName('t'), partitionData: [{ index: 3, records: null }] }],
+        }),
+        (pieces: Buffer[]) => {
+          const [topic] = bodyOf(apis.Produce, 9, pieces).responses
+          assert.equal(topic?.name, 't')
+          assert.equal(topic?.partitionResponses[0]?.index, 3)
+          return topic?.partitionResponses[0]?.errorCode
+        },
+      ],
+      [
+        frame(apis.Metadata, 12, {
+          topics: [{ name: TopicName('m'), topicId: ZERO_UUID }],
+          allowAutoTopicCreation: false,
+          includeTopicAuthorizedOperations: false,
+        }),
+        (pieces: Buffer[]) => {
+          const [topic] = bodyOf(apis.Metadata, 12, pieces).topics
+          assert.equal(topic?.name, 'm')
+          return topic?.errorCode
+        },
+      ],
+    ] as const) {
+      const { gate, clock } = setup()
+      await gate.dispatch(frame(apis.SaslHandshake, 1, { mechanism: 'PLAIN' }), CONN)
+      const pending = gate.dispatch(request, CONN)
+      await Promise.resolve()
+      clock.advance(100)
+      const r = await pending
+      assert.ok(r.kind === 'close' && r.frame !== undefined)
+      assert.match(
+        r.reason,
+        /^Failed authentication: Unexpected Kafka request of type \w+ during SASL authentication\.$/,
+      )
+      assert.equal(read(r.frame), ErrorCode.IllegalSaslState)
+    }
   })
 
   test('KIP-368: the session lifetime; re-authenticating in time keeps the connection, expiry closes it', async () => {

@@ -2,20 +2,27 @@
  * A SASL listener's gate between one connection's frames and its dispatcher, as Kafka's
  * SaslServerAuthenticator: before authentication only ApiVersions and SaslHandshake are served; a
  * SaslHandshake v0 is followed by the mechanism's raw tokens (size-prefixed, without Kafka's
- * request header), a v1 by SaslAuthenticate requests. Any other request before authentication
- * closes the connection. A failed authentication is answered after
+ * request header), a v1 by SaslAuthenticate requests. Any other request before the handshake
+ * closes the connection; after a v1 handshake, it is answered with its api's error response carrying
+ * ILLEGAL_SASL_STATE, as a failed authentication. A failed authentication is answered after
  * `connection.failed.authentication.delay.ms` and the connection then closes. Once authenticated,
  * requests reach the dispatcher with the principal; KIP-368: a SaslHandshake starts a
  * re-authentication, and a request after the session's lifetime closes the connection.
  */
 import type { Clock } from '../io/index.ts'
 import {
+  type Api,
   ApiKey,
   apis,
   DecodeError,
   decodeRequest,
+  EncodeError,
   ErrorCode,
   encodeResponse,
+  type MetadataRequestData,
+  type MetadataResponseData,
+  type ProduceRequestData,
+  type ProduceResponseData,
   readRequestPrefix,
 } from '../protocol/index.ts'
 import {
@@ -93,10 +100,8 @@ export class SaslAuthenticator implements FrameHandler {
       }
     }
     if (apiKey !== ApiKey.SaslAuthenticate) {
-      return this.#failed(
-        null,
-        `Unexpected Kafka request of type ${apiName(apiKey)} during SASL authentication.`,
-      )
+      const message = `Unexpected Kafka request of type ${apiName(apiKey)} during SASL authentication.`
+      return this.#failed(illegalSaslStateResponse(frame, message), message)
     }
     return this.#authenticate(state.server, frame)
   }
@@ -206,6 +211,71 @@ export class SaslAuthenticator implements FrameHandler {
   }
 }
 
+interface ErrorBody {
+  readonly errorCode?: number
+  readonly errorMessage?: string
+  readonly responses?: readonly ProduceResponseData.TopicProduceResponseIn[]
+  readonly topics?: readonly MetadataResponseData.MetadataResponseTopicIn[]
+}
+
+/**
+ * Kafka's `request.getErrorResponse(IllegalSaslStateException)` for a request that came when only
+ * SaslAuthenticate may: Produce and Metadata name the error on each partition or topic the request
+ * named; any other api's response carries it as its top-level error code (and message, where its
+ * version has one), or is its empty response for an api without one. Null when the request does
+ * not decode.
+ */
+function illegalSaslStateResponse(frame: Buffer, message: string): Buffer[] | null {
+  const decoded = decode(frame)
+  if (decoded === null) return null
+  const errorCode = ErrorCode.IllegalSaslState
+  // Every response's fields are optional on encode: each is written where the api has it.
+  const api = decoded.api as Api<unknown, never, unknown, ErrorBody>
+  const bodies: ErrorBody[] =
+    decoded.api.apiKey === ApiKey.Produce
+      ? [{ responses: produceErrors(decoded.body as ProduceRequestData.ProduceRequest, errorCode) }]
+      : decoded.api.apiKey === ApiKey.Metadata
+        ? [
+            {
+              errorCode,
+              topics: metadataErrors(decoded.body as MetadataRequestData.MetadataRequest, errorCode),
+            },
+          ]
+        : [{ errorCode, errorMessage: message }, { errorCode }]
+  for (const body of bodies) {
+    try {
+      return encodeResponse(api, decoded.version, decoded.correlationId, body)
+    } catch (e) {
+      if (!(e instanceof EncodeError)) throw e
+    }
+  }
+  return null
+}
+
+/** ProduceRequest.getErrorResponse: every partition of the request, with the error. */
+function produceErrors(
+  request: ProduceRequestData.ProduceRequest,
+  errorCode: number,
+): ProduceResponseData.TopicProduceResponseIn[] {
+  return request.topicData.map((t) => ({
+    name: t.name,
+    partitionResponses: t.partitionData.map((p) => ({ index: p.index, errorCode })),
+  }))
+}
+
+/** MetadataRequest.getErrorResponse: every topic of the request, with the error. */
+function metadataErrors(
+  request: MetadataRequestData.MetadataRequest,
+  errorCode: number,
+): MetadataResponseData.MetadataResponseTopicIn[] {
+  return (request.topics ?? []).map((t) => ({
+    errorCode,
+    name: t.name,
+    topicId: t.topicId,
+    isInternal: false,
+  }))
+}
+
 function apiKeyOf(frame: Buffer): number {
   return frame.length >= 2 ? frame.readInt16BE(0) : -1
 }
@@ -214,9 +284,7 @@ function apiName(apiKey: number): string {
   return API_NAMES.get(apiKey) ?? `api key ${apiKey}`
 }
 
-function decode(
-  frame: Buffer,
-): { api: { apiKey: number }; body: unknown; version: number; correlationId: number } | null {
+function decode(frame: Buffer): { api: Api; body: unknown; version: number; correlationId: number } | null {
   try {
     const decoded = decodeRequest(frame)
     if (decoded.kind !== 'ok') return null

@@ -19,6 +19,12 @@ export interface AlterConfigsView {
    * A controller listener (ControllerApis) takes any broker id.
    */
   readonly brokerListener: boolean
+  /**
+   * Kafka's validateBrokerConfigChange: checks a change to this node's own BROKER resource (value
+   * null: deleted) before it goes to the controller, e.g. a new key store (KIP-226). Its message
+   * is answered with INVALID_REQUEST; null: valid.
+   */
+  readonly validateOwnChange?: (changes: ReadonlyMap<string, string | null>) => string | null
 }
 
 export type AlterConfigsOutcome = Omit<
@@ -34,6 +40,20 @@ export interface AlterConfigsResourceLike {
     readonly value: string | null
     readonly configOperation?: number
   }>
+}
+
+/**
+ * The keys a resource sets (value) or deletes (null): IncrementalAlterConfigs' SET and DELETE
+ * (APPEND and SUBTRACT, list keys only, are left to the controller), AlterConfigs' values.
+ */
+function ownChanges(r: AlterConfigsResourceLike, incremental: boolean): Map<string, string | null> {
+  const changes = new Map<string, string | null>()
+  for (const c of r.configs) {
+    const op = incremental ? (c.configOperation ?? 0) : 0
+    if (op === 0) changes.set(c.name, c.value)
+    else if (op === 1) changes.set(c.name, null)
+  }
+  return changes
 }
 
 const invalid = (errorMessage: string): AlterConfigsOutcome => ({
@@ -77,6 +97,8 @@ export function preprocessAlterConfigs(
       if (node === null) return invalid(`Node id must be an integer, but it is: ${r.resourceName}`)
       if (node !== view.nodeId)
         return invalid(`Unexpected broker id, expected ${view.nodeId}, but received ${r.resourceName}`)
+      const problem = view.validateOwnChange?.(ownChanges(r, incremental)) ?? null
+      if (problem !== null) return invalid(problem)
     }
     return undefined
   })
