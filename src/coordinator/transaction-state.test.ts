@@ -112,6 +112,35 @@ describe('transaction state machine', () => {
     assert.equal(errorOf(endTxn(m, { ...end, producerEpoch: 5 }, T0 + 4, ctx)), ErrorCode.ProducerFenced)
   })
 
+  test('v2 may abort with no partition added, from Empty and from a completed transaction; never commit so', () => {
+    const ctx = context()
+    let m = initialized(ctx)
+    const abort = { producerId: 1000n, producerEpoch: 0, committed: false, clientTransactionVersion: 2 }
+    assert.equal(errorOf(endTxn(m, { ...abort, committed: true }, T0, ctx)), ErrorCode.InvalidTxnState)
+    // Version 1 has no such abort.
+    assert.equal(
+      errorOf(endTxn(m, { ...abort, clientTransactionVersion: 0 }, T0, ctx)),
+      ErrorCode.InvalidTxnState,
+    )
+    m = written(endTxn(m, abort, T0 + 5, ctx))
+    assert.deepEqual(
+      [m.state, m.partitions, m.txnStartTimestampMs, m.producerEpoch],
+      ['PrepareAbort', [], T0 + 5, 1],
+    )
+    m = written(completeAfterMarkers(m, T0 + 6))
+    assert.deepEqual([m.state, m.producerEpoch], ['CompleteAbort', 1])
+    // The same abort again is a retry (epoch one below): answered, nothing written.
+    assert.deepEqual(endTxn(m, abort, T0 + 7, ctx), {
+      kind: 'answer',
+      errorCode: ErrorCode.None,
+      producerId: 1000n,
+      producerEpoch: 1,
+    })
+    // With the current epoch it is a new abort, which bumps again.
+    m = written(endTxn(m, { ...abort, producerEpoch: 1 }, T0 + 8, ctx))
+    assert.deepEqual([m.state, m.producerEpoch, m.lastProducerEpoch], ['PrepareAbort', 2, 1])
+  })
+
   test('v2 EndTxn at an exhausted epoch completes under a new producer id at epoch 0', () => {
     const ctx = context()
     const m0 = initialized(ctx)
@@ -402,12 +431,7 @@ describe('transaction state machine properties', () => {
                 // A stale epoch is fenced, except a v2 retry of the EndTxn that bumped it by one.
                 if (
                   !current &&
-                  !(
-                    staleBy === 1 &&
-                    m.clientTransactionVersion >= 2 &&
-                    m.state !== 'Ongoing' &&
-                    m.state !== 'Empty'
-                  )
+                  !(staleBy === 1 && s.tv >= 2 && m.state !== 'Ongoing' && m.state !== 'Empty')
                 ) {
                   assert.equal(errorOf(out), ErrorCode.ProducerFenced)
                 }

@@ -23,7 +23,8 @@ export const VALID_PREVIOUS_STATES: Readonly<Record<TransactionState, readonly T
   Empty: ['Empty', 'CompleteCommit', 'CompleteAbort'],
   Ongoing: ['Ongoing', 'Empty', 'CompleteCommit', 'CompleteAbort'],
   PrepareCommit: ['Ongoing'],
-  PrepareAbort: ['Ongoing', 'PrepareEpochFence'],
+  // Kafka 4: transaction version 2 may abort with no partition added, from Empty or a completed one.
+  PrepareAbort: ['Ongoing', 'PrepareEpochFence', 'Empty', 'CompleteCommit', 'CompleteAbort'],
   CompleteCommit: ['PrepareCommit'],
   CompleteAbort: ['PrepareAbort'],
   Dead: ['Empty', 'CompleteAbort', 'CompleteCommit'],
@@ -270,6 +271,8 @@ export interface AddPartitionsInput {
   readonly producerId: bigint
   readonly producerEpoch: number
   readonly partitions: readonly TxnPartition[]
+  /** The client's transaction version the transition records (Kafka 4); 0 when left out. */
+  readonly clientTransactionVersion?: number
 }
 
 /** AddPartitionsToTxn from a producer (v3 and below); one error code for all its partitions. */
@@ -291,13 +294,14 @@ export function addPartitionsToTxn(
     ...same(m, 'Ongoing', now),
     partitions,
     txnStartTimestampMs: starts ? now : m.txnStartTimestampMs,
+    clientTransactionVersion: req.clientTransactionVersion ?? 0,
   })
 }
 
 /** AddOffsetsToTxn: adds the `__consumer_offsets` partition of the group, as Kafka does. */
 export function addOffsetsToTxn(
   m: TransactionMetadata | null,
-  req: { readonly producerId: bigint; readonly producerEpoch: number; readonly offsetsPartition: number },
+  req: Omit<AddPartitionsInput, 'partitions'> & { readonly offsetsPartition: number },
   now: number,
 ): TxnOutcome {
   return addPartitionsToTxn(
@@ -326,6 +330,12 @@ export function endTxn(
   return endTransaction(m, req, true, now, ctx)
 }
 
+/**
+ * EndTxn as Kafka 4's coordinator: the request's transaction version picks the rules. Version 1
+ * keeps one epoch for the producer's session; version 2 bumps it on every EndTxn, answers a retry
+ * (the epoch one below) without a write, and may abort with no partition added (from Empty or a
+ * completed transaction), which a producer does to bump its epoch.
+ */
 function endTransaction(
   m: TransactionMetadata,
   req: EndTxnInput,
@@ -335,56 +345,69 @@ function endTransaction(
 ): TxnOutcome {
   const { producerId, producerEpoch, committed } = req
   const fencing = m.pendingState === 'PrepareEpochFence'
-  const v2 = !fencing && m.clientTransactionVersion >= 2
+  const v2 = req.clientTransactionVersion >= 2
   const retryOnOverflow =
-    v2 && m.previousProducerId === producerId && producerEpoch === EPOCH_MAX - 1 && m.producerEpoch === 0
-  const retryOnEpochBump = v2 && m.producerEpoch === producerEpoch + 1
+    v2 &&
+    !fencing &&
+    m.previousProducerId === producerId &&
+    producerEpoch === EPOCH_MAX - 1 &&
+    m.producerEpoch === 0
+  const retryOnEpochBump = v2 && !fencing && m.producerEpoch === producerEpoch + 1
+  const isRetry = retryOnEpochBump || retryOnOverflow
   let validEpoch: boolean
-  if (!v2)
+  if (!v2 || fencing) {
     validEpoch = (!isFromClient || producerEpoch === m.producerEpoch) && producerEpoch >= m.producerEpoch
-  else if (m.state === 'PrepareCommit' || m.state === 'PrepareAbort') validEpoch = retryOnEpochBump
-  else if (m.state === 'CompleteCommit' || m.state === 'CompleteAbort')
-    validEpoch = retryOnEpochBump || retryOnOverflow
-  else validEpoch = producerEpoch === m.producerEpoch
+  } else if (m.state === 'PrepareCommit' || m.state === 'PrepareAbort') validEpoch = retryOnEpochBump
+  else if (m.state === 'CompleteCommit' || m.state === 'CompleteAbort') {
+    validEpoch = isRetry || producerEpoch === m.producerEpoch
+  } else validEpoch = producerEpoch === m.producerEpoch
   if (m.producerId !== producerId && !retryOnOverflow) return answer(ErrorCode.InvalidProducerIdMapping)
   if (!validEpoch) return answer(ErrorCode.ProducerFenced)
   if (m.pendingState !== null && !fencing) return answer(ErrorCode.ConcurrentTransactions)
+  const complete = (state: 'PrepareCommit' | 'PrepareAbort', noPartitionAdded: boolean): TxnOutcome => {
+    // A fence writes PrepareAbort under the fenced epoch in place of its own pending state.
+    const base: TransactionMetadata = fencing
+      ? { ...m, pendingState: null, producerEpoch, lastProducerEpoch: NO_PRODUCER_EPOCH }
+      : m
+    // Epoch 32767 is only ever the coordinator's fencing epoch: no client holds it, and it cannot
+    // be bumped, so a fence there aborts under it without the version 2 bump.
+    if (v2 && !fencing && base.producerEpoch >= EPOCH_MAX) return answer(ErrorCode.ProducerFenced)
+    const bump = v2 && base.producerEpoch < EPOCH_MAX
+    const nextProducerId =
+      bump && !fencing && isEpochExhausted(m.producerEpoch) ? ctx.newProducerId() : NO_PRODUCER_ID
+    return prepare(base, {
+      ...same(base, state, now),
+      nextProducerId,
+      producerEpoch: bump ? base.producerEpoch + 1 : base.producerEpoch,
+      lastProducerEpoch: bump ? base.producerEpoch : base.lastProducerEpoch,
+      // Nothing was added, so the transaction starts now (Kafka's noPartitionAdded).
+      partitions: noPartitionAdded ? [] : base.partitions,
+      txnStartTimestampMs: noPartitionAdded ? now : base.txnStartTimestampMs,
+      clientTransactionVersion: bump ? req.clientTransactionVersion : 0,
+    })
+  }
+  const done = answer(ErrorCode.None, m.producerId, m.producerEpoch)
+  const invalid = answer(ErrorCode.InvalidTxnState)
   switch (m.state) {
-    case 'Ongoing': {
-      const ctv = req.clientTransactionVersion
-      const nextProducerId =
-        ctv >= 2 && !fencing && isEpochExhausted(m.producerEpoch) ? ctx.newProducerId() : NO_PRODUCER_ID
-      // A fence writes PrepareAbort under the fenced epoch in place of its own pending state.
-      const base: TransactionMetadata = fencing
-        ? { ...m, pendingState: null, producerEpoch, lastProducerEpoch: NO_PRODUCER_EPOCH }
-        : m
-      // Epoch 32767 is only ever the coordinator's fencing epoch: no client holds it, and it
-      // cannot be bumped, so a fence there aborts under it without the KIP-890 bump.
-      if (ctv >= 2 && !fencing && base.producerEpoch >= EPOCH_MAX) return answer(ErrorCode.ProducerFenced)
-      const bump = ctv >= 2 && base.producerEpoch < EPOCH_MAX
-      return prepare(base, {
-        ...same(base, committed ? 'PrepareCommit' : 'PrepareAbort', now),
-        nextProducerId,
-        producerEpoch: bump ? base.producerEpoch + 1 : base.producerEpoch,
-        lastProducerEpoch: bump ? base.producerEpoch : base.lastProducerEpoch,
-        txnStartTimestampMs: base.txnStartTimestampMs,
-        clientTransactionVersion: bump ? ctv : 0,
-      })
-    }
-    case 'CompleteCommit':
-      return committed
-        ? answer(ErrorCode.None, m.producerId, m.producerEpoch)
-        : answer(ErrorCode.InvalidTxnState)
-    case 'CompleteAbort':
-      return committed
-        ? answer(ErrorCode.InvalidTxnState)
-        : answer(ErrorCode.None, m.producerId, m.producerEpoch)
+    case 'Ongoing':
+      return complete(committed ? 'PrepareCommit' : 'PrepareAbort', false)
     case 'PrepareCommit':
-      return answer(committed ? ErrorCode.ConcurrentTransactions : ErrorCode.InvalidTxnState)
+      return committed ? answer(ErrorCode.ConcurrentTransactions) : invalid
     case 'PrepareAbort':
-      return answer(committed ? ErrorCode.InvalidTxnState : ErrorCode.ConcurrentTransactions)
+      return committed ? invalid : answer(ErrorCode.ConcurrentTransactions)
+    case 'CompleteCommit':
+      if (!v2) return committed ? done : invalid
+      if (committed) return isRetry ? done : invalid
+      return isRetry ? invalid : complete('PrepareAbort', true)
+    case 'CompleteAbort':
+      if (!v2) return committed ? invalid : done
+      if (committed) return invalid
+      return isRetry ? done : complete('PrepareAbort', true)
+    case 'Empty':
+      return v2 && !committed ? complete('PrepareAbort', true) : invalid
     default:
-      return answer(ErrorCode.InvalidTxnState)
+      // Dead and PrepareEpochFence are never current states.
+      return invalid
   }
 }
 
@@ -528,21 +551,27 @@ export function completeTransition(m: TransactionMetadata, transit: TxnTransit):
     case 'PrepareAbort':
       if (
         !validEpoch ||
-        !samePartitions(m.partitions, transit.partitions) ||
         m.txnTimeoutMs !== transit.txnTimeoutMs ||
-        m.txnStartTimestampMs !== transit.txnStartTimestampMs
+        (m.state === 'Ongoing'
+          ? !samePartitions(m.partitions, transit.partitions) ||
+            m.txnStartTimestampMs !== transit.txnStartTimestampMs
+          : transit.partitions.length > 0)
       ) {
         fail('partitions, epoch, timeout or start changed')
       }
-      return v2
-        ? {
-            ...m,
-            ...done,
-            producerEpoch: transit.producerEpoch,
-            lastProducerEpoch: transit.lastProducerEpoch,
-            nextProducerId: transit.nextProducerId,
-          }
-        : { ...m, ...done }
+      return {
+        ...m,
+        ...done,
+        partitions: sortPartitions(transit.partitions),
+        txnStartTimestampMs: transit.txnStartTimestampMs,
+        ...(v2
+          ? {
+              producerEpoch: transit.producerEpoch,
+              lastProducerEpoch: transit.lastProducerEpoch,
+              nextProducerId: transit.nextProducerId,
+            }
+          : {}),
+      }
     case 'CompleteCommit':
     case 'CompleteAbort':
       if (!validEpoch || m.txnTimeoutMs !== transit.txnTimeoutMs || transit.txnStartTimestampMs === -1) {
