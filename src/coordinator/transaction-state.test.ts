@@ -151,8 +151,8 @@ describe('transaction state machine', () => {
     assert.deepEqual([m.producerEpoch, m.nextProducerId], [32767, 1001n])
     m = written(completeAfterMarkers(m, T0 + 2))
     assert.deepEqual(
-      [m.state, m.producerId, m.producerEpoch, m.previousProducerId],
-      ['CompleteCommit', 1001n, 0, 1000n],
+      [m.state, m.producerId, m.producerEpoch, m.previousProducerId, m.lastProducerEpoch],
+      ['CompleteCommit', 1001n, 0, 1000n, 32766],
     )
     // The client retrying with the old id and epoch is told it succeeded.
     assert.equal(errorOf(endTxn(m, end, T0 + 3, ctx)), ErrorCode.None)

@@ -128,19 +128,19 @@ function prepare(
   }
 }
 
-/** The fields a transition keeps unless it changes them. */
+/** The fields a transition keeps unless it changes them (Kafka's TransitionData). */
 function same(m: TransactionMetadata, state: TransactionState, now: number) {
   return {
     state,
     producerId: m.producerId,
-    nextProducerId: NO_PRODUCER_ID,
+    nextProducerId: m.nextProducerId,
     producerEpoch: m.producerEpoch,
     lastProducerEpoch: m.lastProducerEpoch,
     txnTimeoutMs: m.txnTimeoutMs,
     partitions: m.partitions,
     txnStartTimestampMs: m.txnStartTimestampMs,
     txnLastUpdateTimestampMs: now,
-    clientTransactionVersion: 0,
+    clientTransactionVersion: m.clientTransactionVersion,
   }
 }
 
@@ -233,13 +233,10 @@ export function initProducerId(
       return answer(ErrorCode.InvalidTxnState)
   }
   const reset = {
-    state: 'Empty' as const,
-    nextProducerId: NO_PRODUCER_ID,
+    ...same(m, 'Empty', now),
     txnTimeoutMs: req.transactionTimeoutMs,
     partitions: [],
     txnStartTimestampMs: -1,
-    txnLastUpdateTimestampMs: now,
-    clientTransactionVersion: 0,
   }
   if (isEpochExhausted(m.producerEpoch) && (exp === null || exp.producerEpoch === m.producerEpoch)) {
     return prepare(m, {
@@ -462,9 +459,9 @@ export function completeAfterMarkers(m: TransactionMetadata, now: number): TxnOu
       ...same(m, m.state === 'PrepareCommit' ? 'CompleteCommit' : 'CompleteAbort', now),
       producerId: rotate ? m.nextProducerId : m.producerId,
       producerEpoch: rotate ? 0 : m.producerEpoch,
-      lastProducerEpoch: m.producerEpoch,
+      // The last epoch stays what the client last saw (the one before an overflow).
+      nextProducerId: NO_PRODUCER_ID,
       partitions: [],
-      clientTransactionVersion: m.clientTransactionVersion,
     },
   )
 }
@@ -484,8 +481,9 @@ export function expireTransactionalId(
 }
 
 /**
- * Applies a written transition, as Kafka's completeTransitionTo. Throws when `transit` is not the
- * pending transition or breaks its rules: a bug of the caller, which Kafka treats as fatal too.
+ * Applies a written transition, as Kafka's completeTransitionTo: checks it, then takes every field
+ * from it. Throws when `transit` is not the pending transition or breaks its rules: a bug of the
+ * caller, which Kafka treats as fatal too.
  */
 export function completeTransition(m: TransactionMetadata, transit: TxnTransit): TransactionMetadata {
   const fail = (why: string): never => {
@@ -493,22 +491,16 @@ export function completeTransition(m: TransactionMetadata, transit: TxnTransit):
   }
   if (m.pendingState !== transit.state) fail(`pending state is ${m.pendingState}`)
   const v2 = transit.clientTransactionVersion >= 2
-  const overflowComplete =
-    v2 &&
-    (transit.state === 'CompleteCommit' || transit.state === 'CompleteAbort') &&
-    transit.producerEpoch === 0
-  const transitEpoch =
-    overflowComplete || (v2 && (transit.state === 'PrepareCommit' || transit.state === 'PrepareAbort'))
-      ? transit.lastProducerEpoch
-      : transit.producerEpoch
-  const transitProducerId = overflowComplete ? transit.previousProducerId : transit.producerId
-  const validEpoch = transitEpoch === m.producerEpoch && transitProducerId === m.producerId
-  const done = {
-    clientTransactionVersion: transit.clientTransactionVersion,
-    txnLastUpdateTimestampMs: transit.txnLastUpdateTimestampMs,
-    pendingState: null,
-    state: transit.state,
-  }
+  const completes = transit.state === 'CompleteCommit' || transit.state === 'CompleteAbort'
+  const prepares = transit.state === 'PrepareCommit' || transit.state === 'PrepareAbort'
+  let validEpoch: boolean
+  if (v2 && completes && transit.producerEpoch === 0) {
+    // An overflow: the new producer id at epoch 0, the last epoch kept as the client last saw it.
+    validEpoch =
+      transit.lastProducerEpoch === m.lastProducerEpoch && transit.previousProducerId === m.producerId
+  } else if (v2 && prepares) {
+    validEpoch = transit.lastProducerEpoch === m.producerEpoch && transit.producerId === m.producerId
+  } else validEpoch = transit.producerEpoch === m.producerEpoch && transit.producerId === m.producerId
   switch (transit.state) {
     case 'Empty': {
       const bump =
@@ -521,17 +513,7 @@ export function completeTransition(m: TransactionMetadata, transit: TxnTransit):
       ) {
         fail('not an epoch bump of an empty transaction')
       }
-      return {
-        ...m,
-        ...done,
-        txnTimeoutMs: transit.txnTimeoutMs,
-        producerEpoch: transit.producerEpoch,
-        lastProducerEpoch: transit.lastProducerEpoch,
-        producerId: transit.producerId,
-        previousProducerId: transit.previousProducerId,
-        partitions: [],
-        txnStartTimestampMs: -1,
-      }
+      break
     }
     case 'Ongoing':
       if (
@@ -541,60 +523,37 @@ export function completeTransition(m: TransactionMetadata, transit: TxnTransit):
       ) {
         fail('partitions, epoch or timeout changed')
       }
-      return {
-        ...m,
-        ...done,
-        txnStartTimestampMs: transit.txnStartTimestampMs,
-        partitions: sortPartitions(transit.partitions),
-      }
+      break
     case 'PrepareCommit':
-    case 'PrepareAbort':
+    case 'PrepareAbort': {
+      // A version 2 abort with no partition added starts anew.
+      const emptyAbort = transit.state === 'PrepareAbort' && v2 && m.state !== 'Ongoing'
       if (
         !validEpoch ||
+        !samePartitions(m.partitions, transit.partitions) ||
         m.txnTimeoutMs !== transit.txnTimeoutMs ||
-        (m.state === 'Ongoing'
-          ? !samePartitions(m.partitions, transit.partitions) ||
-            m.txnStartTimestampMs !== transit.txnStartTimestampMs
-          : transit.partitions.length > 0)
+        (m.txnStartTimestampMs !== transit.txnStartTimestampMs && !emptyAbort)
       ) {
         fail('partitions, epoch, timeout or start changed')
       }
-      return {
-        ...m,
-        ...done,
-        partitions: sortPartitions(transit.partitions),
-        txnStartTimestampMs: transit.txnStartTimestampMs,
-        ...(v2
-          ? {
-              producerEpoch: transit.producerEpoch,
-              lastProducerEpoch: transit.lastProducerEpoch,
-              nextProducerId: transit.nextProducerId,
-            }
-          : {}),
-      }
+      break
+    }
     case 'CompleteCommit':
     case 'CompleteAbort':
       if (!validEpoch || m.txnTimeoutMs !== transit.txnTimeoutMs || transit.txnStartTimestampMs === -1) {
         fail('epoch, timeout or start changed')
       }
-      return {
-        ...m,
-        ...done,
-        txnStartTimestampMs: transit.txnStartTimestampMs,
-        partitions: [],
-        ...(v2
-          ? {
-              producerEpoch: transit.producerEpoch,
-              lastProducerEpoch: transit.lastProducerEpoch,
-              previousProducerId: transit.previousProducerId,
-              producerId: transit.producerId,
-              nextProducerId: transit.nextProducerId,
-            }
-          : {}),
-      }
+      break
     default:
-      // Dead is never completed: the metadata is removed once its tombstone is written.
+      // Dead is never completed: the metadata is removed once its tombstone is written; a fence
+      // is replaced by its abort.
       return fail('not a state to complete')
+  }
+  return {
+    ...m,
+    ...transit,
+    partitions: sortPartitions(transit.partitions),
+    pendingState: null,
   }
 }
 
