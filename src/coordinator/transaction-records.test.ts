@@ -115,6 +115,7 @@ describe('__transaction_state records', () => {
     assert.deepEqual(decodeTransactionLogRecord(Buffer.from([0, 1, 0, 0]), null), {
       kind: 'foreign',
       keyVersion: 1,
+      valueVersion: null,
     })
     const bytes = encodeTransactionLogValue(ongoing, 0)
     assert.ok(bytes !== null)
@@ -125,12 +126,13 @@ describe('__transaction_state records', () => {
       () => decodeTransactionLogRecord(encodeTransactionLogKey('x'), bytes.subarray(0, bytes.length - 3)),
       DecodeError,
     )
-    // A newer value version is read as the newest known (KIP-915).
+    // A value of a version Kafka 4 does not read is skipped, as Kafka skips it.
     const v2 = Buffer.from(encodeTransactionLogValue(ongoing, 1) ?? Buffer.alloc(0))
     v2.writeInt16BE(2, 0)
     assert.deepEqual(decodeTransactionLogRecord(encodeTransactionLogKey('x'), v2), {
-      transactionalId: 'x',
-      value: ongoing,
+      kind: 'foreign',
+      keyVersion: 0,
+      valueVersion: 2,
     })
     assert.throws(() => encodeTransactionLogValue({ ...ongoing, state: 'Empty' }, 1), RangeError)
   })

@@ -15,7 +15,7 @@ import {
 
 /** The only key version: Kafka skips a key of another version on load (a record type it does not know). */
 export const TRANSACTION_LOG_KEY_VERSION = 0
-/** The newest TransactionLogValue version; a newer one is read as it (KIP-915: tagged fields only). */
+/** The newest TransactionLogValue version Kafka 4 reads; a value of another version is skipped. */
 export const TRANSACTION_LOG_VALUE_VERSION_MAX = 1
 
 /** Kafka's TransactionState, by the name DescribeTransactions and ListTransactions report. */
@@ -77,10 +77,14 @@ export interface TransactionLogRecord {
   readonly value: PersistedTransaction | null
 }
 
-/** A key of a version this coordinator does not know; skipped on load, as Kafka skips it. */
+/**
+ * A key or value of a version this coordinator does not know; skipped on load, as Kafka 4 skips it
+ * (with a warning). `valueVersion` is null when the key's version is the unknown one.
+ */
 export interface ForeignTransactionLogRecord {
   readonly kind: 'foreign'
   readonly keyVersion: number
+  readonly valueVersion: number | null
 }
 
 export function encodeTransactionLogKey(transactionalId: string): Buffer {
@@ -149,16 +153,15 @@ export function decodeTransactionLogRecord(
 ): TransactionLogRecord | ForeignTransactionLogRecord {
   const kr = new Reader(key)
   const keyVersion = kr.int16()
-  if (keyVersion !== TRANSACTION_LOG_KEY_VERSION) return { kind: 'foreign', keyVersion }
+  if (keyVersion !== TRANSACTION_LOG_KEY_VERSION) return { kind: 'foreign', keyVersion, valueVersion: null }
   const { transactionalId } = TransactionLogKeyData.readTransactionLogKey(kr, keyVersion)
   if (value === null) return { transactionalId, value: null }
   const vr = new Reader(value)
   const version = vr.int16()
-  if (version < 0) throw new DecodeError(`TransactionLogValue version ${version}`)
-  const v = TransactionLogValueData.readTransactionLogValue(
-    vr,
-    Math.min(version, TRANSACTION_LOG_VALUE_VERSION_MAX),
-  )
+  if (version < 0 || version > TRANSACTION_LOG_VALUE_VERSION_MAX) {
+    return { kind: 'foreign', keyVersion, valueVersion: version }
+  }
+  const v = TransactionLogValueData.readTransactionLogValue(vr, version)
   const state = TRANSACTION_STATES[v.transactionStatus]
   if (state === undefined) throw new DecodeError(`unknown transaction state id ${v.transactionStatus}`)
   return {
