@@ -316,7 +316,10 @@ export interface EndTxnInput {
   readonly clientTransactionVersion: number
 }
 
-/** EndTxn from a producer. The answer after the write carries the completed metadata's id and epoch. */
+/**
+ * EndTxn from a producer. Once written, Kafka answers version 2 with the written metadata's producer
+ * id and epoch (the bumped epoch the producer goes on with), version 1 with none (-1, -1).
+ */
 export function endTxn(
   m: TransactionMetadata | null,
   req: EndTxnInput,
