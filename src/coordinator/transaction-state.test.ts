@@ -2,7 +2,12 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import { ErrorCode } from '../protocol/index.ts'
-import type { TransactionState } from './transaction-records.ts'
+import {
+  decodeTransactionLogRecord,
+  encodeTransactionLogKey,
+  encodeTransactionLogValue,
+  type TransactionState,
+} from './transaction-records.ts'
 import {
   addOffsetsToTxn,
   addPartitionsToTxn,
@@ -445,6 +450,22 @@ describe('transaction state machine properties', () => {
                 break
               case 'write':
                 if (inFlight !== null) {
+                  if (s.ok) {
+                    // What is written loads back as the metadata it completes to (the last epoch
+                    // and the in-memory flags aside).
+                    const { lastProducerEpoch: _, ...value } = inFlight.transit
+                    const loaded = decodeTransactionLogRecord(
+                      encodeTransactionLogKey('tx'),
+                      encodeTransactionLogValue(value, 2),
+                    )
+                    assert.ok(!('kind' in loaded) && loaded.value !== null)
+                    const completed = completeTransition(inFlight.metadata, inFlight.transit)
+                    assert.deepEqual(metadataFromRecord('tx', loaded.value), {
+                      ...completed,
+                      lastProducerEpoch: NO_PRODUCER_EPOCH,
+                      hasFailedEpochFence: false,
+                    })
+                  }
                   m = s.ok
                     ? completeTransition(inFlight.metadata, inFlight.transit)
                     : failTransition(inFlight.metadata, inFlight.epochFence)
