@@ -55,4 +55,14 @@ export {
   ReadBufferPool,
   type ReadBuffers,
 } from './read-buffer-pool.ts'
+export {
+  ABORTED_TXN_BYTES,
+  ABORTED_TXN_VERSION,
+  type AbortedTxn,
+  type AbortedTxnSearch,
+  CorruptTransactionIndexError,
+  encodeAbortedTxn,
+  TRANSACTION_INDEX_SUFFIX,
+  TransactionIndex,
+} from './transaction-index.ts'
 export { BROKER_TAIL_BYTES_MAX, TAIL_BYTES_MAX_DEFAULT } from './write-tail.ts'
