@@ -589,6 +589,155 @@ describe('ACLs in every handler, one node', () => {
     // The admin (a super user) is refused nothing.
     assert.equal((await admin.request(apis.DescribeLogDirs, 4, { topics: null })).errorCode, ErrorCode.None)
   })
+
+  test('every other API refuses a principal without ACLs with its error; a super user is refused nothing', async () => {
+    const bob = await login('bob')
+    const anyFilter = {
+      resourceTypeFilter: 1,
+      resourceNameFilter: null,
+      patternTypeFilter: 1,
+      principalFilter: null,
+      hostFilter: null,
+      operation: 1,
+      permissionType: 1,
+    }
+    const group = 'g-bob' as never
+    const cases: Array<[string, (c: KafkaConnection) => Promise<number | undefined>, number]> = [
+      [
+        'Heartbeat',
+        async (c) =>
+          (
+            await c.request(apis.Heartbeat, 4, {
+              groupId: group,
+              generationId: 1,
+              memberId: 'm',
+              groupInstanceId: null,
+            })
+          ).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'SyncGroup',
+        async (c) =>
+          (
+            await c.request(apis.SyncGroup, 5, {
+              groupId: group,
+              generationId: 1,
+              memberId: 'm',
+              groupInstanceId: null,
+              protocolType: 'consumer',
+              protocolName: 'range',
+              assignments: [],
+            })
+          ).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'LeaveGroup',
+        async (c) =>
+          (
+            await c.request(apis.LeaveGroup, 5, {
+              groupId: group,
+              members: [{ memberId: 'm', groupInstanceId: null, reason: null }],
+            })
+          ).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'OffsetDelete',
+        async (c) => (await c.request(apis.OffsetDelete, 0, { groupId: group, topics: [] })).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'DescribeProducers',
+        async (c) =>
+          (
+            await c.request(apis.DescribeProducers, 0, {
+              topics: [{ name: 'open' as TopicName, partitionIndexes: [0] }],
+            })
+          ).topics[0]!.partitions[0]!.errorCode,
+        ErrorCode.TopicAuthorizationFailed,
+      ],
+      [
+        'AlterConfigs',
+        async (c) =>
+          (
+            await c.request(apis.AlterConfigs, 2, {
+              resources: [
+                { resourceType: 4, resourceName: '', configs: [{ name: 'log.cleaner.threads', value: '2' }] },
+              ],
+              validateOnly: true,
+            })
+          ).responses[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'DeleteAcls',
+        async (c) =>
+          (await c.request(apis.DeleteAcls, 3, { filters: [anyFilter] })).filterResults[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'DescribeUserScramCredentials',
+        async (c) => (await c.request(apis.DescribeUserScramCredentials, 0, { users: null })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'AlterUserScramCredentials',
+        async (c) =>
+          (
+            await c.request(apis.AlterUserScramCredentials, 0, {
+              deletions: [{ name: 'x', mechanism: 1 }],
+              upsertions: [],
+            })
+          ).results[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'ListPartitionReassignments',
+        async (c) =>
+          (await c.request(apis.ListPartitionReassignments, 0, { timeoutMs: 10_000, topics: null }))
+            .errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'AlterPartitionReassignments',
+        async (c) =>
+          (await c.request(apis.AlterPartitionReassignments, 0, { timeoutMs: 10_000, topics: [] })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'DescribeClientQuotas',
+        async (c) =>
+          (await c.request(apis.DescribeClientQuotas, 1, { components: [], strict: false })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'FindCoordinator (transaction)',
+        async (c) =>
+          (await c.request(apis.FindCoordinator, 4, { keyType: 1, coordinatorKeys: ['tx'] })).coordinators[0]!
+            .errorCode,
+        ErrorCode.TransactionalIdAuthorizationFailed,
+      ],
+      [
+        'InitProducerId (transactional)',
+        async (c) =>
+          (
+            await c.request(apis.InitProducerId, 4, {
+              transactionalId: 'tx' as never,
+              transactionTimeoutMs: 60_000,
+              producerId: -1n as ProducerId,
+              producerEpoch: -1,
+            })
+          ).errorCode,
+        ErrorCode.TransactionalIdAuthorizationFailed,
+      ],
+    ]
+    for (const [name, errorOf, denied] of cases) {
+      assert.equal(await errorOf(bob), denied, `${name} by bob`)
+      assert.notEqual(await errorOf(admin), denied, `${name} by the super user`)
+    }
+  })
 })
 
 describe('ACLs follow the quorum on every broker, across a controller failover', () => {
