@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import kafkajs from 'kafkajs'
 import { WeirNode } from '../../src/broker/index.ts'
 import type { KafkaConnection } from '../../src/client/index.ts'
 import { type EmbeddedCluster, startCluster } from '../../src/index.ts'
@@ -24,6 +25,7 @@ import {
 import { freePorts } from '../../tools/free-ports.ts'
 import { openConnection } from '../support/connection.ts'
 
+const { Kafka, logLevel } = kafkajs
 const HOST = '127.0.0.1'
 const USERS = { alice: 'alice-pw-3c1d', bob: 'bob-pw-8e2a' }
 const { Allow, Deny } = { Allow: 3, Deny: 2 }
@@ -674,7 +676,11 @@ describe('ACLs in every handler, one node', () => {
       [
         'DeleteAcls',
         async (c) =>
-          (await c.request(apis.DeleteAcls, 3, { filters: [anyFilter] })).filterResults[0]!.errorCode,
+          (
+            await c.request(apis.DeleteAcls, 3, {
+              filters: [{ ...anyFilter, principalFilter: 'User:nobody' }],
+            })
+          ).filterResults[0]!.errorCode,
         ErrorCode.ClusterAuthorizationFailed,
       ],
       [
@@ -736,6 +742,37 @@ describe('ACLs in every handler, one node', () => {
     for (const [name, errorOf, denied] of cases) {
       assert.equal(await errorOf(bob), denied, `${name} by bob`)
       assert.notEqual(await errorOf(admin), denied, `${name} by the super user`)
+    }
+  })
+
+  test('a real client (kafkajs over SASL PLAIN) sees what Kafka shows it: a denied topic fails its send, listings leave it out', async () => {
+    const kafka = new Kafka({
+      clientId: 'authz-kafkajs',
+      brokers: [`${HOST}:${ports.sasl}`],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+      sasl: { mechanism: 'plain', username: 'alice', password: USERS.alice },
+    })
+    const producer = kafka.producer({ allowAutoTopicCreation: false })
+    const kadmin = kafka.admin()
+    await producer.connect()
+    await kadmin.connect()
+    try {
+      await producer.send({ topic: 'open', messages: [{ value: 'from kafkajs' }] })
+      await assert.rejects(
+        producer.send({ topic: 'secret', messages: [{ value: 'no' }] }),
+        (e: Error & { cause?: { type?: string } }) => {
+          // kafkajs wraps the broker's error in a non-retriable one.
+          assert.equal(e.cause?.type, 'TOPIC_AUTHORIZATION_FAILED')
+          return true
+        },
+      )
+      const topics = await kadmin.listTopics()
+      assert.ok(topics.includes('open'))
+      assert.ok(!topics.includes('secret'), `listed: ${topics.join(',')}`)
+    } finally {
+      await producer.disconnect()
+      await kadmin.disconnect()
     }
   })
 })
