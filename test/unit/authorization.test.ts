@@ -6,15 +6,25 @@
  * failover govern every broker.
  */
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import kafkajs from 'kafkajs'
 import { WeirNode } from '../../src/broker/index.ts'
 import type { KafkaConnection } from '../../src/client/index.ts'
 import { type EmbeddedCluster, startCluster } from '../../src/index.ts'
 import type { BrokerId, ProducerId, TopicName, TransactionalId } from '../../src/model/index.ts'
-import { apis, ErrorCode, encodeBatch } from '../../src/protocol/index.ts'
+import {
+  type Api,
+  apis,
+  decodeResponse,
+  ErrorCode,
+  encodeBatch,
+  encodeRequest,
+} from '../../src/protocol/index.ts'
 import {
   AclOperation,
   AUTHORIZED_OPERATIONS_OMITTED,
@@ -24,6 +34,7 @@ import {
 import { freePorts } from '../../tools/free-ports.ts'
 import { openConnection } from '../support/connection.ts'
 
+const { Kafka, logLevel } = kafkajs
 const HOST = '127.0.0.1'
 const USERS = { alice: 'alice-pw-3c1d', bob: 'bob-pw-8e2a' }
 const { Allow, Deny } = { Allow: 3, Deny: 2 }
@@ -37,6 +48,7 @@ interface Acl {
   readonly principal?: string
   readonly permissionType?: number
   readonly patternType?: number
+  readonly host?: string
 }
 
 async function createAcls(c: KafkaConnection, acls: readonly Acl[]): Promise<void> {
@@ -46,7 +58,7 @@ async function createAcls(c: KafkaConnection, acls: readonly Acl[]): Promise<voi
       resourceName: a.resourceName,
       resourcePatternType: a.patternType ?? LITERAL,
       principal: a.principal ?? 'User:alice',
-      host: '*',
+      host: a.host ?? '*',
       operation: a.operation,
       permissionType: a.permissionType ?? Allow,
     })),
@@ -67,6 +79,33 @@ async function eventually(check: () => Promise<void>): Promise<void> {
       if (Date.now() > deadline) throw e
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
+  }
+}
+
+/** One request over a raw socket bound to `localAddress` (127.0.0.2: another host to the ACLs); its response body. */
+async function requestFrom<Res, ReqIn>(
+  localAddress: string,
+  port: number,
+  api: Api<unknown, ReqIn, Res, never>,
+  version: number,
+  body: ReqIn,
+): Promise<Res> {
+  const socket = connect({ host: HOST, port, localAddress })
+  try {
+    await once(socket, 'connect')
+    socket.write(
+      Buffer.concat(
+        encodeRequest(api, { requestApiVersion: version, correlationId: 7, clientId: 'authz-raw' }, body),
+      ),
+    )
+    let got = Buffer.alloc(0)
+    for await (const chunk of socket) {
+      got = Buffer.concat([got, chunk as Buffer])
+      if (got.length >= 4 && got.length >= 4 + got.readInt32BE(0)) break
+    }
+    return decodeResponse(api, version, got.subarray(4, 4 + got.readInt32BE(0))).body
+  } finally {
+    socket.destroy()
   }
 }
 
@@ -406,6 +445,25 @@ describe('ACLs in every handler, one node', () => {
       ['mine-1', ErrorCode.None],
       ['open', ErrorCode.TopicAuthorizationFailed],
     ])
+    // A missing topic alice may describe (prefix app-) is unknown, not denied; bob's denial names the topic.
+    const missing = await alice.request(apis.DeleteTopics, 6, {
+      topics: [{ name: 'app-none' as TopicName, topicId: undefined as never }],
+      topicNames: [],
+      timeoutMs: 10_000,
+    })
+    assert.deepEqual(
+      missing.responses.map((r) => [r.name, r.errorCode]),
+      [['app-none', ErrorCode.UnknownTopicOrPartition]],
+    )
+    const byBob = await (await login('bob')).request(apis.DeleteTopics, 6, {
+      topics: [{ name: 'open' as TopicName, topicId: undefined as never }],
+      topicNames: [],
+      timeoutMs: 10_000,
+    })
+    assert.deepEqual(
+      byBob.responses.map((r) => [r.name, r.errorCode]),
+      [['open', ErrorCode.TopicAuthorizationFailed]],
+    )
     const dc = await alice.request(apis.DescribeCluster, 1, {
       includeClusterAuthorizedOperations: true,
       endpointType: 1,
@@ -589,6 +647,190 @@ describe('ACLs in every handler, one node', () => {
     // The admin (a super user) is refused nothing.
     assert.equal((await admin.request(apis.DescribeLogDirs, 4, { topics: null })).errorCode, ErrorCode.None)
   })
+
+  test('every other API refuses a principal without ACLs with its error; a super user is refused nothing', async () => {
+    const bob = await login('bob')
+    const anyFilter = {
+      resourceTypeFilter: 1,
+      resourceNameFilter: null,
+      patternTypeFilter: 1,
+      principalFilter: null,
+      hostFilter: null,
+      operation: 1,
+      permissionType: 1,
+    }
+    const group = 'g-bob' as never
+    const cases: Array<[string, (c: KafkaConnection) => Promise<number | undefined>, number]> = [
+      [
+        'Heartbeat',
+        async (c) =>
+          (
+            await c.request(apis.Heartbeat, 4, {
+              groupId: group,
+              generationId: 1,
+              memberId: 'm',
+              groupInstanceId: null,
+            })
+          ).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'SyncGroup',
+        async (c) =>
+          (
+            await c.request(apis.SyncGroup, 5, {
+              groupId: group,
+              generationId: 1,
+              memberId: 'm',
+              groupInstanceId: null,
+              protocolType: 'consumer',
+              protocolName: 'range',
+              assignments: [],
+            })
+          ).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'LeaveGroup',
+        async (c) =>
+          (
+            await c.request(apis.LeaveGroup, 5, {
+              groupId: group,
+              members: [{ memberId: 'm', groupInstanceId: null, reason: null }],
+            })
+          ).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'OffsetDelete',
+        async (c) => (await c.request(apis.OffsetDelete, 0, { groupId: group, topics: [] })).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'DescribeProducers',
+        async (c) =>
+          (
+            await c.request(apis.DescribeProducers, 0, {
+              topics: [{ name: 'open' as TopicName, partitionIndexes: [0] }],
+            })
+          ).topics[0]!.partitions[0]!.errorCode,
+        ErrorCode.TopicAuthorizationFailed,
+      ],
+      [
+        'AlterConfigs',
+        async (c) =>
+          (
+            await c.request(apis.AlterConfigs, 2, {
+              resources: [
+                { resourceType: 4, resourceName: '', configs: [{ name: 'log.cleaner.threads', value: '2' }] },
+              ],
+              validateOnly: true,
+            })
+          ).responses[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'DeleteAcls',
+        async (c) =>
+          (
+            await c.request(apis.DeleteAcls, 3, {
+              filters: [{ ...anyFilter, principalFilter: 'User:nobody' }],
+            })
+          ).filterResults[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'DescribeUserScramCredentials',
+        async (c) => (await c.request(apis.DescribeUserScramCredentials, 0, { users: null })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'AlterUserScramCredentials',
+        async (c) =>
+          (
+            await c.request(apis.AlterUserScramCredentials, 0, {
+              deletions: [{ name: 'x', mechanism: 1 }],
+              upsertions: [],
+            })
+          ).results[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'ListPartitionReassignments',
+        async (c) =>
+          (await c.request(apis.ListPartitionReassignments, 0, { timeoutMs: 10_000, topics: null }))
+            .errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'AlterPartitionReassignments',
+        async (c) =>
+          (await c.request(apis.AlterPartitionReassignments, 0, { timeoutMs: 10_000, topics: [] })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'DescribeClientQuotas',
+        async (c) =>
+          (await c.request(apis.DescribeClientQuotas, 1, { components: [], strict: false })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'FindCoordinator (transaction)',
+        async (c) =>
+          (await c.request(apis.FindCoordinator, 4, { keyType: 1, coordinatorKeys: ['tx'] })).coordinators[0]!
+            .errorCode,
+        ErrorCode.TransactionalIdAuthorizationFailed,
+      ],
+      [
+        'InitProducerId (transactional)',
+        async (c) =>
+          (
+            await c.request(apis.InitProducerId, 4, {
+              transactionalId: 'tx' as never,
+              transactionTimeoutMs: 60_000,
+              producerId: -1n as ProducerId,
+              producerEpoch: -1,
+            })
+          ).errorCode,
+        ErrorCode.TransactionalIdAuthorizationFailed,
+      ],
+    ]
+    for (const [name, errorOf, denied] of cases) {
+      assert.equal(await errorOf(bob), denied, `${name} by bob`)
+      assert.notEqual(await errorOf(admin), denied, `${name} by the super user`)
+    }
+  })
+
+  test('a real client (kafkajs over SASL PLAIN) sees what Kafka shows it: a denied topic fails its send, listings leave it out', async () => {
+    const kafka = new Kafka({
+      clientId: 'authz-kafkajs',
+      brokers: [`${HOST}:${ports.sasl}`],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+      sasl: { mechanism: 'plain', username: 'alice', password: USERS.alice },
+    })
+    const producer = kafka.producer({ allowAutoTopicCreation: false })
+    const kadmin = kafka.admin()
+    await producer.connect()
+    await kadmin.connect()
+    try {
+      await producer.send({ topic: 'open', messages: [{ value: 'from kafkajs' }] })
+      await assert.rejects(
+        producer.send({ topic: 'secret', messages: [{ value: 'no' }] }),
+        (e: Error & { cause?: { type?: string } }) => {
+          // kafkajs wraps the broker's error in a non-retriable one.
+          assert.equal(e.cause?.type, 'TOPIC_AUTHORIZATION_FAILED')
+          return true
+        },
+      )
+      const topics = await kadmin.listTopics()
+      assert.ok(topics.includes('open'))
+      assert.ok(!topics.includes('secret'), `listed: ${topics.join(',')}`)
+    } finally {
+      await producer.disconnect()
+      await kadmin.disconnect()
+    }
+  })
 })
 
 describe('ACLs follow the quorum on every broker, across a controller failover', () => {
@@ -689,5 +931,60 @@ describe('ACLs follow the quorum on every broker, across a controller failover',
         )
       })
     }
+  })
+
+  test('an ACL host matches as in Kafka: from another address the controller listener refuses raft, registration and DescribeCluster', async () => {
+    // A live node (the previous test killed the quorum leader).
+    const liveIndex = cluster.nodes.findIndex((n) => n.running)
+    const live = cluster.nodes[liveIndex]!
+    const c0 = await on(liveIndex)
+    const other = '127.0.0.2'
+    // An ACL on the cluster ends allow.everyone.if.no.acl.found there: the nodes' own requests
+    // need the ALLOW, and the DENY of the other host wins over it.
+    const onCluster = {
+      resourceType: ResourceType.Cluster,
+      resourceName: 'kafka-cluster',
+      operation: AclOperation.All,
+      principal: 'User:ANONYMOUS',
+    }
+    await createAcls(c0, [onCluster, { ...onCluster, permissionType: Deny, host: other }])
+    const clusterId = cluster.clusterId
+    await eventually(async () => {
+      const dc = await requestFrom(other, live.controllerPort, apis.DescribeCluster, 1, {
+        includeClusterAuthorizedOperations: false,
+        endpointType: 2,
+      })
+      assert.equal(dc.errorCode, ErrorCode.ClusterAuthorizationFailed)
+    })
+    const vote = await requestFrom(other, live.controllerPort, apis.Vote, 0, {
+      clusterId,
+      topics: [
+        {
+          topicName: '__cluster_metadata' as TopicName,
+          partitions: [
+            { partitionIndex: 0, candidateEpoch: 1, candidateId: 99, lastOffsetEpoch: 0, lastOffset: 0n },
+          ],
+        },
+      ],
+    })
+    assert.equal(vote.errorCode, ErrorCode.ClusterAuthorizationFailed)
+    const heartbeat = await requestFrom(other, live.controllerPort, apis.BrokerHeartbeat, 0, {
+      brokerId: live.nodeId as BrokerId,
+      brokerEpoch: 1n,
+      currentMetadataOffset: 0n,
+      wantFence: false,
+      wantShutDown: false,
+    })
+    assert.equal(heartbeat.errorCode, ErrorCode.ClusterAuthorizationFailed)
+    const logDirs = (address: string) =>
+      requestFrom(address, live.port, apis.DescribeLogDirs, 4, { topics: null }).then((r) => r.errorCode)
+    assert.equal(await logDirs(other), ErrorCode.ClusterAuthorizationFailed)
+    // From 127.0.0.1 (every node's own address) the same principal is refused nothing.
+    assert.equal(await logDirs(HOST), ErrorCode.None)
+    const dc = await requestFrom(HOST, live.controllerPort, apis.DescribeCluster, 1, {
+      includeClusterAuthorizedOperations: false,
+      endpointType: 2,
+    })
+    assert.equal(dc.errorCode, ErrorCode.None)
   })
 })

@@ -56,8 +56,19 @@ export function makePartitionReassignmentHandlers(
     }),
     defineHandler(apis.ListPartitionReassignments, {}, async (req, ctx) => {
       const denied = clusterDenied(ctx)
-      if (denied !== null)
-        return { throttleTimeMs: 0, errorCode: denied.errorCode, errorMessage: denied.message, topics: [] }
+      if (denied !== null) {
+        // Kafka's error response echoes the partitions asked, without their replicas.
+        const topics = (req.topics ?? []).map((t) => ({
+          name: t.name,
+          partitions: t.partitionIndexes.map((partitionIndex) => ({
+            partitionIndex,
+            replicas: [],
+            addingReplicas: [],
+            removingReplicas: [],
+          })),
+        }))
+        return { throttleTimeMs: 0, errorCode: denied.errorCode, errorMessage: denied.message, topics }
+      }
       try {
         return await controller.listPartitionReassignments(req, ctx.apiVersion)
       } catch (e) {

@@ -99,7 +99,17 @@ export function makeDescribeUserScramCredentialsHandler(view: {
 }): Handler {
   return defineHandler(apis.DescribeUserScramCredentials, {}, (req, ctx) => {
     const denied = clusterDenied(ctx)
-    if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, results: [] }
+    if (denied !== null) {
+      // Kafka's error response: one result per user asked, without the user's name.
+      const { errorCode, message: errorMessage } = denied
+      const results = (req.users ?? []).map(() => ({
+        user: '',
+        errorCode,
+        errorMessage,
+        credentialInfos: [],
+      }))
+      return { errorCode, errorMessage, results }
+    }
     return describeUserScramCredentials(view.image(), req)
   })
 }
