@@ -10,7 +10,9 @@ import { BrokerId, type TopicName } from '../model/index.ts'
 import { apis } from '../protocol/index.ts'
 import type { Quorum } from '../quorum/index.ts'
 import {
+  AclOperation,
   type AclView,
+  clusterDenied,
   defineHandler,
   EndpointType,
   type Handler,
@@ -89,7 +91,7 @@ export function controllerListenerApis(
       { createTopics: (req, v) => controller.createTopics(req, v, { allowInternal: true }) },
       controllerFailure,
     ),
-    makeDeleteTopicsHandler(controller, controllerFailure),
+    makeDeleteTopicsHandler(controller, controllerFailure, node.image),
     makeCreatePartitionsHandler(controller, controllerFailure),
     makeElectLeadersHandler(controller, controllerFailure),
     ...makePartitionReassignmentHandlers(controller, controllerFailure),
@@ -121,7 +123,7 @@ export function brokerListenerApis(
       createTopics: (names: readonly TopicName[]) => channel.createTopics(autoCreateRequest(names)),
     }),
     makeCreateTopicsHandler(channel, controllerFailure),
-    makeDeleteTopicsHandler(channel, controllerFailure),
+    makeDeleteTopicsHandler(channel, controllerFailure, node.image),
     makeCreatePartitionsHandler(channel, controllerFailure),
     makeElectLeadersHandler(channel, controllerFailure),
     ...makePartitionReassignmentHandlers(channel, controllerFailure),
@@ -207,6 +209,8 @@ function describeQuorumHere(node: NodeApiParts) {
 function describeQuorumForwarded(node: NodeApiParts, channel: ControllerChannel): Handler {
   const local = describeQuorumHere(node)
   return defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
+    const denied = clusterDenied(ctx, AclOperation.Describe)
+    if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, topics: [] }
     try {
       return await channel.describeQuorum(req, async () => local.answer(req, ctx), ctx.apiVersion)
     } catch (e) {

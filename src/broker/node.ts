@@ -247,6 +247,8 @@ export class WeirNode {
     const bound: BoundListener[] = []
     // The image SCRAM logins read: the node's own once it exists (connections are held until then).
     const latest = { image: (): MetadataImage => EMPTY_IMAGE }
+    // Every listener checks requests with the authorizer of the moment (it follows the image).
+    const acls = aclPublisher(effective, staticBroker)
     for (const spec of config.listeners) {
       const isController = config.controllerListenerNames.includes(spec.name)
       if (isController ? !config.controller : !config.broker) continue
@@ -263,7 +265,7 @@ export class WeirNode {
         listenerName: spec.name,
         host: spec.host,
         port: spec.port,
-        dispatcher: new Dispatcher(registry),
+        dispatcher: new Dispatcher(registry, { authorizer: () => acls.authorizer }),
         clock,
         limits,
         log,
@@ -276,7 +278,7 @@ export class WeirNode {
     const node = new WeirNode(config, clusterId, effective, clock, log, bound, pool)
     latest.image = () => node.#loader.image
     node.#staticBroker = staticBroker
-    node.#acls = aclPublisher(effective, staticBroker)
+    node.#acls = acls
     node.#bootstrapScram = options.bootstrapScram ?? []
     try {
       for (const b of bound) await b.listener.start()

@@ -13,7 +13,7 @@ import {
   encodeResponse,
   readRequestPrefix,
 } from '../protocol/index.ts'
-import { ANONYMOUS_PRINCIPAL, type KafkaPrincipal } from '../security/index.ts'
+import { ANONYMOUS_PRINCIPAL, type KafkaPrincipal, type StandardAuthorizer } from '../security/index.ts'
 import { NO_RESPONSE, type RequestContext } from './handler.ts'
 import type { HandlerRegistry } from './registry.ts'
 
@@ -45,11 +45,18 @@ export interface ConnectionInfo {
   readonly principal?: KafkaPrincipal
 }
 
+export interface DispatcherOptions {
+  /** The node's current authorizer, read once per request; absent or null: no ACL checks. */
+  readonly authorizer?: () => StandardAuthorizer | null
+}
+
 export class Dispatcher {
   readonly registry: HandlerRegistry
+  readonly #authorizer: () => StandardAuthorizer | null
 
-  constructor(registry: HandlerRegistry) {
+  constructor(registry: HandlerRegistry, options: DispatcherOptions = {}) {
     this.registry = registry
+    this.#authorizer = options.authorizer ?? (() => null)
   }
 
   async dispatch(frame: Buffer, conn: ConnectionInfo): Promise<DispatchResult> {
@@ -103,6 +110,7 @@ export class Dispatcher {
       clientAddress: conn.clientAddress,
       listenerName: conn.listenerName,
       principal: conn.principal ?? ANONYMOUS_PRINCIPAL,
+      authorizer: this.#authorizer(),
       afterResponse: (fn) => {
         after ??= []
         after.push(fn)

@@ -3,7 +3,7 @@
  * request to the response body. Handlers never see bytes or sockets.
  */
 import type { Api, RequestHeaderData } from '../protocol/index.ts'
-import type { KafkaPrincipal } from '../security/index.ts'
+import type { KafkaPrincipal, StandardAuthorizer } from '../security/index.ts'
 
 /** Who sent a request, and on which connection. */
 export interface RequestContext {
@@ -19,6 +19,12 @@ export interface RequestContext {
    * certificate), the mapped certificate subject on SSL, the SASL identity on SASL listeners.
    */
   readonly principal: KafkaPrincipal
+  /**
+   * The node's authorizer as it is when the request arrives (it follows the metadata image's
+   * ACLs); null or absent without `authorizer.class.name`: everything is allowed. Handlers ask it
+   * through `authorize(ctx)` (authorize.ts).
+   */
+  readonly authorizer?: StandardAuthorizer | null
   /**
    * Runs `fn` once the response no longer needs memory it refers to: its socket write completed,
    * or it was dropped (no response, a failed handler or encoding, a closed connection). For a

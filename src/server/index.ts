@@ -1,6 +1,8 @@
 /** The Kafka-protocol server: listener, connections, dispatch, and one handler per API. */
+
+export * from './authorize.ts'
 export { Connection, type ConnectionLimits } from './connection.ts'
-export { type ConnectionInfo, Dispatcher, type DispatchResult } from './dispatcher.ts'
+export { type ConnectionInfo, Dispatcher, type DispatcherOptions, type DispatchResult } from './dispatcher.ts'
 export * from './fetch-session.ts'
 export {
   defineHandler,

@@ -24,6 +24,7 @@ import {
   type StandardAcl,
   validateAclCreation,
 } from '../../security/index.ts'
+import { AclOperation, clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -66,6 +67,8 @@ export function makeCreateAclsHandler(
 ): Handler {
   return defineHandler(apis.CreateAcls, {}, async (req, ctx) => {
     const { creations } = req
+    const denied = clusterDenied(ctx, AclOperation.Alter)
+    if (denied !== null) return { results: creations.map(() => creationResult(denied)) }
     if (!view.authorizerConfigured) return { results: creations.map(() => creationResult(NO_AUTHORIZER)) }
     const refusal = checkCreateAclsRequest(creations)
     if (refusal?.kind === 'malformed') throw new Error(refusal.message)
@@ -96,7 +99,9 @@ async function decide(
 }
 
 export function makeDescribeAclsHandler(view: AclView): Handler {
-  return defineHandler(apis.DescribeAcls, {}, (req) => {
+  return defineHandler(apis.DescribeAcls, {}, (req, ctx) => {
+    const denied = clusterDenied(ctx, AclOperation.Describe)
+    if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, resources: [] }
     if (!view.authorizerConfigured) {
       // Kafka's AclApis words this one differently from CreateAcls' and DeleteAcls'.
       const errorMessage = 'No Authorizer is configured on the broker'
@@ -123,6 +128,8 @@ export function makeDeleteAclsHandler(
     const failed = (error: AclError) => ({
       filterResults: req.filters.map(() => ({ errorCode: error.errorCode, errorMessage: error.message })),
     })
+    const denied = clusterDenied(ctx, AclOperation.Alter)
+    if (denied !== null) return failed(denied)
     if (!view.authorizerConfigured) return failed(NO_AUTHORIZER)
     const filters = deleteAclsFilters(req.filters)
     if ('malformed' in filters) throw new Error(filters.malformed)

@@ -5,7 +5,8 @@
 
 import { NO_PRODUCER_ID } from '../../model/index.ts'
 import type { AllocateProducerIdsRequestData, AllocateProducerIdsResponseData } from '../../protocol/index.ts'
-import { apis } from '../../protocol/index.ts'
+import { apis, ErrorCode } from '../../protocol/index.ts'
+import { AclOperation, authorize } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -19,7 +20,11 @@ export function makeAllocateProducerIdsHandler(
   controller: ProducerIdsController,
   failureOf: FailureOf,
 ): Handler {
-  return defineHandler(apis.AllocateProducerIds, {}, async (req) => {
+  return defineHandler(apis.AllocateProducerIds, {}, async (req, ctx) => {
+    if (!authorize(ctx).cluster(AclOperation.ClusterAction)) {
+      const errorCode = ErrorCode.ClusterAuthorizationFailed
+      return { throttleTimeMs: 0, errorCode, producerIdStart: NO_PRODUCER_ID, producerIdLen: 0 }
+    }
     try {
       return await controller.allocateProducerIds(req)
     } catch (e) {

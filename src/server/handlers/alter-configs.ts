@@ -7,7 +7,8 @@
 import { alterConfigsResourceProblem, javaParseInt } from '../../controller/index.ts'
 import { ConfigResourceType } from '../../metadata/index.ts'
 import { type AlterConfigsResponseData, apis, ErrorCode } from '../../protocol/index.ts'
-import { defineHandler, type Handler } from '../handler.ts'
+import { AclOperation, authorize, configResourceDenied } from '../authorize.ts'
+import { defineHandler, type Handler, type RequestContext } from '../handler.ts'
 import type { ControllerApi, FailureOf } from './controller-api.ts'
 
 export interface AlterConfigsView {
@@ -45,18 +46,23 @@ const invalid = (errorMessage: string): AlterConfigsOutcome => ({
  * is answered here, undefined for one to send to the controller. A resource named twice fails
  * (both times); so do duplicate keys, null values, unknown types, and a BROKER resource naming
  * another node on a broker listener. BROKER_LOGGER (IncrementalAlterConfigs only) is answered here:
- * after Kafka's node id checks, Weir refuses it (it has no runtime log levels).
+ * after Kafka's node id checks, Weir refuses it (it has no runtime log levels). ALTER_CONFIGS on
+ * the resource (the cluster for BROKER and BROKER_LOGGER) is checked after duplicates, as Kafka's.
  */
 export function preprocessAlterConfigs(
   resources: readonly AlterConfigsResourceLike[],
   incremental: boolean,
   view: AlterConfigsView,
+  ctx: RequestContext,
 ): Array<AlterConfigsOutcome | undefined> {
+  const authz = authorize(ctx)
   const counts = new Map<string, number>()
   const id = (r: AlterConfigsResourceLike) => `${r.resourceType}:${r.resourceName}`
   for (const r of resources) counts.set(id(r), (counts.get(id(r)) ?? 0) + 1)
   return resources.map((r) => {
     if ((counts.get(id(r)) ?? 0) > 1) return invalid('Each resource must appear at most once.')
+    const denied = configResourceDenied(authz, AclOperation.AlterConfigs, r.resourceType, r.resourceName)
+    if (denied !== null) return denied
     if (incremental && r.resourceType === ConfigResourceType.BrokerLogger) {
       const node = javaParseInt(r.resourceName)
       if (node === null) return invalid(`Node id must be an integer, but it is: ${r.resourceName}`)
@@ -122,7 +128,7 @@ export function makeAlterConfigsHandler(
   view: AlterConfigsView,
 ): Handler {
   return defineHandler(apis.AlterConfigs, {}, async (req, ctx) => {
-    const preprocessed = preprocessAlterConfigs(req.resources, false, view)
+    const preprocessed = preprocessAlterConfigs(req.resources, false, view, ctx)
     const responses = await alterConfigsThroughController(
       req.resources,
       preprocessed,

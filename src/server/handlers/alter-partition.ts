@@ -4,7 +4,8 @@
  * not the active controller answers NOT_CONTROLLER so the leader looks for the active one.
  */
 import type { AlterPartitionRequestData, AlterPartitionResponseData } from '../../protocol/index.ts'
-import { apis } from '../../protocol/index.ts'
+import { apis, ErrorCode } from '../../protocol/index.ts'
+import { AclOperation, authorize } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -20,6 +21,8 @@ export function makeAlterPartitionHandler(
   failureOf: FailureOf,
 ): Handler {
   return defineHandler(apis.AlterPartition, {}, async (req, ctx) => {
+    if (!authorize(ctx).cluster(AclOperation.ClusterAction))
+      return { throttleTimeMs: 0, errorCode: ErrorCode.ClusterAuthorizationFailed, topics: [] }
     try {
       return await controller.alterPartition(req, ctx.apiVersion)
     } catch (e) {

@@ -3,7 +3,8 @@
  * the cluster and keep their session. A node that is not the active controller answers
  * NOT_CONTROLLER so the broker looks for the leader.
  */
-import { apis } from '../../protocol/index.ts'
+import { apis, ErrorCode } from '../../protocol/index.ts'
+import { AclOperation, authorize } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { ControllerRegistrationApi, FailureOf } from './controller-api.ts'
 
@@ -12,14 +13,20 @@ export function makeBrokerRegistrationHandlers(
   failureOf: FailureOf,
 ): Handler[] {
   return [
-    defineHandler(apis.BrokerRegistration, {}, async (req) => {
+    defineHandler(apis.BrokerRegistration, {}, async (req, ctx) => {
+      if (!authorize(ctx).cluster(AclOperation.ClusterAction))
+        return { errorCode: ErrorCode.ClusterAuthorizationFailed, brokerEpoch: -1n }
       try {
         return await controller.registerBroker(req)
       } catch (e) {
         return { errorCode: failureOf(e).errorCode, brokerEpoch: -1n }
       }
     }),
-    defineHandler(apis.BrokerHeartbeat, {}, async (req) => {
+    defineHandler(apis.BrokerHeartbeat, {}, async (req, ctx) => {
+      if (!authorize(ctx).cluster(AclOperation.ClusterAction)) {
+        const errorCode = ErrorCode.ClusterAuthorizationFailed
+        return { errorCode, isCaughtUp: false, isFenced: true, shouldShutDown: false }
+      }
       try {
         return await controller.brokerHeartbeat(req)
       } catch (e) {

@@ -7,8 +7,9 @@
 import type { MetadataImage } from '../../metadata/index.ts'
 import type { BrokerId } from '../../model/index.ts'
 import { apis, type DescribeClusterResponseData, ErrorCode } from '../../protocol/index.ts'
+import { AUTHORIZED_OPERATIONS_OMITTED } from '../../security/index.ts'
+import { AclOperation, authorize } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
-import { AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS } from './metadata.ts'
 
 export const EndpointType = { Broker: 1, Controller: 2 } as const
 
@@ -44,7 +45,19 @@ function brokersOn(
 export function makeDescribeClusterHandler(view: DescribeClusterView): Handler {
   return defineHandler(apis.DescribeCluster, {}, (req, ctx) => {
     const wanted = ctx.apiVersion >= 1 ? req.endpointType : EndpointType.Broker
-    const ops = req.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED
+    const authz = authorize(ctx)
+    // A controller listener asks ALTER on the cluster (Kafka's ControllerApis); a broker nothing.
+    if (view.endpointType === EndpointType.Controller && !authz.cluster(AclOperation.Alter)) {
+      return {
+        errorCode: ErrorCode.ClusterAuthorizationFailed,
+        errorMessage: null,
+        endpointType: view.endpointType,
+        clusterId: view.clusterId,
+      }
+    }
+    const ops = req.includeClusterAuthorizedOperations
+      ? authz.clusterOperations()
+      : AUTHORIZED_OPERATIONS_OMITTED
     if (wanted !== view.endpointType) {
       return {
         errorCode: ErrorCode.MismatchedEndpointType,

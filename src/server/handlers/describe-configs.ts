@@ -21,6 +21,7 @@ import {
 import { ConfigResourceType, configKey, type MetadataImage } from '../../metadata/index.ts'
 import { TopicName } from '../../model/index.ts'
 import { apis, type DescribeConfigsResponseData, ErrorCode } from '../../protocol/index.ts'
+import { AclOperation, authorize, configResourceDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface DescribeConfigsView {
@@ -131,7 +132,11 @@ function describeOne(
 export function makeDescribeConfigsHandler(view: DescribeConfigsView): Handler {
   return defineHandler(apis.DescribeConfigs, {}, (req, ctx) => {
     const image = view.image()
+    const authz = authorize(ctx)
     const results: Result[] = req.resources.map((resource) => {
+      const { resourceType, resourceName } = resource
+      const denied = configResourceDenied(authz, AclOperation.DescribeConfigs, resourceType, resourceName)
+      if (denied !== null) return { resourceType, resourceName, ...denied, configs: [] }
       const options: DescribeOptions = {
         includeSynonyms: req.includeSynonyms,
         includeDocumentation: ctx.apiVersion >= 3 && req.includeDocumentation,

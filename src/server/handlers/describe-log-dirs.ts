@@ -1,11 +1,13 @@
 /**
  * DescribeLogDirs v1-4: each log directory of this broker with the partitions in it (size in bytes,
  * offset lag 0 for a current replica), all of them or those asked for, and from v4 the volume's
- * total and usable bytes. Not implemented: future replicas (AlterReplicaLogDirs), quotas.
+ * total and usable bytes. DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (v3+; before,
+ * no directory). Not implemented: future replicas (AlterReplicaLogDirs), quotas.
  */
 import type { TopicName } from '../../model/index.ts'
 import { apis, type DescribeLogDirsResponseData, ErrorCode } from '../../protocol/index.ts'
 import type { LogDirDescription } from '../../replication/index.ts'
+import { AclOperation, authorize } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface DescribeLogDirsView {
@@ -17,6 +19,10 @@ export interface DescribeLogDirsView {
 export function makeDescribeLogDirsHandler(view: DescribeLogDirsView): Handler {
   return defineHandler(apis.DescribeLogDirs, {}, async (req, ctx) => {
     const v = ctx.apiVersion
+    if (!authorize(ctx).cluster(AclOperation.Describe)) {
+      const errorCode = ErrorCode.ClusterAuthorizationFailed
+      return { throttleTimeMs: 0, ...(v >= 3 ? { errorCode } : {}), results: [] }
+    }
     const wanted =
       req.topics === null ? null : new Map(req.topics.map((t) => [t.topic as string, new Set(t.partitions)]))
     const results: DescribeLogDirsResponseData.DescribeLogDirsResultIn[] = []

@@ -1,11 +1,13 @@
 /**
  * DescribeProducers v0: the idempotent producers a partition's leader knows (id, epoch, last
  * sequence and timestamp), as `kafka-transactions.sh describe-producers` shows them. Not
- * implemented: open transactions (none exist yet: currentTxnStartOffset is always -1).
+ * implemented: open transactions (none exist yet: currentTxnStartOffset is always -1). READ on each
+ * topic, denied TOPIC_AUTHORIZATION_FAILED.
  */
 import { ProducerId, type TopicName } from '../../model/index.ts'
 import { apis, type DescribeProducersResponseData, ErrorCode, errorInfo } from '../../protocol/index.ts'
 import type { ProducerEntry } from '../../replication/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface DescribeProducersView {
@@ -16,13 +18,16 @@ export interface DescribeProducersView {
 }
 
 export function makeDescribeProducersHandler(view: DescribeProducersView): Handler {
-  return defineHandler(apis.DescribeProducers, {}, async (req) => {
+  return defineHandler(apis.DescribeProducers, {}, async (req, ctx) => {
+    const authz = authorize(ctx)
     const topics = req.topics.map(
       async (t): Promise<DescribeProducersResponseData.TopicResponseIn> => ({
         name: t.name,
         partitions: await Promise.all(
           t.partitionIndexes.map(async (partitionIndex) => {
-            const r = await view.activeProducers(t.name, partitionIndex)
+            const r = authz.allowed(AclOperation.Read, ResourceType.Topic, t.name)
+              ? await view.activeProducers(t.name, partitionIndex)
+              : { errorCode: ErrorCode.TopicAuthorizationFailed, producers: [] }
             return {
               partitionIndex,
               errorCode: r.errorCode,

@@ -12,6 +12,7 @@ import { type BrokerId, NO_NODE, TopicName, type Uuid } from '../../model/index.
 import { apis, ErrorCode, errorCodeOf, type FetchResponseData } from '../../protocol/index.ts'
 import type { FetchParams, FetchSpec, ReadOutcome } from '../../replication/index.ts'
 import type { ReadBuffers } from '../../storage/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import type { FetchPartitionRequest, FetchSessionCache } from '../fetch-session.ts'
 import { selectResponsePartitions } from '../fetch-session.ts'
 import { defineHandler, type Handler } from '../handler.ts'
@@ -46,11 +47,29 @@ export function makeFetchHandler(view: FetchView): Handler {
       return { throttleTimeMs: 0, errorCode: context.errorCode, sessionId: 0, responses: [] }
     }
     const specs: FetchSpec[] = []
-    /** For each covered partition, its spec's index, or -1 when answered without reading. */
+    /** For each covered partition, its spec's index, or UNKNOWN_ID / DENIED when answered without reading. */
     const specOf: number[] = []
+    // Kafka's: a follower needs CLUSTER_ACTION for every partition, a consumer READ on each topic,
+    // asked once per topic (partitions of a topic come together).
+    const authz = authorize(ctx)
+    const followerDenied = replicaId >= 0 && !authz.cluster(AclOperation.ClusterAction)
+    let lastTopic: string | null = null
+    let lastReadable = true
     for (const p of context.partitions) {
+      if (followerDenied) {
+        specOf.push(DENIED)
+        continue
+      }
       if (v >= 13 && (p.topic === '' || image.topicsById.get(p.topicId)?.name !== p.topic)) {
-        specOf.push(-1)
+        specOf.push(UNKNOWN_ID)
+        continue
+      }
+      if (authz.authorizer !== null && replicaId < 0 && p.topic !== lastTopic) {
+        lastTopic = p.topic
+        lastReadable = authz.allowed(AclOperation.Read, ResourceType.Topic, p.topic)
+      }
+      if (replicaId < 0 && !lastReadable) {
+        specOf.push(DENIED)
         continue
       }
       specOf.push(specs.length)
@@ -86,7 +105,10 @@ export function makeFetchHandler(view: FetchView): Handler {
     const leaders: BrokerId[] = []
     const answers = context.partitions.map((p, i) => {
       const at = specOf[i]!
-      const data = partitionData(v, p, at < 0 ? null : outcomes[at]!, req.isolationLevel)
+      const data =
+        at < 0
+          ? unreadPartition(p, at === DENIED ? ErrorCode.TopicAuthorizationFailed : ErrorCode.UnknownTopicId)
+          : partitionData(v, p, outcomes[at]!, req.isolationLevel)
       if (v >= 12 && wantsLeaderHint(errorCodeOf(data.errorCode ?? ErrorCode.None))) {
         const leader = currentLeaderOf(image, p.topic, p.partition)
         if (leader !== null) {
@@ -129,24 +151,30 @@ type MutablePartitionData = {
   -readonly [K in keyof FetchResponseData.PartitionDataIn]: FetchResponseData.PartitionDataIn[K]
 }
 
+/** Marks in `specOf` of a partition answered without reading. */
+const UNKNOWN_ID = -1
+const DENIED = -2
+
+/** A partition refused before reading (unknown topic id, denied READ). */
+function unreadPartition(p: FetchPartitionRequest, errorCode: ErrorCode): MutablePartitionData {
+  return {
+    partitionIndex: p.partition,
+    errorCode,
+    highWatermark: -1n,
+    lastStableOffset: -1n,
+    logStartOffset: -1n,
+    abortedTransactions: [],
+    preferredReadReplica: NO_NODE,
+    records: Buffer.alloc(0),
+  }
+}
+
 function partitionData(
   v: number,
   p: FetchPartitionRequest,
-  r: ReadOutcome | null,
+  r: ReadOutcome,
   isolationLevel: number,
 ): MutablePartitionData {
-  if (r === null) {
-    return {
-      partitionIndex: p.partition,
-      errorCode: ErrorCode.UnknownTopicId,
-      highWatermark: -1n,
-      lastStableOffset: -1n,
-      logStartOffset: -1n,
-      abortedTransactions: [],
-      preferredReadReplica: NO_NODE,
-      records: Buffer.alloc(0),
-    }
-  }
   // Kafka refuses a partition its metadata does not know before reading (KafkaApis'
   // `FetchResponse.partitionResponse`), which leaves the aborted transactions an empty list, not null.
   const unknown =

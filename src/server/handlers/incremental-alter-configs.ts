@@ -19,7 +19,7 @@ export function makeIncrementalAlterConfigsHandler(
   view: AlterConfigsView,
 ): Handler {
   return defineHandler(apis.IncrementalAlterConfigs, {}, async (req, ctx) => {
-    const preprocessed = preprocessAlterConfigs(req.resources, true, view)
+    const preprocessed = preprocessAlterConfigs(req.resources, true, view, ctx)
     const responses = await alterConfigsThroughController(
       req.resources,
       preprocessed,

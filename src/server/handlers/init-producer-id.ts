@@ -7,6 +7,7 @@
  */
 import { NO_PRODUCER_ID, ProducerId } from '../../model/index.ts'
 import { apis, ErrorCode } from '../../protocol/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface InitProducerIdView {
@@ -15,14 +16,25 @@ export interface InitProducerIdView {
 }
 
 export function makeInitProducerIdHandler(view: InitProducerIdView): Handler {
-  return defineHandler(apis.InitProducerId, {}, async (req) => {
+  return defineHandler(apis.InitProducerId, {}, async (req, ctx) => {
     const failed = (errorCode: ErrorCode) => ({
       throttleTimeMs: 0,
       errorCode,
       producerId: NO_PRODUCER_ID,
       producerEpoch: -1,
     })
-    if (req.transactionalId !== null) return failed(ErrorCode.CoordinatorNotAvailable)
+    const authz = authorize(ctx)
+    if (req.transactionalId !== null) {
+      if (!authz.allowed(AclOperation.Write, ResourceType.TransactionalId, req.transactionalId))
+        return failed(ErrorCode.TransactionalIdAuthorizationFailed)
+      return failed(ErrorCode.CoordinatorNotAvailable)
+    }
+    // Kafka's rule for idempotent producers: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
+    if (
+      !authz.cluster(AclOperation.IdempotentWrite) &&
+      !authz.anyOfType(AclOperation.Write, ResourceType.Topic)
+    )
+      return failed(ErrorCode.ClusterAuthorizationFailed)
     const r = await view.generateProducerId()
     if ('errorCode' in r) return failed(r.errorCode)
     return {

@@ -4,7 +4,8 @@
  * (v8+) is logged only.
  */
 import type { JoinInput, JoinResult } from '../../coordinator/index.ts'
-import { apis } from '../../protocol/index.ts'
+import { apis, ErrorCode } from '../../protocol/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler, type RequestContext } from '../handler.ts'
 
 export interface JoinGroupView {
@@ -22,6 +23,19 @@ export function clientHostOf(ctx: RequestContext): string {
 export function makeJoinGroupHandler(view: JoinGroupView): Handler {
   return defineHandler(apis.JoinGroup, {}, async (req, ctx) => {
     const v = ctx.apiVersion
+    if (!authorize(ctx).allowed(AclOperation.Read, ResourceType.Group, req.groupId)) {
+      return {
+        throttleTimeMs: 0,
+        errorCode: ErrorCode.GroupAuthorizationFailed,
+        generationId: -1,
+        protocolType: null,
+        protocolName: v >= 7 ? null : '',
+        leader: '',
+        skipAssignment: false,
+        memberId: req.memberId,
+        members: [],
+      }
+    }
     const r = await view.joinGroup({
       groupId: req.groupId,
       memberId: req.memberId,

@@ -4,6 +4,7 @@
  */
 import type { LeaveInput, LeaveResult } from '../../coordinator/index.ts'
 import { apis, ErrorCode } from '../../protocol/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface LeaveGroupView {
@@ -13,6 +14,8 @@ export interface LeaveGroupView {
 export function makeLeaveGroupHandler(view: LeaveGroupView): Handler {
   return defineHandler(apis.LeaveGroup, {}, async (req, ctx) => {
     const v = ctx.apiVersion
+    if (!authorize(ctx).allowed(AclOperation.Read, ResourceType.Group, req.groupId))
+      return { throttleTimeMs: 0, errorCode: ErrorCode.GroupAuthorizationFailed, members: [] }
     const members =
       v >= 3
         ? req.members.map((m) => ({

@@ -7,6 +7,7 @@
 import type { TopicName } from '../../model/index.ts'
 import { apis, ErrorCode, type ListOffsetsResponseData } from '../../protocol/index.ts'
 import type { ListOffsetParams, OffsetForTimestamp } from '../../replication/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 /** Kafka's ListOffsetsRequest.LATEST_TIERED_TIMESTAMP. */
@@ -42,8 +43,10 @@ export function makeListOffsetsHandler(view: ListOffsetsView): Handler {
     }
     const answered = new Set<string>()
     const topics: ListOffsetsResponseData.ListOffsetsTopicResponseIn[] = []
+    const authz = authorize(ctx)
     for (const t of req.topics) {
       const partitions: PartitionOut[] = []
+      const describable = authz.allowed(AclOperation.Describe, ResourceType.Topic, t.name)
       for (const p of t.partitions) {
         const failed = (errorCode: ErrorCode): PartitionOut => ({
           partitionIndex: p.partitionIndex,
@@ -52,6 +55,10 @@ export function makeListOffsetsHandler(view: ListOffsetsView): Handler {
           offset: -1n,
           ...(v >= 4 ? { leaderEpoch: -1 } : {}),
         })
+        if (!describable) {
+          partitions.push(failed(ErrorCode.TopicAuthorizationFailed))
+          continue
+        }
         const key = `${t.name}\u0000${p.partitionIndex}`
         if (duplicates.has(key)) {
           // One INVALID_REQUEST per partition asked twice, as Kafka answers.

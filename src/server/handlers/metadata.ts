@@ -3,17 +3,20 @@
  * leader epochs, replicas, ISR and offline replicas, from the metadata image. Unknown topics are
  * created when `auto.create.topics.enable` and the client allow it (answered UNKNOWN_TOPIC_OR_PARTITION
  * until they exist, as a KRaft Kafka broker does). v13's top-level error code is always NONE: it
- * exists for REBOOTSTRAP_REQUIRED (KIP-1102), which Weir never asks of clients. Not implemented:
- * ACLs (every operation is authorized).
+ * exists for REBOOTSTRAP_REQUIRED (KIP-1102), which Weir never asks of clients. ACLs as Kafka's:
+ * DESCRIBE on each topic (named ones denied answer TOPIC_AUTHORIZATION_FAILED, a listing leaves
+ * them out), CREATE on the cluster or topic to auto-create, authorized operations on request.
  */
 import type { MetadataImage } from '../../metadata/index.ts'
-import { type BrokerId, type TopicName, ZERO_UUID } from '../../model/index.ts'
+import { type BrokerId, type TopicName, type Uuid, ZERO_UUID } from '../../model/index.ts'
 import {
   apis,
   type CreateTopicsResponseData,
   ErrorCode,
   type MetadataResponseData,
 } from '../../protocol/index.ts'
+import { AUTHORIZED_OPERATIONS_OMITTED } from '../../security/index.ts'
+import { AclOperation, authorize, type RequestAuthorization, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 /** Topics clients see as internal. */
@@ -21,12 +24,6 @@ export const INTERNAL_TOPIC_NAMES: ReadonlySet<string> = new Set([
   '__consumer_offsets',
   '__transaction_state',
 ])
-/** Kafka's "not requested" value for authorized operations. */
-export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-/** Kafka's AclOperation codes a topic supports: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11. */
-export const TOPIC_OPERATIONS = [3, 4, 5, 6, 7, 8, 10, 11].reduce((bits, op) => bits | (1 << op), 0)
-/** And the cluster: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, ALTER 7. */
-export const CLUSTER_OPERATIONS = [5, 7, 8, 9, 10, 11, 12].reduce((bits, op) => bits | (1 << op), 0)
 
 export interface MetadataView {
   readonly clusterId: string
@@ -58,7 +55,7 @@ function describeTopic(
   image: MetadataImage,
   name: TopicName,
   listenerName: string,
-  includeOps: boolean,
+  authorizedOps: number,
 ): TopicOut | null {
   const topic = image.topicsByName.get(name)
   if (topic === undefined) return null
@@ -89,7 +86,7 @@ function describeTopic(
     topicId: topic.id,
     isInternal: INTERNAL_TOPIC_NAMES.has(name),
     partitions,
-    topicAuthorizedOperations: includeOps ? TOPIC_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
+    topicAuthorizedOperations: authorizedOps,
   }
 }
 
@@ -97,35 +94,46 @@ export function makeMetadataHandler(view: MetadataView): Handler {
   return defineHandler(apis.Metadata, {}, async (req, ctx) => {
     const v = ctx.apiVersion
     const image = view.image()
+    const authz = authorize(ctx)
     const includeOps = v >= 8 && req.includeTopicAuthorizedOperations
+    const opsOf = (name: TopicName): number =>
+      includeOps ? authz.operations(ResourceType.Topic, name) : AUTHORIZED_OPERATIONS_OMITTED
+    const describable = (name: string) => authz.allowed(AclOperation.Describe, ResourceType.Topic, name)
+    // Kafka's order: unknown topic ids, the topics described, those denied CREATE, those denied
+    // DESCRIBE (named ones only: a listing of every topic leaves them out, disclosing nothing).
     const topics: TopicOut[] = []
+    const deniedCreate: TopicOut[] = []
+    const deniedDescribe: TopicOut[] = []
     // v0: an empty list means every topic; v1+: null means every topic, empty means none.
     const all = req.topics === null || (v === 0 && req.topics.length === 0)
     if (all) {
       for (const name of [...image.topicsByName.keys()].sort()) {
-        const t = describeTopic(image, name, ctx.listenerName, includeOps)
+        if (!describable(name)) continue
+        const t = describeTopic(image, name, ctx.listenerName, opsOf(name))
         if (t !== null) topics.push(t)
       }
     } else {
       const allowAutoCreate = view.autoCreateTopics && (v < 4 || req.allowAutoTopicCreation)
       const toCreate: TopicName[] = []
+      const unknownIds: TopicOut[] = []
       for (const wanted of req.topics ?? []) {
         if (wanted.name === null) {
           const byId = image.topicsById.get(wanted.topicId)
-          const t = byId === undefined ? null : describeTopic(image, byId.name, ctx.listenerName, includeOps)
-          topics.push(
-            t ?? {
-              errorCode: ErrorCode.UnknownTopicId,
-              name: null,
-              topicId: wanted.topicId,
-              isInternal: false,
-              partitions: [],
-              topicAuthorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
-            },
-          )
+          if (byId === undefined) {
+            unknownIds.push(emptyTopic(ErrorCode.UnknownTopicId, null, wanted.topicId))
+          } else if (!describable(byId.name)) {
+            // Topic ids are not secret: the denial names the id, never the name.
+            deniedDescribe.push(emptyTopic(ErrorCode.TopicAuthorizationFailed, null, wanted.topicId))
+          } else {
+            topics.push(describeTopic(image, byId.name, ctx.listenerName, opsOf(byId.name))!)
+          }
           continue
         }
-        const t = describeTopic(image, wanted.name, ctx.listenerName, includeOps)
+        if (!describable(wanted.name)) {
+          deniedDescribe.push(emptyTopic(ErrorCode.TopicAuthorizationFailed, wanted.name, ZERO_UUID))
+          continue
+        }
+        const t = describeTopic(image, wanted.name, ctx.listenerName, opsOf(wanted.name))
         if (t !== null) {
           topics.push(t)
           continue
@@ -134,19 +142,24 @@ export function makeMetadataHandler(view: MetadataView): Handler {
         let errorCode: ErrorCode = ErrorCode.UnknownTopicOrPartition
         if (problem !== null) errorCode = ErrorCode.InvalidTopicException
         else if (allowAutoCreate && !INTERNAL_TOPIC_NAMES.has(wanted.name)) {
+          // Auto-creation needs CREATE on the cluster or on the topic (Kafka's KafkaApis).
+          if (!mayCreate(authz, wanted.name)) {
+            deniedCreate.push({
+              ...emptyTopic(ErrorCode.TopicAuthorizationFailed, wanted.name, ZERO_UUID),
+              isInternal: INTERNAL_TOPIC_NAMES.has(wanted.name),
+            })
+            continue
+          }
           // Kafka 4.0 (AutoTopicCreationManager.sendCreateTopicRequest) answers UNKNOWN_TOPIC_OR_PARTITION
           // while the controller creates the topic; LEADER_NOT_AVAILABLE was ZooKeeper mode's answer.
           toCreate.push(wanted.name)
         }
         topics.push({
-          errorCode,
-          name: wanted.name,
-          topicId: ZERO_UUID,
-          isInternal: false,
-          partitions: [],
-          topicAuthorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
+          ...emptyTopic(errorCode, wanted.name, ZERO_UUID),
+          topicAuthorizedOperations: opsOf(wanted.name),
         })
       }
+      topics.unshift(...unknownIds)
       if (toCreate.length > 0) void view.createTopics(toCreate).catch(() => {})
     }
     return {
@@ -154,11 +167,27 @@ export function makeMetadataHandler(view: MetadataView): Handler {
       clusterId: view.clusterId,
       // Clients cannot reach KRaft controllers; like Kafka, name a live broker (this one).
       controllerId: view.nodeId,
-      topics,
+      topics: [...topics, ...deniedCreate, ...deniedDescribe],
       clusterAuthorizedOperations:
         v >= 8 && v <= 10 && req.includeClusterAuthorizedOperations
-          ? CLUSTER_OPERATIONS
+          ? authz.clusterOperations()
           : AUTHORIZED_OPERATIONS_OMITTED,
     }
   })
+}
+
+/** CREATE on the cluster covers every topic; else CREATE on the topic itself. */
+function mayCreate(authz: RequestAuthorization, name: string): boolean {
+  return authz.cluster(AclOperation.Create) || authz.allowed(AclOperation.Create, ResourceType.Topic, name)
+}
+
+function emptyTopic(errorCode: ErrorCode, name: TopicName | null, topicId: Uuid): TopicOut {
+  return {
+    errorCode,
+    name,
+    topicId,
+    isInternal: false,
+    partitions: [],
+    topicAuthorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
+  }
 }

@@ -2,11 +2,13 @@
  * OffsetCommit v2-9 for classic groups and simple consumers (v2-4's retention time kept as Kafka
  * keeps it; Kafka 4.0 removed v0-1 and their client-set commit timestamps). Partitions of unknown
  * topics are UNKNOWN_TOPIC_OR_PARTITION. The consumer protocol's member epochs (KIP-848) are not
- * implemented: v9 behaves as v8 with GROUP_ID_NOT_FOUND for unknown groups.
+ * implemented: v9 behaves as v8 with GROUP_ID_NOT_FOUND for unknown groups. READ on the group
+ * (else every partition answers GROUP_AUTHORIZATION_FAILED) and on each topic.
  */
 import type { CommitInput, CommitResult } from '../../coordinator/index.ts'
 import type { TopicName } from '../../model/index.ts'
 import { apis, ErrorCode, type OffsetCommitResponseData } from '../../protocol/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface OffsetCommitView {
@@ -18,9 +20,29 @@ export interface OffsetCommitView {
 export function makeOffsetCommitHandler(view: OffsetCommitView): Handler {
   return defineHandler(apis.OffsetCommit, {}, async (req, ctx) => {
     const v = ctx.apiVersion
+    const authz = authorize(ctx)
+    const refuseAll = (errorCode: ErrorCode) => ({
+      throttleTimeMs: 0,
+      topics: req.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })),
+      })),
+    })
+    if (!authz.allowed(AclOperation.Read, ResourceType.Group, req.groupId))
+      return refuseAll(ErrorCode.GroupAuthorizationFailed)
     const unknown = new Map<TopicName, OffsetCommitResponseData.OffsetCommitResponsePartitionIn[]>()
     const topics: CommitInput['topics'][number][] = []
     for (const t of req.topics) {
+      if (!authz.allowed(AclOperation.Read, ResourceType.Topic, t.name)) {
+        unknown.set(
+          t.name,
+          t.partitions.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            errorCode: ErrorCode.TopicAuthorizationFailed,
+          })),
+        )
+        continue
+      }
       const known = t.partitions.filter((p) => view.partitionExists(t.name, p.partitionIndex))
       const missing = t.partitions.filter((p) => !view.partitionExists(t.name, p.partitionIndex))
       if (missing.length > 0) {

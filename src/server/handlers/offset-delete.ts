@@ -1,11 +1,13 @@
 /**
  * OffsetDelete v0: a group's offsets of some partitions, unless the group is alive and not a consumer
  * group (NON_EMPTY_GROUP) or its members subscribe to the topic (GROUP_SUBSCRIBED_TO_TOPIC).
- * Partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION.
+ * Partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION. DELETE on the group (else
+ * GROUP_AUTHORIZATION_FAILED) and READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
  */
 import type { DeleteOffsetsInput, DeleteOffsetsResult } from '../../coordinator/index.ts'
 import type { TopicName } from '../../model/index.ts'
 import { apis, ErrorCode } from '../../protocol/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface OffsetDeleteView {
@@ -14,8 +16,13 @@ export interface OffsetDeleteView {
 }
 
 export function makeOffsetDeleteHandler(view: OffsetDeleteView): Handler {
-  return defineHandler(apis.OffsetDelete, {}, async (req) => {
+  return defineHandler(apis.OffsetDelete, {}, async (req, ctx) => {
+    const authz = authorize(ctx)
+    if (!authz.allowed(AclOperation.Delete, ResourceType.Group, req.groupId))
+      return { errorCode: ErrorCode.GroupAuthorizationFailed, throttleTimeMs: 0, topics: [] }
+    const readable = (name: TopicName) => authz.allowed(AclOperation.Read, ResourceType.Topic, name)
     const known = req.topics
+      .filter((t) => readable(t.name))
       .map((t) => ({
         name: t.name,
         partitions: t.partitions.filter((p) => view.partitionExists(t.name, p.partitionIndex)),
@@ -37,8 +44,10 @@ export function makeOffsetDeleteHandler(view: OffsetDeleteView): Handler {
         name: t.name,
         partitions: t.partitions.map((p) => ({
           partitionIndex: p.partitionIndex,
-          errorCode: (answered.get(`${t.name}\u0000${p.partitionIndex}`) ??
-            ErrorCode.UnknownTopicOrPartition) as ErrorCode,
+          errorCode: !readable(t.name)
+            ? ErrorCode.TopicAuthorizationFailed
+            : ((answered.get(`${t.name}\u0000${p.partitionIndex}`) ??
+                ErrorCode.UnknownTopicOrPartition) as ErrorCode),
         })),
       })),
     }

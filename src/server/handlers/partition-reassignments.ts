@@ -7,9 +7,11 @@ import {
   type AlterPartitionReassignmentsRequestData,
   type AlterPartitionReassignmentsResponseData,
   apis,
+  type ErrorCode,
   type ListPartitionReassignmentsRequestData,
   type ListPartitionReassignmentsResponseData,
 } from '../../protocol/index.ts'
+import { AclOperation, clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -31,26 +33,31 @@ export function makePartitionReassignmentHandlers(
 ): Handler[] {
   return [
     defineHandler(apis.AlterPartitionReassignments, {}, async (req, ctx) => {
+      const failed = (f: { errorCode: ErrorCode; message: string }) => ({
+        throttleTimeMs: 0,
+        errorCode: f.errorCode,
+        errorMessage: f.message,
+        responses: req.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            errorCode: f.errorCode,
+            errorMessage: f.message,
+          })),
+        })),
+      })
+      const denied = clusterDenied(ctx, AclOperation.Alter)
+      if (denied !== null) return failed(denied)
       try {
         return await controller.alterPartitionReassignments(req, ctx.apiVersion)
       } catch (e) {
-        const f = failureOf(e)
-        return {
-          throttleTimeMs: 0,
-          errorCode: f.errorCode,
-          errorMessage: f.message,
-          responses: req.topics.map((t) => ({
-            name: t.name,
-            partitions: t.partitions.map((p) => ({
-              partitionIndex: p.partitionIndex,
-              errorCode: f.errorCode,
-              errorMessage: f.message,
-            })),
-          })),
-        }
+        return failed(failureOf(e))
       }
     }),
     defineHandler(apis.ListPartitionReassignments, {}, async (req, ctx) => {
+      const denied = clusterDenied(ctx, AclOperation.Describe)
+      if (denied !== null)
+        return { throttleTimeMs: 0, errorCode: denied.errorCode, errorMessage: denied.message, topics: [] }
       try {
         return await controller.listPartitionReassignments(req, ctx.apiVersion)
       } catch (e) {

@@ -15,11 +15,13 @@ import {
   compressionOf,
   ErrorCode,
   errorCodeOf,
+  isTransactional,
   LOG_OVERHEAD,
   MAGIC_V2,
   type ProduceResponseData,
 } from '../../protocol/index.ts'
 import type { ProduceEntry, ProduceResult } from '../../replication/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler, NO_RESPONSE } from '../handler.ts'
 import { currentLeaderOf, nodeEndpointsOf, wantsLeaderHint } from './current-leader.ts'
 import { INTERNAL_TOPIC_NAMES } from './metadata.ts'
@@ -87,6 +89,14 @@ export function makeProduceHandler(view: ProduceView): Handler {
     const image = view.image()
     const acksValid = req.acks === -1 || req.acks === 0 || req.acks === 1
     const internalAllowed = ctx.header.clientId === ADMIN_CLIENT_ID
+    const authz = authorize(ctx)
+    if (authz.authorizer !== null) {
+      const txn = transactionalIdDenied(req, authz)
+      if (txn)
+        return req.acks === 0
+          ? NO_RESPONSE
+          : deniedResponse(req, v, ErrorCode.TransactionalIdAuthorizationFailed)
+    }
     /** Per request partition, in order: either an early answer or an index into `entries`. */
     const slots: Array<{ topic: TopicName; partition: number; early: PartitionOut | null; entry: number }> =
       []
@@ -105,9 +115,15 @@ export function makeProduceHandler(view: ProduceView): Handler {
     })
     for (const t of req.topicData) {
       const topic = image.topicsByName.get(t.name)
+      // Once per topic, never per partition: the hot path (Kafka checks WRITE before anything else).
+      const writable = authz.allowed(AclOperation.Write, ResourceType.Topic, t.name)
       for (const p of t.partitionData) {
         const slot = { topic: t.name, partition: p.index, early: null as PartitionOut | null, entry: -1 }
         slots.push(slot)
+        if (!writable) {
+          slot.early = early(p.index, ErrorCode.TopicAuthorizationFailed)
+          continue
+        }
         if (!acksValid) {
           slot.early = early(p.index, ErrorCode.InvalidRequiredAcks)
           continue
@@ -184,4 +200,50 @@ export function makeProduceHandler(view: ProduceView): Handler {
         : {}),
     }
   })
+}
+
+/**
+ * Kafka's check of transactional records: WRITE on the request's transactional id, which a
+ * request with transactional batches and no transactional id is denied.
+ */
+function transactionalIdDenied(
+  req: {
+    transactionalId: string | null
+    topicData: readonly { partitionData: readonly { records: Buffer | null }[] }[]
+  },
+  authz: ReturnType<typeof authorize>,
+): boolean {
+  const transactional = req.topicData.some((t) =>
+    t.partitionData.some(
+      (p) =>
+        p.records !== null &&
+        p.records.length > BatchOffsets.attributes + 1 &&
+        isTransactional(p.records.readInt16BE(BatchOffsets.attributes)),
+    ),
+  )
+  if (!transactional) return false
+  const id = req.transactionalId
+  return id === null || !authz.allowed(AclOperation.Write, ResourceType.TransactionalId, id)
+}
+
+/** Every partition answers `errorCode` (Kafka's error response of a Produce request). */
+function deniedResponse(
+  req: { topicData: readonly { name: TopicName; partitionData: readonly { index: number }[] }[] },
+  v: number,
+  errorCode: ErrorCode,
+) {
+  return {
+    responses: req.topicData.map((t) => ({
+      name: t.name,
+      partitionResponses: t.partitionData.map((p) => ({
+        index: p.index,
+        errorCode,
+        baseOffset: -1n,
+        logAppendTimeMs: -1n,
+        logStartOffset: -1n,
+        ...(v >= 8 ? { recordErrors: [], errorMessage: null } : {}),
+      })),
+    })),
+    throttleTimeMs: 0,
+  }
 }

@@ -9,6 +9,7 @@ import { type Api, apis, ErrorCode } from '../../protocol/index.ts'
 import type { Quorum } from '../../quorum/index.ts'
 import * as wire from '../../quorum/index.ts'
 import type { RaftRequest, RaftResponse } from '../../raft/index.ts'
+import { AclOperation, authorize } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 /** A wire response carrying only a top-level error: every KRaft response's shape for a refusal. */
@@ -34,6 +35,9 @@ function raftHandler<Req extends { clusterId: string | null }, ResIn, T extends 
   const answers = (res: RaftResponse): res is Extract<RaftResponse, { type: T }> =>
     res.type === convert.answer
   return defineHandler(api, {}, async (req, ctx) => {
+    // Only brokers and controllers may speak raft (Kafka's CLUSTER_ACTION on the cluster).
+    if (!authorize(ctx).cluster(AclOperation.ClusterAction))
+      return convert.error(ErrorCode.ClusterAuthorizationFailed)
     if (req.clusterId !== null && req.clusterId !== clusterId)
       return convert.error(ErrorCode.InconsistentClusterId)
     const message = convert.toRaft(req, ctx.apiVersion, {

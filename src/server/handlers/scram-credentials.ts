@@ -12,6 +12,7 @@ import {
   type DescribeUserScramCredentialsResponseData,
   ErrorCode,
 } from '../../protocol/index.ts'
+import { AclOperation, clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -29,14 +30,18 @@ export function makeAlterUserScramCredentialsHandler(
   failureOf: FailureOf,
 ): Handler {
   return defineHandler(apis.AlterUserScramCredentials, {}, async (req, ctx) => {
-    try {
-      return await controller.alterUserScramCredentials(req, ctx.apiVersion)
-    } catch (e) {
-      const f = failureOf(e)
+    const failed = (f: { errorCode: ErrorCode; message: string }) => {
       const users = new Set([...req.deletions, ...req.upsertions].map((c) => c.name))
       return {
         results: [...users].map((user) => ({ user, errorCode: f.errorCode, errorMessage: f.message })),
       }
+    }
+    const denied = clusterDenied(ctx, AclOperation.Alter)
+    if (denied !== null) return failed(denied)
+    try {
+      return await controller.alterUserScramCredentials(req, ctx.apiVersion)
+    } catch (e) {
+      return failed(failureOf(e))
     }
   })
 }
@@ -92,7 +97,9 @@ export function describeUserScramCredentials(
 export function makeDescribeUserScramCredentialsHandler(view: {
   readonly image: () => MetadataImage
 }): Handler {
-  return defineHandler(apis.DescribeUserScramCredentials, {}, (req) =>
-    describeUserScramCredentials(view.image(), req),
-  )
+  return defineHandler(apis.DescribeUserScramCredentials, {}, (req, ctx) => {
+    const denied = clusterDenied(ctx, AclOperation.Describe)
+    if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, results: [] }
+    return describeUserScramCredentials(view.image(), req)
+  })
 }

@@ -1,6 +1,7 @@
 /** SyncGroup v0-5: the leader's assignment persisted, then every member's part handed out. */
 import type { SyncInput, SyncResult } from '../../coordinator/index.ts'
-import { apis } from '../../protocol/index.ts'
+import { apis, ErrorCode } from '../../protocol/index.ts'
+import { AclOperation, authorize, ResourceType } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export interface SyncGroupView {
@@ -10,6 +11,15 @@ export interface SyncGroupView {
 export function makeSyncGroupHandler(view: SyncGroupView): Handler {
   return defineHandler(apis.SyncGroup, {}, async (req, ctx) => {
     const v = ctx.apiVersion
+    if (!authorize(ctx).allowed(AclOperation.Read, ResourceType.Group, req.groupId)) {
+      return {
+        throttleTimeMs: 0,
+        errorCode: ErrorCode.GroupAuthorizationFailed,
+        protocolType: null,
+        protocolName: null,
+        assignment: Buffer.alloc(0),
+      }
+    }
     const r = await view.syncGroup({
       groupId: req.groupId,
       generationId: req.generationId,
