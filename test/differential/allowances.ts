@@ -245,6 +245,16 @@ export const allowances: readonly Allowance[] = [
     sometimes: true,
   },
   {
+    api: 'InitProducerId',
+    step: '* InitProducerId transactional *',
+    path: 'errorCode',
+    kafka: 0,
+    weir: 15,
+    doc: 'errorCode for a transactional id',
+    reason:
+      'The authorization matrix: a principal with WRITE on the transactional id gets a producer id from Kafka and COORDINATOR_NOT_AVAILABLE from Weir, which has no transaction coordinator; denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.',
+  },
+  {
     api: 'Produce',
     step: 'transactions/produce',
     path: 'responses[name=idempotent].partitionResponses[0].*',
