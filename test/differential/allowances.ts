@@ -263,6 +263,16 @@ export const allowances: readonly Allowance[] = [
       "Weir does not support transactions and refuses the batch with INVALID_TXN_STATE; Kafka's KIP-890 verification finds no open transaction and answers NOT_ENOUGH_REPLICAS (retriable).",
   },
   {
+    api: 'Produce',
+    step: '* Produce transactional *',
+    path: 'responses.*.partitionResponses.0.errorCode',
+    kafka: 19,
+    weir: 48,
+    doc: 'a transactional batch',
+    reason:
+      "The authorization matrix: a principal with WRITE on the transactional id and the topic gets Kafka's KIP-890 NOT_ENOUGH_REPLICAS and Weir's INVALID_TXN_STATE (no transactions); denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
+  },
+  {
     api: 'DescribeProducers',
     path: 'topics[name=*].partitions[partitionIndex=*].errorMessage',
     kafka: null,

@@ -16,7 +16,7 @@ import type {
   Uuid,
 } from '../../src/model/index.ts'
 import { type Api, apis, encodeBatch } from '../../src/protocol/index.ts'
-import { Differ, Pair, SIDES, type Side } from './harness.ts'
+import { Differ, Pair, SIDES, type Side, TEST_PRODUCER_ID_MIN } from './harness.ts'
 
 const PRINCIPALS = ['dave', 'bob', 'alice', 'carol', 'admin'] as const
 type Principal = (typeof PRINCIPALS)[number]
@@ -195,6 +195,57 @@ const ROWS: readonly Row[] = [
       })),
     }
   }),
+  row(apis.Produce, 'transactional alice-tx to app-orders', {
+    transactionalId: 'alice-tx' as TransactionalId,
+    acks: -1,
+    timeoutMs: 30_000,
+    topicData: [
+      {
+        name: topic('app-orders'),
+        partitionData: [
+          {
+            index: 0,
+            records: encodeBatch({
+              records: [{ key: null, value: Buffer.from('matrix'), headers: [], timestamp: T0 }],
+              producerId: TEST_PRODUCER_ID_MIN + 9n,
+              producerEpoch: 0,
+              baseSequence: 0,
+              transactional: true,
+            }),
+          },
+        ],
+      },
+    ],
+  }),
+  // Fetch by name, as clients before KIP-516 (v12) do.
+  row(
+    apis.Fetch,
+    't-public,t-secret,app-orders by name',
+    {
+      replicaId: -1 as BrokerId,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: ['t-public', 't-secret', 'app-orders'].map((n) => ({
+        topic: topic(n),
+        partitions: [
+          {
+            partition: 0,
+            currentLeaderEpoch: -1,
+            fetchOffset: 0n,
+            logStartOffset: -1n,
+            partitionMaxBytes: 1 << 16,
+          },
+        ],
+      })),
+      forgottenTopicsData: [],
+      rackId: '',
+    },
+    { version: 12 },
+  ),
   row(apis.Fetch, 't-public,t-secret,app-orders,app-private by id', (side) => ({
     replicaId: -1 as BrokerId,
     maxWaitMs: 0,
@@ -328,6 +379,26 @@ const ROWS: readonly Row[] = [
     groups: ['alice-g', 'shared', 'secret-g', 'no-group'].map(group),
     includeAuthorizedOperations: true,
   }),
+  // A member no group has: the group's READ decides between GROUP_AUTHORIZATION_FAILED and UNKNOWN_MEMBER_ID.
+  row(apis.Heartbeat, 'alice-g unknown member', {
+    groupId: group('alice-g'),
+    generationId: 1,
+    memberId: 'm-none',
+    groupInstanceId: null,
+  }),
+  row(apis.SyncGroup, 'alice-g unknown member', {
+    groupId: group('alice-g'),
+    generationId: 1,
+    memberId: 'm-none',
+    groupInstanceId: null,
+    protocolType: 'consumer',
+    protocolName: 'range',
+    assignments: [],
+  }),
+  row(apis.LeaveGroup, 'alice-g unknown member', {
+    groupId: group('alice-g'),
+    members: [{ memberId: 'm-none', groupInstanceId: null, reason: null }],
+  }),
   row(apis.InitProducerId, 'idempotent', {
     transactionalId: null,
     transactionTimeoutMs: 60_000,
@@ -437,6 +508,10 @@ const ROWS: readonly Row[] = [
         permissionType: ANY,
       },
     ],
+  }),
+  row(apis.OffsetDelete, 'alice-doomed t-public,t-secret', {
+    groupId: group('alice-doomed'),
+    topics: ['t-public', 't-secret'].map((n) => ({ name: topic(n), partitions: [{ partitionIndex: 0 }] })),
   }),
   row(apis.DeleteGroups, 'alice-doomed,secret-g', { groupsNames: ['alice-doomed', 'secret-g'].map(group) }),
   // Weir answers a name denied DESCRIBE without the name, and an unknown one bob may DESCRIBE
