@@ -10,7 +10,6 @@ import { BrokerId, type TopicName } from '../model/index.ts'
 import { apis } from '../protocol/index.ts'
 import type { Quorum } from '../quorum/index.ts'
 import {
-  AclOperation,
   type AclView,
   clusterDenied,
   defineHandler,
@@ -209,7 +208,7 @@ function describeQuorumHere(node: NodeApiParts) {
 function describeQuorumForwarded(node: NodeApiParts, channel: ControllerChannel): Handler {
   const local = describeQuorumHere(node)
   return defineHandler(apis.DescribeQuorum, {}, async (req, ctx) => {
-    const denied = clusterDenied(ctx, AclOperation.Describe)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, topics: [] }
     try {
       return await channel.describeQuorum(req, async () => local.answer(req, ctx), ctx.apiVersion)

@@ -4,7 +4,8 @@
  * operation, which part of the request names the resource, the error a denial answers and how it
  * shows (the whole request, one resource, or the resource left out). And the authorized-operations
  * bitfields of Metadata, DescribeCluster, DescribeGroups and ConsumerGroupDescribe (Kafka's
- * AuthHelper.authorizedOperations).
+ * AuthHelper.authorizedOperations). The handlers enforce these checks through
+ * src/server/authorize.ts: the cluster-wide ones read their operation from this table.
  */
 import { ApiKey, ErrorCode } from '../protocol/index.ts'
 import { AclOperation, CLUSTER_RESOURCE_NAME, ResourceType } from './acl.ts'

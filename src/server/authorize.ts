@@ -8,6 +8,7 @@ import { ErrorCode, errorInfo } from '../protocol/index.ts'
 import {
   AclOperation,
   ANONYMOUS_PRINCIPAL,
+  API_AUTHORIZATIONS,
   type AuthorizationContext,
   authorizationError,
   authorizedOperations,
@@ -111,8 +112,27 @@ export const CLUSTER_DENIED = {
   message: 'Cluster authorization failed.',
 } as const
 
-/** CLUSTER_DENIED when the principal may not do `operation` on the cluster, else null. */
-export function clusterDenied(ctx: RequestContext, operation: AclOperation): typeof CLUSTER_DENIED | null {
+/**
+ * The operation on the cluster each API needs for the whole request, from Kafka's table
+ * (API_AUTHORIZATIONS: its one CLUSTER check that applies always and fails the request).
+ */
+const CLUSTER_OPERATION: ReadonlyMap<number, AclOperation> = new Map(
+  [...API_AUTHORIZATIONS.values()].flatMap((entry) => {
+    const check = entry.checks.find(
+      (c) => c.resourceType === ResourceType.Cluster && c.onDenied === 'request' && c.when === undefined,
+    )
+    return check === undefined || entry.checks.length !== 1 ? [] : [[entry.apiKey, check.operation] as const]
+  }),
+)
+
+/**
+ * CLUSTER_DENIED when the principal may not do on the cluster what the request's API needs
+ * (CreateAcls: ALTER, DescribeLogDirs: DESCRIBE, Vote: CLUSTER_ACTION, ...), else null.
+ */
+export function clusterDenied(ctx: RequestContext): typeof CLUSTER_DENIED | null {
+  const operation = CLUSTER_OPERATION.get(ctx.header.requestApiKey)
+  if (operation === undefined)
+    throw new Error(`api key ${ctx.header.requestApiKey} has no cluster-wide check`)
   return authorize(ctx).cluster(operation) ? null : CLUSTER_DENIED
 }
 

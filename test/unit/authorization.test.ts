@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import kafkajs from 'kafkajs'
 import { WeirNode } from '../../src/broker/index.ts'
 import type { KafkaConnection } from '../../src/client/index.ts'
 import { type EmbeddedCluster, startCluster } from '../../src/index.ts'
@@ -24,6 +25,7 @@ import {
 import { freePorts } from '../../tools/free-ports.ts'
 import { openConnection } from '../support/connection.ts'
 
+const { Kafka, logLevel } = kafkajs
 const HOST = '127.0.0.1'
 const USERS = { alice: 'alice-pw-3c1d', bob: 'bob-pw-8e2a' }
 const { Allow, Deny } = { Allow: 3, Deny: 2 }
@@ -588,6 +590,190 @@ describe('ACLs in every handler, one node', () => {
     assert.equal(ofe.topics[0]!.partitions[0]!.errorCode, ErrorCode.TopicAuthorizationFailed)
     // The admin (a super user) is refused nothing.
     assert.equal((await admin.request(apis.DescribeLogDirs, 4, { topics: null })).errorCode, ErrorCode.None)
+  })
+
+  test('every other API refuses a principal without ACLs with its error; a super user is refused nothing', async () => {
+    const bob = await login('bob')
+    const anyFilter = {
+      resourceTypeFilter: 1,
+      resourceNameFilter: null,
+      patternTypeFilter: 1,
+      principalFilter: null,
+      hostFilter: null,
+      operation: 1,
+      permissionType: 1,
+    }
+    const group = 'g-bob' as never
+    const cases: Array<[string, (c: KafkaConnection) => Promise<number | undefined>, number]> = [
+      [
+        'Heartbeat',
+        async (c) =>
+          (
+            await c.request(apis.Heartbeat, 4, {
+              groupId: group,
+              generationId: 1,
+              memberId: 'm',
+              groupInstanceId: null,
+            })
+          ).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'SyncGroup',
+        async (c) =>
+          (
+            await c.request(apis.SyncGroup, 5, {
+              groupId: group,
+              generationId: 1,
+              memberId: 'm',
+              groupInstanceId: null,
+              protocolType: 'consumer',
+              protocolName: 'range',
+              assignments: [],
+            })
+          ).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'LeaveGroup',
+        async (c) =>
+          (
+            await c.request(apis.LeaveGroup, 5, {
+              groupId: group,
+              members: [{ memberId: 'm', groupInstanceId: null, reason: null }],
+            })
+          ).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'OffsetDelete',
+        async (c) => (await c.request(apis.OffsetDelete, 0, { groupId: group, topics: [] })).errorCode,
+        ErrorCode.GroupAuthorizationFailed,
+      ],
+      [
+        'DescribeProducers',
+        async (c) =>
+          (
+            await c.request(apis.DescribeProducers, 0, {
+              topics: [{ name: 'open' as TopicName, partitionIndexes: [0] }],
+            })
+          ).topics[0]!.partitions[0]!.errorCode,
+        ErrorCode.TopicAuthorizationFailed,
+      ],
+      [
+        'AlterConfigs',
+        async (c) =>
+          (
+            await c.request(apis.AlterConfigs, 2, {
+              resources: [
+                { resourceType: 4, resourceName: '', configs: [{ name: 'log.cleaner.threads', value: '2' }] },
+              ],
+              validateOnly: true,
+            })
+          ).responses[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'DeleteAcls',
+        async (c) =>
+          (
+            await c.request(apis.DeleteAcls, 3, {
+              filters: [{ ...anyFilter, principalFilter: 'User:nobody' }],
+            })
+          ).filterResults[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'DescribeUserScramCredentials',
+        async (c) => (await c.request(apis.DescribeUserScramCredentials, 0, { users: null })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'AlterUserScramCredentials',
+        async (c) =>
+          (
+            await c.request(apis.AlterUserScramCredentials, 0, {
+              deletions: [{ name: 'x', mechanism: 1 }],
+              upsertions: [],
+            })
+          ).results[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'ListPartitionReassignments',
+        async (c) =>
+          (await c.request(apis.ListPartitionReassignments, 0, { timeoutMs: 10_000, topics: null }))
+            .errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'AlterPartitionReassignments',
+        async (c) =>
+          (await c.request(apis.AlterPartitionReassignments, 0, { timeoutMs: 10_000, topics: [] })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'DescribeClientQuotas',
+        async (c) =>
+          (await c.request(apis.DescribeClientQuotas, 1, { components: [], strict: false })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'FindCoordinator (transaction)',
+        async (c) =>
+          (await c.request(apis.FindCoordinator, 4, { keyType: 1, coordinatorKeys: ['tx'] })).coordinators[0]!
+            .errorCode,
+        ErrorCode.TransactionalIdAuthorizationFailed,
+      ],
+      [
+        'InitProducerId (transactional)',
+        async (c) =>
+          (
+            await c.request(apis.InitProducerId, 4, {
+              transactionalId: 'tx' as never,
+              transactionTimeoutMs: 60_000,
+              producerId: -1n as ProducerId,
+              producerEpoch: -1,
+            })
+          ).errorCode,
+        ErrorCode.TransactionalIdAuthorizationFailed,
+      ],
+    ]
+    for (const [name, errorOf, denied] of cases) {
+      assert.equal(await errorOf(bob), denied, `${name} by bob`)
+      assert.notEqual(await errorOf(admin), denied, `${name} by the super user`)
+    }
+  })
+
+  test('a real client (kafkajs over SASL PLAIN) sees what Kafka shows it: a denied topic fails its send, listings leave it out', async () => {
+    const kafka = new Kafka({
+      clientId: 'authz-kafkajs',
+      brokers: [`${HOST}:${ports.sasl}`],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+      sasl: { mechanism: 'plain', username: 'alice', password: USERS.alice },
+    })
+    const producer = kafka.producer({ allowAutoTopicCreation: false })
+    const kadmin = kafka.admin()
+    await producer.connect()
+    await kadmin.connect()
+    try {
+      await producer.send({ topic: 'open', messages: [{ value: 'from kafkajs' }] })
+      await assert.rejects(
+        producer.send({ topic: 'secret', messages: [{ value: 'no' }] }),
+        (e: Error & { cause?: { type?: string } }) => {
+          // kafkajs wraps the broker's error in a non-retriable one.
+          assert.equal(e.cause?.type, 'TOPIC_AUTHORIZATION_FAILED')
+          return true
+        },
+      )
+      const topics = await kadmin.listTopics()
+      assert.ok(topics.includes('open'))
+      assert.ok(!topics.includes('secret'), `listed: ${topics.join(',')}`)
+    } finally {
+      await producer.disconnect()
+      await kadmin.disconnect()
+    }
   })
 })
 

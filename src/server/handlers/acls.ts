@@ -24,7 +24,7 @@ import {
   type StandardAcl,
   validateAclCreation,
 } from '../../security/index.ts'
-import { AclOperation, clusterDenied } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -67,7 +67,7 @@ export function makeCreateAclsHandler(
 ): Handler {
   return defineHandler(apis.CreateAcls, {}, async (req, ctx) => {
     const { creations } = req
-    const denied = clusterDenied(ctx, AclOperation.Alter)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return { results: creations.map(() => creationResult(denied)) }
     if (!view.authorizerConfigured) return { results: creations.map(() => creationResult(NO_AUTHORIZER)) }
     const refusal = checkCreateAclsRequest(creations)
@@ -100,7 +100,7 @@ async function decide(
 
 export function makeDescribeAclsHandler(view: AclView): Handler {
   return defineHandler(apis.DescribeAcls, {}, (req, ctx) => {
-    const denied = clusterDenied(ctx, AclOperation.Describe)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, resources: [] }
     if (!view.authorizerConfigured) {
       // Kafka's AclApis words this one differently from CreateAcls' and DeleteAcls'.
@@ -128,7 +128,7 @@ export function makeDeleteAclsHandler(
     const failed = (error: AclError) => ({
       filterResults: req.filters.map(() => ({ errorCode: error.errorCode, errorMessage: error.message })),
     })
-    const denied = clusterDenied(ctx, AclOperation.Alter)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return failed(denied)
     if (!view.authorizerConfigured) return failed(NO_AUTHORIZER)
     const filters = deleteAclsFilters(req.filters)

@@ -6,7 +6,7 @@
 import { NO_PRODUCER_ID } from '../../model/index.ts'
 import type { AllocateProducerIdsRequestData, AllocateProducerIdsResponseData } from '../../protocol/index.ts'
 import { apis, ErrorCode } from '../../protocol/index.ts'
-import { AclOperation, authorize } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -21,7 +21,7 @@ export function makeAllocateProducerIdsHandler(
   failureOf: FailureOf,
 ): Handler {
   return defineHandler(apis.AllocateProducerIds, {}, async (req, ctx) => {
-    if (!authorize(ctx).cluster(AclOperation.ClusterAction)) {
+    if (clusterDenied(ctx) !== null) {
       const errorCode = ErrorCode.ClusterAuthorizationFailed
       return { throttleTimeMs: 0, errorCode, producerIdStart: NO_PRODUCER_ID, producerIdLen: 0 }
     }

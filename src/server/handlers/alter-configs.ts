@@ -47,7 +47,8 @@ const invalid = (errorMessage: string): AlterConfigsOutcome => ({
  * (both times); so do duplicate keys, null values, unknown types, and a BROKER resource naming
  * another node on a broker listener. BROKER_LOGGER (IncrementalAlterConfigs only) is answered here:
  * after Kafka's node id checks, Weir refuses it (it has no runtime log levels). ALTER_CONFIGS on
- * the resource (the cluster for BROKER and BROKER_LOGGER) is checked after duplicates, as Kafka's.
+ * the resource (the cluster for BROKER and BROKER_LOGGER) is checked where Kafka checks it: after
+ * these checks, first for BROKER_LOGGER.
  */
 export function preprocessAlterConfigs(
   resources: readonly AlterConfigsResourceLike[],
@@ -61,9 +62,11 @@ export function preprocessAlterConfigs(
   for (const r of resources) counts.set(id(r), (counts.get(id(r)) ?? 0) + 1)
   return resources.map((r) => {
     if ((counts.get(id(r)) ?? 0) > 1) return invalid('Each resource must appear at most once.')
-    const denied = configResourceDenied(authz, AclOperation.AlterConfigs, r.resourceType, r.resourceName)
-    if (denied !== null) return denied
+    const denied = () =>
+      configResourceDenied(authz, AclOperation.AlterConfigs, r.resourceType, r.resourceName)
     if (incremental && r.resourceType === ConfigResourceType.BrokerLogger) {
+      const refused = denied()
+      if (refused !== null) return refused
       const node = javaParseInt(r.resourceName)
       if (node === null) return invalid(`Node id must be an integer, but it is: ${r.resourceName}`)
       if (node !== view.nodeId)
@@ -78,7 +81,8 @@ export function preprocessAlterConfigs(
       if (node !== view.nodeId)
         return invalid(`Unexpected broker id, expected ${view.nodeId}, but received ${r.resourceName}`)
     }
-    return undefined
+    // What passed the broker's checks is authorized next (by Kafka's controller, once forwarded).
+    return denied() ?? undefined
   })
 }
 

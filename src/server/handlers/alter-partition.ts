@@ -5,7 +5,7 @@
  */
 import type { AlterPartitionRequestData, AlterPartitionResponseData } from '../../protocol/index.ts'
 import { apis, ErrorCode } from '../../protocol/index.ts'
-import { AclOperation, authorize } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -21,7 +21,7 @@ export function makeAlterPartitionHandler(
   failureOf: FailureOf,
 ): Handler {
   return defineHandler(apis.AlterPartition, {}, async (req, ctx) => {
-    if (!authorize(ctx).cluster(AclOperation.ClusterAction))
+    if (clusterDenied(ctx) !== null)
       return { throttleTimeMs: 0, errorCode: ErrorCode.ClusterAuthorizationFailed, topics: [] }
     try {
       return await controller.alterPartition(req, ctx.apiVersion)

@@ -4,7 +4,7 @@
  * NOT_CONTROLLER so the broker looks for the leader.
  */
 import { apis, ErrorCode } from '../../protocol/index.ts'
-import { AclOperation, authorize } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { ControllerRegistrationApi, FailureOf } from './controller-api.ts'
 
@@ -14,7 +14,7 @@ export function makeBrokerRegistrationHandlers(
 ): Handler[] {
   return [
     defineHandler(apis.BrokerRegistration, {}, async (req, ctx) => {
-      if (!authorize(ctx).cluster(AclOperation.ClusterAction))
+      if (clusterDenied(ctx) !== null)
         return { errorCode: ErrorCode.ClusterAuthorizationFailed, brokerEpoch: -1n }
       try {
         return await controller.registerBroker(req)
@@ -23,7 +23,7 @@ export function makeBrokerRegistrationHandlers(
       }
     }),
     defineHandler(apis.BrokerHeartbeat, {}, async (req, ctx) => {
-      if (!authorize(ctx).cluster(AclOperation.ClusterAction)) {
+      if (clusterDenied(ctx) !== null) {
         const errorCode = ErrorCode.ClusterAuthorizationFailed
         return { errorCode, isCaughtUp: false, isFenced: true, shouldShutDown: false }
       }

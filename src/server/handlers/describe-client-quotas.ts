@@ -4,12 +4,12 @@
  * DescribeUserScramCredentials.
  */
 import { apis, ErrorCode } from '../../protocol/index.ts'
-import { AclOperation, clusterDenied } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 
 export function makeDescribeClientQuotasHandler(): Handler {
   return defineHandler(apis.DescribeClientQuotas, {}, (_req, ctx) => {
-    const denied = clusterDenied(ctx, AclOperation.DescribeConfigs)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, entries: null }
     return { errorCode: ErrorCode.None, errorMessage: null, entries: [] }
   })

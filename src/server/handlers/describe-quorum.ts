@@ -12,7 +12,7 @@ import {
   errorInfo,
 } from '../../protocol/index.ts'
 import { METADATA_TOPIC, type Quorum } from '../../quorum/index.ts'
-import { AclOperation, clusterDenied } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler, type RequestContext } from '../handler.ts'
 
 export interface QuorumEndpoints {
@@ -35,7 +35,7 @@ export interface DescribeQuorumHandler extends Handler {
 
 export function makeDescribeQuorumHandler(quorum: Quorum, endpoints: QuorumEndpoints): DescribeQuorumHandler {
   const answer: DescribeQuorumHandler['answer'] = (req, ctx) => {
-    const denied = clusterDenied(ctx, AclOperation.Describe)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, topics: [] }
     // Kafka's hasValidTopicPartition: exactly __cluster_metadata-0, or every partition asked gets
     // UNKNOWN_TOPIC_OR_PARTITION (getPartitionLevelErrorResponse), the request itself none.

@@ -3,7 +3,7 @@
  * active controller (forwarded by brokers) and answered once the records commit.
  */
 import { apis, type ErrorCode } from '../../protocol/index.ts'
-import { AclOperation, clusterDenied } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { ControllerApi, FailureOf } from './controller-api.ts'
 
@@ -20,7 +20,7 @@ export function makeElectLeadersHandler(controller: ControllerApi, failureOf: Fa
         })),
       })),
     })
-    const denied = clusterDenied(ctx, AclOperation.Alter)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return failed(denied)
     try {
       return await controller.electLeaders(req, ctx.apiVersion)

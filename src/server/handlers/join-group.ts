@@ -32,7 +32,8 @@ export function makeJoinGroupHandler(view: JoinGroupView): Handler {
         protocolName: v >= 7 ? null : '',
         leader: '',
         skipAssignment: false,
-        memberId: req.memberId,
+        // Kafka's JoinGroupRequest.getErrorResponse: no member id, whatever the request named.
+        memberId: '',
         members: [],
       }
     }

@@ -138,18 +138,19 @@ export function makeMetadataHandler(view: MetadataView): Handler {
           topics.push(t)
           continue
         }
+        // Auto-creation needs CREATE on the cluster or on the topic, asked of every missing topic
+        // before its name is validated (Kafka's KafkaApis).
+        if (allowAutoCreate && !mayCreate(authz, wanted.name)) {
+          deniedCreate.push({
+            ...emptyTopic(ErrorCode.TopicAuthorizationFailed, wanted.name, ZERO_UUID),
+            isInternal: INTERNAL_TOPIC_NAMES.has(wanted.name),
+          })
+          continue
+        }
         const problem = view.topicNameProblem(wanted.name)
         let errorCode: ErrorCode = ErrorCode.UnknownTopicOrPartition
         if (problem !== null) errorCode = ErrorCode.InvalidTopicException
         else if (allowAutoCreate && !INTERNAL_TOPIC_NAMES.has(wanted.name)) {
-          // Auto-creation needs CREATE on the cluster or on the topic (Kafka's KafkaApis).
-          if (!mayCreate(authz, wanted.name)) {
-            deniedCreate.push({
-              ...emptyTopic(ErrorCode.TopicAuthorizationFailed, wanted.name, ZERO_UUID),
-              isInternal: INTERNAL_TOPIC_NAMES.has(wanted.name),
-            })
-            continue
-          }
           // Kafka 4.0 (AutoTopicCreationManager.sendCreateTopicRequest) answers UNKNOWN_TOPIC_OR_PARTITION
           // while the controller creates the topic; LEADER_NOT_AVAILABLE was ZooKeeper mode's answer.
           toCreate.push(wanted.name)

@@ -11,7 +11,7 @@ import {
   type ListPartitionReassignmentsRequestData,
   type ListPartitionReassignmentsResponseData,
 } from '../../protocol/index.ts'
-import { AclOperation, clusterDenied } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -46,7 +46,7 @@ export function makePartitionReassignmentHandlers(
           })),
         })),
       })
-      const denied = clusterDenied(ctx, AclOperation.Alter)
+      const denied = clusterDenied(ctx)
       if (denied !== null) return failed(denied)
       try {
         return await controller.alterPartitionReassignments(req, ctx.apiVersion)
@@ -55,9 +55,20 @@ export function makePartitionReassignmentHandlers(
       }
     }),
     defineHandler(apis.ListPartitionReassignments, {}, async (req, ctx) => {
-      const denied = clusterDenied(ctx, AclOperation.Describe)
-      if (denied !== null)
-        return { throttleTimeMs: 0, errorCode: denied.errorCode, errorMessage: denied.message, topics: [] }
+      const denied = clusterDenied(ctx)
+      if (denied !== null) {
+        // Kafka's error response echoes the partitions asked, without their replicas.
+        const topics = (req.topics ?? []).map((t) => ({
+          name: t.name,
+          partitions: t.partitionIndexes.map((partitionIndex) => ({
+            partitionIndex,
+            replicas: [],
+            addingReplicas: [],
+            removingReplicas: [],
+          })),
+        }))
+        return { throttleTimeMs: 0, errorCode: denied.errorCode, errorMessage: denied.message, topics }
+      }
       try {
         return await controller.listPartitionReassignments(req, ctx.apiVersion)
       } catch (e) {

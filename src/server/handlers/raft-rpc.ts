@@ -35,7 +35,8 @@ function raftHandler<Req extends { clusterId: string | null }, ResIn, T extends 
   const answers = (res: RaftResponse): res is Extract<RaftResponse, { type: T }> =>
     res.type === convert.answer
   return defineHandler(api, {}, async (req, ctx) => {
-    // Only brokers and controllers may speak raft (Kafka's CLUSTER_ACTION on the cluster).
+    // Only brokers and controllers may speak raft (Kafka's CLUSTER_ACTION on the cluster; not the
+    // table's Fetch entry, which is a consumer's or follower's Fetch of a client listener).
     if (!authorize(ctx).cluster(AclOperation.ClusterAction))
       return convert.error(ErrorCode.ClusterAuthorizationFailed)
     if (req.clusterId !== null && req.clusterId !== clusterId)

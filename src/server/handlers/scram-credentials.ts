@@ -12,7 +12,7 @@ import {
   type DescribeUserScramCredentialsResponseData,
   ErrorCode,
 } from '../../protocol/index.ts'
-import { AclOperation, clusterDenied } from '../authorize.ts'
+import { clusterDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
 import type { FailureOf } from './controller-api.ts'
 
@@ -36,7 +36,7 @@ export function makeAlterUserScramCredentialsHandler(
         results: [...users].map((user) => ({ user, errorCode: f.errorCode, errorMessage: f.message })),
       }
     }
-    const denied = clusterDenied(ctx, AclOperation.Alter)
+    const denied = clusterDenied(ctx)
     if (denied !== null) return failed(denied)
     try {
       return await controller.alterUserScramCredentials(req, ctx.apiVersion)
@@ -98,8 +98,18 @@ export function makeDescribeUserScramCredentialsHandler(view: {
   readonly image: () => MetadataImage
 }): Handler {
   return defineHandler(apis.DescribeUserScramCredentials, {}, (req, ctx) => {
-    const denied = clusterDenied(ctx, AclOperation.Describe)
-    if (denied !== null) return { errorCode: denied.errorCode, errorMessage: denied.message, results: [] }
+    const denied = clusterDenied(ctx)
+    if (denied !== null) {
+      // Kafka's error response: one result per user asked, without the user's name.
+      const { errorCode, message: errorMessage } = denied
+      const results = (req.users ?? []).map(() => ({
+        user: '',
+        errorCode,
+        errorMessage,
+        credentialInfos: [],
+      }))
+      return { errorCode, errorMessage, results }
+    }
     return describeUserScramCredentials(view.image(), req)
   })
 }
