@@ -86,6 +86,7 @@ const ACLS = [
   acl('bob', TOPIC, 't-secret', LITERAL, READ, ALLOW, '10.0.0.1'),
   acl('bob', GROUP, 'shared', LITERAL, READ),
   acl('bob', CLUSTER, 'kafka-cluster', LITERAL, IDEMPOTENT_WRITE),
+  acl('bob', TOPIC, 'bob-', PREFIXED, CREATE),
   ...[CREATE, DELETE, ALTER, DESCRIBE_CONFIGS, ALTER_CONFIGS].map((op) =>
     acl('carol', TOPIC, 'carol-', PREFIXED, op),
   ),
@@ -174,6 +175,18 @@ const ROWS: readonly Row[] = [
     topics: [{ name: topic(`app-auto-${p}`) }, { name: topic(`t-auto-${p}`) }],
     allowAutoTopicCreation: true,
   })),
+  // v10, the last with the cluster's authorized operations in Metadata (KIP-700 moved them).
+  row(
+    apis.Metadata,
+    'v10 t-public,t-secret with cluster operations',
+    {
+      topics: ['t-public', 't-secret'].map((n) => ({ name: topic(n) })),
+      allowAutoTopicCreation: false,
+      includeClusterAuthorizedOperations: true,
+      includeTopicAuthorizedOperations: true,
+    },
+    { version: 10 },
+  ),
   row(apis.Produce, 't-public,t-secret,app-orders,app-private', () => ({
     transactionalId: null,
     acks: -1,
@@ -374,6 +387,14 @@ const ROWS: readonly Row[] = [
     ],
     requireStable: false,
   }),
+  // The single-group form (v7 and before) and a single coordinator key (v3).
+  row(
+    apis.OffsetFetch,
+    'v7 shared t-public,t-secret',
+    { groupId: group('shared'), topics: partitionsOf(['t-public', 't-secret']), requireStable: false },
+    { version: 7 },
+  ),
+  row(apis.FindCoordinator, 'v3 group shared', { key: 'shared', keyType: 0 }, { version: 3 }),
   row(apis.ListGroups, 'all', { statesFilter: [], typesFilter: [] }),
   row(apis.DescribeGroups, 'alice-g,shared,secret-g,no-group', {
     groups: ['alice-g', 'shared', 'secret-g', 'no-group'].map(group),
@@ -445,8 +466,8 @@ const ROWS: readonly Row[] = [
     timeoutMs: 30_000,
     topics: [{ name: topic('t-public'), partitions: [{ partitionIndex: 0, replicas: null }] }],
   }),
-  row(apis.CreateTopics, 'validate-only carol-v,app-v,t-v', {
-    topics: ['carol-v', 'app-v', 't-v'].map((n) => ({
+  row(apis.CreateTopics, 'validate-only carol-v,app-v,t-v,bob-v', {
+    topics: ['carol-v', 'app-v', 't-v', 'bob-v'].map((n) => ({
       name: topic(n),
       numPartitions: 1,
       replicationFactor: 1,
@@ -456,8 +477,8 @@ const ROWS: readonly Row[] = [
     timeoutMs: 30_000,
     validateOnly: true,
   }),
-  row(apis.CreateTopics, 'carol-made,app-made,t-made', {
-    topics: ['carol-made', 'app-made', 't-made'].map((n) => ({
+  row(apis.CreateTopics, 'carol-made,app-made,t-made,bob-made', {
+    topics: ['carol-made', 'app-made', 't-made', 'bob-made'].map((n) => ({
       name: topic(n),
       numPartitions: 1,
       replicationFactor: 1,
