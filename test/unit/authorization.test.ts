@@ -408,6 +408,25 @@ describe('ACLs in every handler, one node', () => {
       ['mine-1', ErrorCode.None],
       ['open', ErrorCode.TopicAuthorizationFailed],
     ])
+    // A missing topic alice may describe (prefix app-) is unknown, not denied; bob's denial names the topic.
+    const missing = await alice.request(apis.DeleteTopics, 6, {
+      topics: [{ name: 'app-none' as TopicName, topicId: undefined as never }],
+      topicNames: [],
+      timeoutMs: 10_000,
+    })
+    assert.deepEqual(
+      missing.responses.map((r) => [r.name, r.errorCode]),
+      [['app-none', ErrorCode.UnknownTopicOrPartition]],
+    )
+    const byBob = await (await login('bob')).request(apis.DeleteTopics, 6, {
+      topics: [{ name: 'open' as TopicName, topicId: undefined as never }],
+      topicNames: [],
+      timeoutMs: 10_000,
+    })
+    assert.deepEqual(
+      byBob.responses.map((r) => [r.name, r.errorCode]),
+      [['open', ErrorCode.TopicAuthorizationFailed]],
+    )
     const dc = await alice.request(apis.DescribeCluster, 1, {
       includeClusterAuthorizedOperations: true,
       endpointType: 1,

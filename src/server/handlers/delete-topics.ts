@@ -33,13 +33,18 @@ export function makeDeleteTopicsHandler(
     let effective = req
     if (authz.authorizer !== null) {
       const known = image()
-      const topicNames = req.topicNames.filter((name) => {
+      // By name (in topicNames, or in topics with no id): DESCRIBE, then an unknown name is the
+      // controller's to answer, then DELETE; every denial names the topic, never its id.
+      const byName = (name: TopicName): boolean => {
         if (!may(AclOperation.Describe, name)) return deny(name)
         if (known.topicsByName.has(name) && !may(AclOperation.Delete, name)) return deny(name)
         return true
-      })
+      }
+      const topicNames = req.topicNames.filter(byName)
       const topics = req.topics.filter((t) => {
-        const name = t.name ?? known.topicsById.get(t.topicId)?.name ?? null
+        if (t.name !== null && t.topicId === ZERO_UUID) return byName(t.name)
+        // By id alone: a topic the principal may not describe answers without its name.
+        const name = t.name === null ? (known.topicsById.get(t.topicId)?.name ?? null) : null
         if (name === null) return true
         if (!may(AclOperation.Describe, name)) return deny(null, t.topicId)
         if (!may(AclOperation.Delete, name)) return deny(name, t.topicId)
