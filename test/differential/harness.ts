@@ -218,9 +218,16 @@ export class Pair {
     const dir = tempDir(`weir-diff-${name}-`)
     const users = options.saslUsers
     const all = { ...SHARED_SETTINGS, ...(users === undefined ? {} : saslSettings(users)), ...settings }
-    const [weirPort, controllerPort, weirSasl, kafkaPort, kafkaController, kafkaSasl] = (await freePorts(
-      users === undefined ? 2 : 6,
-    )) as number[] as [number, number, number?, number?, number?, number?]
+    // With SASL, Kafka's ports are chosen here too: its listeners are written out below.
+    const ports = await freePorts(users === undefined ? 2 : 6)
+    const [weirPort, controllerPort, weirSasl, kafkaPort, kafkaController, kafkaSasl] = ports as [
+      number,
+      number,
+      number?,
+      number?,
+      number?,
+      number?,
+    ]
     const saslPorts =
       weirSasl !== undefined && kafkaSasl !== undefined ? { kafka: kafkaSasl, weir: weirSasl } : undefined
     // Kafka's listeners are written out here only when a SASL one joins them (startKafka's own are
