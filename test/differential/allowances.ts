@@ -273,6 +273,16 @@ export const allowances: readonly Allowance[] = [
       "The authorization matrix: a principal with WRITE on the transactional id and the topic gets Kafka's KIP-890 NOT_ENOUGH_REPLICAS and Weir's INVALID_TXN_STATE (no transactions); denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
   },
   {
+    api: 'DescribeConfigs',
+    step: 'admin DescribeConfigs broker logger *',
+    path: 'results.1.errorCode',
+    kafka: 0,
+    weir: 42,
+    doc: 'errorCode of a BROKER_LOGGER resource',
+    reason:
+      'Weir has no runtime log levels: an authorized BROKER_LOGGER describe is INVALID_REQUEST; the denials before it agree with Kafka.',
+  },
+  {
     api: 'DescribeProducers',
     path: 'topics[name=*].partitions[partitionIndex=*].errorMessage',
     kafka: null,

@@ -50,6 +50,7 @@ const DENY = 2
 const ALLOW = 3
 const BROKER_RESOURCE = 4
 const TOPIC_RESOURCE = 2
+const BROKER_LOGGER_RESOURCE = 8
 
 const acl = (
   principal: Principal | '*',
@@ -304,6 +305,11 @@ const ROWS: readonly Row[] = [
       { resourceType: TOPIC_RESOURCE, resourceName: 'carol-grow', configurationKeys: ['retention.ms'] },
       { resourceType: BROKER_RESOURCE, resourceName: '1', configurationKeys: ['log.retention.ms'] },
     ],
+    includeSynonyms: false,
+    includeDocumentation: false,
+  }),
+  row(apis.DescribeConfigs, 'broker logger 1', {
+    resources: [{ resourceType: BROKER_LOGGER_RESOURCE, resourceName: '1', configurationKeys: ['kafka'] }],
     includeSynonyms: false,
     includeDocumentation: false,
   }),
