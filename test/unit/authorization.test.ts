@@ -6,7 +6,9 @@
  * failover govern every broker.
  */
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -15,7 +17,14 @@ import { WeirNode } from '../../src/broker/index.ts'
 import type { KafkaConnection } from '../../src/client/index.ts'
 import { type EmbeddedCluster, startCluster } from '../../src/index.ts'
 import type { BrokerId, ProducerId, TopicName, TransactionalId } from '../../src/model/index.ts'
-import { apis, ErrorCode, encodeBatch } from '../../src/protocol/index.ts'
+import {
+  type Api,
+  apis,
+  decodeResponse,
+  ErrorCode,
+  encodeBatch,
+  encodeRequest,
+} from '../../src/protocol/index.ts'
 import {
   AclOperation,
   AUTHORIZED_OPERATIONS_OMITTED,
@@ -39,6 +48,7 @@ interface Acl {
   readonly principal?: string
   readonly permissionType?: number
   readonly patternType?: number
+  readonly host?: string
 }
 
 async function createAcls(c: KafkaConnection, acls: readonly Acl[]): Promise<void> {
@@ -48,7 +58,7 @@ async function createAcls(c: KafkaConnection, acls: readonly Acl[]): Promise<voi
       resourceName: a.resourceName,
       resourcePatternType: a.patternType ?? LITERAL,
       principal: a.principal ?? 'User:alice',
-      host: '*',
+      host: a.host ?? '*',
       operation: a.operation,
       permissionType: a.permissionType ?? Allow,
     })),
@@ -69,6 +79,33 @@ async function eventually(check: () => Promise<void>): Promise<void> {
       if (Date.now() > deadline) throw e
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
+  }
+}
+
+/** One request over a raw socket bound to `localAddress` (127.0.0.2: another host to the ACLs); its response body. */
+async function requestFrom<Res, ReqIn>(
+  localAddress: string,
+  port: number,
+  api: Api<unknown, ReqIn, Res, never>,
+  version: number,
+  body: ReqIn,
+): Promise<Res> {
+  const socket = connect({ host: HOST, port, localAddress })
+  try {
+    await once(socket, 'connect')
+    socket.write(
+      Buffer.concat(
+        encodeRequest(api, { requestApiVersion: version, correlationId: 7, clientId: 'authz-raw' }, body),
+      ),
+    )
+    let got = Buffer.alloc(0)
+    for await (const chunk of socket) {
+      got = Buffer.concat([got, chunk as Buffer])
+      if (got.length >= 4 && got.length >= 4 + got.readInt32BE(0)) break
+    }
+    return decodeResponse(api, version, got.subarray(4, 4 + got.readInt32BE(0))).body
+  } finally {
+    socket.destroy()
   }
 }
 
@@ -894,5 +931,60 @@ describe('ACLs follow the quorum on every broker, across a controller failover',
         )
       })
     }
+  })
+
+  test('an ACL host matches as in Kafka: from another address the controller listener refuses raft, registration and DescribeCluster', async () => {
+    // A live node (the previous test killed the quorum leader).
+    const liveIndex = cluster.nodes.findIndex((n) => n.running)
+    const live = cluster.nodes[liveIndex]!
+    const c0 = await on(liveIndex)
+    const other = '127.0.0.2'
+    // An ACL on the cluster ends allow.everyone.if.no.acl.found there: the nodes' own requests
+    // need the ALLOW, and the DENY of the other host wins over it.
+    const onCluster = {
+      resourceType: ResourceType.Cluster,
+      resourceName: 'kafka-cluster',
+      operation: AclOperation.All,
+      principal: 'User:ANONYMOUS',
+    }
+    await createAcls(c0, [onCluster, { ...onCluster, permissionType: Deny, host: other }])
+    const clusterId = cluster.clusterId
+    await eventually(async () => {
+      const dc = await requestFrom(other, live.controllerPort, apis.DescribeCluster, 1, {
+        includeClusterAuthorizedOperations: false,
+        endpointType: 2,
+      })
+      assert.equal(dc.errorCode, ErrorCode.ClusterAuthorizationFailed)
+    })
+    const vote = await requestFrom(other, live.controllerPort, apis.Vote, 0, {
+      clusterId,
+      topics: [
+        {
+          topicName: '__cluster_metadata' as TopicName,
+          partitions: [
+            { partitionIndex: 0, candidateEpoch: 1, candidateId: 99, lastOffsetEpoch: 0, lastOffset: 0n },
+          ],
+        },
+      ],
+    })
+    assert.equal(vote.errorCode, ErrorCode.ClusterAuthorizationFailed)
+    const heartbeat = await requestFrom(other, live.controllerPort, apis.BrokerHeartbeat, 0, {
+      brokerId: live.nodeId as BrokerId,
+      brokerEpoch: 1n,
+      currentMetadataOffset: 0n,
+      wantFence: false,
+      wantShutDown: false,
+    })
+    assert.equal(heartbeat.errorCode, ErrorCode.ClusterAuthorizationFailed)
+    const logDirs = (address: string) =>
+      requestFrom(address, live.port, apis.DescribeLogDirs, 4, { topics: null }).then((r) => r.errorCode)
+    assert.equal(await logDirs(other), ErrorCode.ClusterAuthorizationFailed)
+    // From 127.0.0.1 (every node's own address) the same principal is refused nothing.
+    assert.equal(await logDirs(HOST), ErrorCode.None)
+    const dc = await requestFrom(HOST, live.controllerPort, apis.DescribeCluster, 1, {
+      includeClusterAuthorizedOperations: false,
+      endpointType: 2,
+    })
+    assert.equal(dc.errorCode, ErrorCode.None)
   })
 })
