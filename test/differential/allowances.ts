@@ -245,12 +245,42 @@ export const allowances: readonly Allowance[] = [
     sometimes: true,
   },
   {
+    api: 'InitProducerId',
+    step: '* InitProducerId transactional *',
+    path: 'errorCode',
+    kafka: 0,
+    weir: 15,
+    doc: 'errorCode for a transactional id',
+    reason:
+      'The authorization matrix: a principal with WRITE on the transactional id gets a producer id from Kafka and COORDINATOR_NOT_AVAILABLE from Weir, which has no transaction coordinator; denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.',
+  },
+  {
     api: 'Produce',
     step: 'transactions/produce',
     path: 'responses[name=idempotent].partitionResponses[0].*',
     doc: 'a transactional batch',
     reason:
       "Weir does not support transactions and refuses the batch with INVALID_TXN_STATE; Kafka's KIP-890 verification finds no open transaction and answers NOT_ENOUGH_REPLICAS (retriable).",
+  },
+  {
+    api: 'Produce',
+    step: '* Produce transactional *',
+    path: 'responses.*.partitionResponses.0.errorCode',
+    kafka: 19,
+    weir: 48,
+    doc: 'a transactional batch',
+    reason:
+      "The authorization matrix: a principal with WRITE on the transactional id and the topic gets Kafka's KIP-890 NOT_ENOUGH_REPLICAS and Weir's INVALID_TXN_STATE (no transactions); denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
+  },
+  {
+    api: 'DescribeConfigs',
+    step: 'admin DescribeConfigs broker logger *',
+    path: 'results.1.errorCode',
+    kafka: 0,
+    weir: 42,
+    doc: 'errorCode of a BROKER_LOGGER resource',
+    reason:
+      'Weir has no runtime log levels: an authorized BROKER_LOGGER describe is INVALID_REQUEST; the denials before it agree with Kafka.',
   },
   {
     api: 'DescribeProducers',

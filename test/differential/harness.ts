@@ -77,6 +77,38 @@ const connectionOptions = {
   connectTimeoutMs: 5_000,
 }
 
+/** What `Pair.start` adds beyond settings. */
+export interface PairOptions {
+  /**
+   * Users (name: password) of a SASL_PLAINTEXT listener with PLAIN that both sides get beside their
+   * PLAINTEXT one; `Pair.login` opens a connection to it on each side as one of them.
+   */
+  readonly saslUsers?: Readonly<Record<string, string>>
+}
+
+/** The SASL_PLAINTEXT listener's settings, the same keys on both sides (Kafka's JAAS form for brokers). */
+function saslSettings(users: Readonly<Record<string, string>>): Record<string, string> {
+  const options = Object.entries(users)
+    .map(([name, password]) => ` user_${name}="${password}"`)
+    .join('')
+  return {
+    'listener.name.sasl_plaintext.sasl.enabled.mechanisms': 'PLAIN',
+    'listener.name.sasl_plaintext.plain.sasl.jaas.config': `org.apache.kafka.common.security.plain.PlainLoginModule required${options};`,
+  }
+}
+
+/** Authenticates `connection` as `user` with SASL PLAIN (SaslHandshake v1, then SaslAuthenticate). */
+export async function saslPlain(connection: KafkaConnection, user: string, password: string): Promise<void> {
+  const handshake = await connection.request(apis.SaslHandshake, 1, { mechanism: 'PLAIN' })
+  assert.equal(handshake.errorCode, 0, `SaslHandshake PLAIN: error ${handshake.errorCode}`)
+  const version = connection.versionFor(apis.SaslAuthenticate)
+  assert(version !== undefined, 'SaslAuthenticate not served')
+  const res = await connection.request(apis.SaslAuthenticate, version, {
+    authBytes: Buffer.from(`\u0000${user}\u0000${password}`),
+  })
+  assert.equal(res.errorCode, 0, `SASL PLAIN as ${user}: error ${res.errorCode}`)
+}
+
 function requireJava(): void {
   try {
     execFileSync('java', ['-version'], { stdio: 'ignore' })
@@ -114,6 +146,10 @@ export class Pair {
   readonly weirProcess: WeirProcess
   readonly differ: Differ
   readonly #dir: { path: string; remove: () => void }
+  /** Each side's SASL_PLAINTEXT port (with `saslUsers`). */
+  readonly #saslPorts: { kafka: number; weir: number } | undefined
+  readonly #saslUsers: Readonly<Record<string, string>>
+  readonly #logins: KafkaConnection[] = []
 
   private constructor(o: {
     kafka: KafkaConnection
@@ -121,25 +157,50 @@ export class Pair {
     kafkaBroker: KafkaBroker
     weirProcess: WeirProcess
     dir: { path: string; remove: () => void }
+    saslPorts?: { kafka: number; weir: number }
+    saslUsers?: Readonly<Record<string, string>>
   }) {
     this.kafka = o.kafka
     this.weir = o.weir
     this.kafkaBroker = o.kafkaBroker
     this.weirProcess = o.weirProcess
     this.#dir = o.dir
+    this.#saslPorts = o.saslPorts
+    this.#saslUsers = o.saslUsers ?? {}
     this.differ = new Differ()
+  }
+
+  /** A connection to each side's SASL_PLAINTEXT listener, authenticated as `user` (closed by `stop`). */
+  async login(user: string): Promise<{ kafka: KafkaConnection; weir: KafkaConnection }> {
+    const ports = this.#saslPorts
+    const password = this.#saslUsers[user]
+    assert(
+      ports !== undefined && password !== undefined,
+      `no SASL user ${user}: start the pair with saslUsers`,
+    )
+    const open = async (port: number) => {
+      const c = await KafkaConnection.open({ host: '127.0.0.1', port }, connectionOptions)
+      this.#logins.push(c)
+      await saslPlain(c, user, password)
+      return c
+    }
+    return { kafka: await open(ports.kafka), weir: await open(ports.weir) }
   }
 
   /**
    * Starts both (in parallel) and connects. `settings` are added to SHARED_SETTINGS on both sides.
    * Fails, never skips, when Java or the Kafka jars cannot be had.
    */
-  static async start(name: string, settings: Record<string, string> = {}): Promise<Pair> {
+  static async start(
+    name: string,
+    settings: Record<string, string> = {},
+    options: PairOptions = {},
+  ): Promise<Pair> {
     // Ports are chosen free, then bound by two processes a moment later: another process's
     // ephemeral port can take one in between. Such a start is retried with fresh ports.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await Pair.#startOnce(name, settings)
+        return await Pair.#startOnce(name, settings, options)
       } catch (e) {
         if (attempt >= START_ATTEMPTS || !portTaken(e)) throw e
         console.log(`differential: ${(e as Error).message}: retrying with other ports`)
@@ -147,18 +208,46 @@ export class Pair {
     }
   }
 
-  static async #startOnce(name: string, settings: Record<string, string>): Promise<Pair> {
+  static async #startOnce(
+    name: string,
+    settings: Record<string, string>,
+    options: PairOptions,
+  ): Promise<Pair> {
     requireJava()
     process.env.KAFKA_VERSION = KAFKA_REFERENCE_VERSION
     const dir = tempDir(`weir-diff-${name}-`)
-    const all = { ...SHARED_SETTINGS, ...settings }
-    const [weirPort, controllerPort] = (await freePorts(2)) as [number, number]
+    const users = options.saslUsers
+    const all = { ...SHARED_SETTINGS, ...(users === undefined ? {} : saslSettings(users)), ...settings }
+    // With SASL, Kafka's ports are chosen here too: its listeners are written out below.
+    const ports = await freePorts(users === undefined ? 2 : 6)
+    const [weirPort, controllerPort, weirSasl, kafkaPort, kafkaController, kafkaSasl] = ports as [
+      number,
+      number,
+      number?,
+      number?,
+      number?,
+      number?,
+    ]
+    const saslPorts =
+      weirSasl !== undefined && kafkaSasl !== undefined ? { kafka: kafkaSasl, weir: weirSasl } : undefined
+    // Kafka's listeners are written out here only when a SASL one joins them (startKafka's own are
+    // PLAINTEXT and CONTROLLER).
+    const kafkaListeners: Record<string, string> =
+      saslPorts === undefined
+        ? {}
+        : {
+            listeners: `PLAINTEXT://127.0.0.1:${kafkaPort},CONTROLLER://127.0.0.1:${kafkaController},SASL_PLAINTEXT://127.0.0.1:${kafkaSasl}`,
+            'advertised.listeners': `PLAINTEXT://127.0.0.1:${kafkaPort},SASL_PLAINTEXT://127.0.0.1:${kafkaSasl}`,
+            'listener.security.protocol.map':
+              'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT',
+          }
+    const weirSaslListener = saslPorts === undefined ? '' : `,SASL_PLAINTEXT://127.0.0.1:${saslPorts.weir}`
     const weirProcess = new WeirProcess([
       '--data-dir',
       join(dir.path, 'weir'),
       '--quiet',
       '--set',
-      `listeners=PLAINTEXT://127.0.0.1:${weirPort},CONTROLLER://127.0.0.1:${controllerPort}`,
+      `listeners=PLAINTEXT://127.0.0.1:${weirPort},CONTROLLER://127.0.0.1:${controllerPort}${weirSaslListener}`,
       '--set',
       `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
       ...Object.entries(all).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
@@ -167,9 +256,10 @@ export class Pair {
       // The scenarios send bad requests on purpose: Kafka's warnings about them stay in its log
       // file unless DIFF_VERBOSE is set.
       startKafka({
-        port: 0,
+        port: kafkaPort ?? 0,
+        ...(kafkaController === undefined ? {} : { controllerPort: kafkaController }),
         dataDir: join(dir.path, 'kafka'),
-        config: all,
+        config: { ...all, ...kafkaListeners },
         quiet: process.env.DIFF_VERBOSE === undefined,
       }),
       weirProcess.start(60_000),
@@ -191,12 +281,20 @@ export class Pair {
     const kafkaBroker = kafkaStarted.value
     const kafka = await KafkaConnection.open({ host: '127.0.0.1', port: kafkaBroker.port }, connectionOptions)
     const weir = await KafkaConnection.open({ host: '127.0.0.1', port: weirPort }, connectionOptions)
-    return new Pair({ kafka, weir, kafkaBroker, weirProcess, dir })
+    return new Pair({
+      kafka,
+      weir,
+      kafkaBroker,
+      weirProcess,
+      dir,
+      ...(saslPorts === undefined ? {} : { saslPorts, saslUsers: users ?? {} }),
+    })
   }
 
   async stop(): Promise<void> {
     this.kafka.close()
     this.weir.close()
+    for (const c of this.#logins) c.close()
     await Promise.all([this.kafkaBroker.stop(), this.weirProcess.stop()])
     this.#dir.remove()
   }
