@@ -11,6 +11,7 @@
  *   NODE_OPTIONS=--cpu-prof npm run bench:security -- --systems weir --protocols SASL_SSL  # profile
  */
 import { execFileSync, spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -140,15 +141,25 @@ interface Result {
   size: number
 }
 
-/** Records/s of rdkafka-perf's run, timed from its first send or first record received. */
+/**
+ * Records/s of rdkafka-perf's run, timed from its first send or first record received. It runs
+ * under /usr/bin/time so the client's own CPU seconds print beside its wall time: a client that is
+ * not busy all along is waiting for the broker.
+ */
 async function perf(node: Node, protocol: Protocol, args: string[], n: number): Promise<number> {
   const env = {
     ...process.env,
     ...(CLIENT[protocol] === '' ? {} : { RDKAFKA_PERF_CONFIG: CLIENT[protocol] }),
   }
-  const out = await run(RDKAFKA_PERF, [args[0]!, node.bootstrap[protocol], ...args.slice(1)], env)
+  const timeFile = join(dir.path, 'client-time.txt')
+  const cmd = [RDKAFKA_PERF, args[0]!, node.bootstrap[protocol], ...args.slice(1)]
+  const out = await run('/usr/bin/time', ['-o', timeFile, '-f', '%U %S %e', ...cmd], env)
   const r = JSON.parse(out.trim().split('\n').at(-1)!) as { n: number; first_s: number }
   if (r.n !== n) throw new Error(`rdkafka-perf ${args[0]} counted ${r.n} of ${n}`)
+  const [user, sys, wall] = readFileSync(timeFile, 'utf8').trim().split(' ').map(Number)
+  console.log(
+    `  ${args[0]} ${protocol}: ${r.first_s.toFixed(3)} s timed; client CPU ${(user! + sys!).toFixed(2)} s in ${wall} s`,
+  )
   return n / r.first_s
 }
 

@@ -19,7 +19,7 @@ cache="$root/.cache/peers"
 mkdir -p "$cache"
 
 missing=""
-for p in redis-server nats-server rabbitmq-server kcat librdkafka-dev; do
+for p in redis-server nats-server rabbitmq-server kcat librdkafka-dev time; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
