@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { type KafkaBroker, startKafka } from '../../tools/kafka/kafka.ts'
-import { CompatTarget } from '../support/compat-target.ts'
+import { COMPAT_NODES, CompatTarget } from '../support/compat-target.ts'
 import { REPO, tempDir } from '../support/weir-process.ts'
 import { runDriver } from './client-matrix.ts'
 
@@ -53,14 +53,23 @@ after(async () => {
   kafkaDir?.remove()
 })
 
-function watermarkErrors(out: Offsets): string[] {
+/**
+ * On several nodes, librdkafka may ask its Metadata of a broker that has not yet applied the
+ * creation the controller committed a moment before: that broker does not list the topic yet, and
+ * librdkafka answers `_UNKNOWN_PARTITION` locally, as against Kafka's brokers (round 0 of Kafka
+ * shows it on most runs). What is asserted there is that a partition Metadata names is served.
+ */
+const NOT_LISTED_YET = COMPAT_NODES > 1 ? '_UNKNOWN_PARTITION' : null
+
+function watermarkErrors(out: Offsets, tolerated: string | null = null): string[] {
+  const ok = (error: string) => error === 'NONE' || error === tolerated
   return [
     ...out.watermarks.flatMap((w) =>
-      w.error === 'NONE' && w.offsets?.join() === '0,0' ? [] : [`watermarks ${w.partition}: ${w.error}`],
+      (w.error === 'NONE' && w.offsets?.join() === '0,0') || (w.error !== 'NONE' && ok(w.error))
+        ? []
+        : [`watermarks ${w.partition}: ${w.error}`],
     ),
-    ...out.byTime.flatMap((w) =>
-      w.error === 'NONE' ? [] : [`offsets_for_times ${w.partition}: ${w.error}`],
-    ),
+    ...out.byTime.flatMap((w) => (ok(w.error) ? [] : [`offsets_for_times ${w.partition}: ${w.error}`])),
   ]
 }
 
@@ -90,7 +99,10 @@ test('get_watermark_offsets and offsets_for_times right after creation', async (
     t.diagnostic(
       `round ${round}, Apache Kafka: ${watermarkErrors(k).join('; ') || 'every partition answered'}`,
     )
-    assert.deepEqual(watermarkErrors(w), [], `Weir, round ${round}`)
+    const notListed = watermarkErrors(w).length - watermarkErrors(w, NOT_LISTED_YET).length
+    if (notListed > 0)
+      t.diagnostic(`round ${round}, Weir: ${notListed} answers not listed yet (${NOT_LISTED_YET})`)
+    assert.deepEqual(watermarkErrors(w, NOT_LISTED_YET), [], `Weir, round ${round}`)
   }
 })
 
