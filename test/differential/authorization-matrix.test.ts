@@ -15,7 +15,7 @@ import type {
   TransactionalId,
   Uuid,
 } from '../../src/model/index.ts'
-import { type Api, apis, encodeBatch } from '../../src/protocol/index.ts'
+import { type Api, apis, encodeBatch, type FetchRequestData } from '../../src/protocol/index.ts'
 import { Differ, Pair, SIDES, type Side, TEST_PRODUCER_ID_MIN } from './harness.ts'
 
 const PRINCIPALS = ['dave', 'bob', 'alice', 'carol', 'admin'] as const
@@ -160,6 +160,33 @@ const partitionsOf = (names: readonly string[]) =>
  * The matrix, in the order it runs: reads first, then what changes state (creations, deletions), so
  * that every principal sees the same state on both sides.
  */
+/** A consumer's Fetch of partition 0 of each topic, named by name or by id. */
+function fetchBody(topics: readonly FetchRequestData.FetchTopicIn[]): FetchRequestData.FetchRequestIn {
+  return {
+    replicaId: -1 as BrokerId,
+    maxWaitMs: 0,
+    minBytes: 0,
+    maxBytes: 1 << 20,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: topics.map((t) => ({
+      ...t,
+      partitions: [
+        {
+          partition: 0,
+          currentLeaderEpoch: -1,
+          fetchOffset: 0n,
+          logStartOffset: -1n,
+          partitionMaxBytes: 1 << 16,
+        },
+      ],
+    })),
+    forgottenTopicsData: [],
+    rackId: '',
+  }
+}
+
 const ROWS: readonly Row[] = [
   row(apis.Metadata, 'all topics', {
     topics: null,
@@ -235,54 +262,16 @@ const ROWS: readonly Row[] = [
   row(
     apis.Fetch,
     't-public,t-secret,app-orders by name',
-    {
-      replicaId: -1 as BrokerId,
-      maxWaitMs: 0,
-      minBytes: 0,
-      maxBytes: 1 << 20,
-      isolationLevel: 0,
-      sessionId: 0,
-      sessionEpoch: -1,
-      topics: ['t-public', 't-secret', 'app-orders'].map((n) => ({
-        topic: topic(n),
-        partitions: [
-          {
-            partition: 0,
-            currentLeaderEpoch: -1,
-            fetchOffset: 0n,
-            logStartOffset: -1n,
-            partitionMaxBytes: 1 << 16,
-          },
-        ],
-      })),
-      forgottenTopicsData: [],
-      rackId: '',
-    },
+    fetchBody(['t-public', 't-secret', 'app-orders'].map((n) => ({ topic: topic(n) }))),
     { version: 12 },
   ),
-  row(apis.Fetch, 't-public,t-secret,app-orders,app-private by id', (side) => ({
-    replicaId: -1 as BrokerId,
-    maxWaitMs: 0,
-    minBytes: 0,
-    maxBytes: 1 << 20,
-    isolationLevel: 0,
-    sessionId: 0,
-    sessionEpoch: -1,
-    topics: ['t-public', 't-secret', 'app-orders', 'app-private'].map((n) => ({
-      topicId: state[side].topicIds.get(n) as Uuid,
-      partitions: [
-        {
-          partition: 0,
-          currentLeaderEpoch: -1,
-          fetchOffset: 0n,
-          logStartOffset: -1n,
-          partitionMaxBytes: 1 << 16,
-        },
-      ],
-    })),
-    forgottenTopicsData: [],
-    rackId: '',
-  })),
+  row(apis.Fetch, 't-public,t-secret,app-orders,app-private by id', (side) =>
+    fetchBody(
+      ['t-public', 't-secret', 'app-orders', 'app-private'].map((n) => ({
+        topicId: state[side].topicIds.get(n) as Uuid,
+      })),
+    ),
+  ),
   row(apis.ListOffsets, 't-public,t-secret,app-private,no-such', {
     replicaId: -1 as BrokerId,
     isolationLevel: 0,

@@ -8,9 +8,8 @@
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { countOf } from './harness/checker.ts'
+import { assertNoProblems } from './harness/assert-verdict.ts'
 import { type RunReport, runHarness } from './harness/run.ts'
-import { formatProblems } from './harness/table.ts'
 
 const reports: RunReport[] = []
 
@@ -31,18 +30,7 @@ for (const seed of [1, 2]) {
     const v = report.verdict
     assert.ok(report.injected.length >= 4, `faults injected: ${report.injected.length}`)
     assert.ok(v.acknowledged > 0, 'writes were acknowledged')
-    const problems = formatProblems(v)
-    for (const [name, list] of [
-      ['lost', v.lost],
-      ['moved', v.moved],
-      ['duplicated', v.duplicated],
-      ['reordered', v.reordered],
-      ['offset conflicts', v.offsetConflicts],
-      ['replica disagreements', v.replicaProblems],
-      ['never sent', v.phantom],
-    ] as const)
-      assert.equal(countOf(list), 0, `${name}:\n${problems}`)
-    assert.deepEqual(v.undrained, [], `partitions not drained:\n${problems}`)
+    assertNoProblems(v)
   })
 }
 

@@ -17,10 +17,9 @@ import { KafkaConnection } from '../../src/client/index.ts'
 import { nodeTransport, systemClock } from '../../src/io/index.ts'
 import type { TopicName } from '../../src/model/index.ts'
 import { apis } from '../../src/protocol/index.ts'
-import { countOf } from './harness/checker.ts'
+import { assertNoProblems } from './harness/assert-verdict.ts'
 import { CONTROLLER_PASSWORD, FaultCluster, INTER_BROKER_PASSWORD } from './harness/cluster.ts'
 import { runHarness } from './harness/run.ts'
-import { formatProblems } from './harness/table.ts'
 import { createTopic } from './harness/workload.ts'
 
 const WRONG_PASSWORD = 'wrong-ib-pw-61f0'
@@ -51,18 +50,7 @@ test('acks=all with leader and controller kills over SASL_SSL: nothing acknowled
   const kinds = new Set(report.injected.map((f) => f.kind))
   assert.ok(kinds.has('kill-leader') && kinds.has('kill-controller'), `faults: ${[...kinds].join(', ')}`)
   assert.ok(v.acknowledged > 0, 'writes were acknowledged')
-  const problems = formatProblems(v)
-  for (const [name, list] of [
-    ['lost', v.lost],
-    ['moved', v.moved],
-    ['duplicated', v.duplicated],
-    ['reordered', v.reordered],
-    ['offset conflicts', v.offsetConflicts],
-    ['replica disagreements', v.replicaProblems],
-    ['never sent', v.phantom],
-  ] as const)
-    assert.equal(countOf(list), 0, `${name}:\n${problems}`)
-  assert.deepEqual(v.undrained, [], `partitions not drained:\n${problems}`)
+  assertNoProblems(v)
 })
 
 const TOPIC = 'secured'
