@@ -42,8 +42,12 @@ class Harness {
   readonly timers = new Map<string, TimerHandle>()
   /** Every batch written, in order. */
   readonly written: CoordinatorRecord[][] = []
+  /** Every batch written, as a log holds it: its base offset and producer id (-1: not transactional). */
+  readonly log: { baseOffset: bigint; producerId: bigint; records: readonly CoordinatorRecord[] }[] = []
   /** Writes not yet completed (when `holdWrites`). */
-  readonly held: { writeId: number; records: readonly CoordinatorRecord[] }[] = []
+  readonly held: { writeId: number; records: readonly CoordinatorRecord[]; baseOffset: bigint }[] = []
+  /** The log end: the offset the next batch gets. */
+  nextOffset = 0n
   holdWrites = false
   /** Error code every write completes with. */
   writeError: ErrorCode = ErrorCode.None
@@ -86,18 +90,35 @@ class Harness {
             this.timers.delete(e.key)
             break
           }
-          case 'write':
+          case 'write': {
             this.written.push([...e.records])
-            if (this.holdWrites) this.held.push({ writeId: e.writeId, records: e.records })
-            else this.machine.onWriteComplete(e.writeId, this.writeError)
+            const baseOffset = this.nextOffset
+            if (this.writeError === ErrorCode.None) {
+              this.nextOffset += BigInt(e.records.length)
+              this.log.push({ baseOffset, producerId: e.transaction?.producerId ?? -1n, records: e.records })
+            }
+            if (this.holdWrites) this.held.push({ writeId: e.writeId, records: e.records, baseOffset })
+            else this.machine.onWriteComplete(e.writeId, this.writeError, baseOffset)
             break
+          }
         }
       }
     }
   }
 
+  /** Replays what `other` wrote, as a load reads its log, then ends the load. */
+  loadFrom(other: Harness): void {
+    for (const batch of other.log) {
+      batch.records.forEach((r, i) => {
+        this.machine.replay(r, batch.baseOffset + BigInt(i), batch.producerId)
+      })
+    }
+    this.machine.onLoaded()
+    this.drain()
+  }
+
   completeHeld(errorCode: ErrorCode = ErrorCode.None): void {
-    for (const w of this.held.splice(0)) this.machine.onWriteComplete(w.writeId, errorCode)
+    for (const w of this.held.splice(0)) this.machine.onWriteComplete(w.writeId, errorCode, w.baseOffset)
     this.drain()
   }
 
@@ -820,10 +841,10 @@ describe('GroupStateMachine: offsets', () => {
     const a = h.commit({}, [{ topic: T1, partition: 0, offset: 1n }])
     const b = h.commit({}, [{ topic: T1, partition: 0, offset: 2n }])
     const [wa, wb] = h.held.splice(0)
-    h.machine.onWriteComplete(wb!.writeId, ErrorCode.None)
+    h.machine.onWriteComplete(wb!.writeId, ErrorCode.None, wb!.baseOffset)
     h.drain()
     assert.equal(h.answered(b), false, 'waits for the earlier write')
-    h.machine.onWriteComplete(wa!.writeId, ErrorCode.None)
+    h.machine.onWriteComplete(wa!.writeId, ErrorCode.None, wa!.baseOffset)
     h.drain()
     assert.ok(h.answered(a) && h.answered(b))
     assert.equal(h.machine.committedOffset(G, T1, 0)!.offset, 2n)
@@ -981,9 +1002,7 @@ describe('GroupStateMachine: loading and moving', () => {
     ])
 
     const loaded = new Harness()
-    for (const batch of h.written) for (const r of batch) loaded.machine.replay(r)
-    loaded.machine.onLoaded()
-    loaded.drain()
+    loaded.loadFrom(h)
     assert.equal(loaded.state(), GroupState.Stable)
     assert.equal(loaded.machine.committedOffset(G, T1, 0)?.offset, 7n)
     const restarted = loaded.joinNow({ groupInstanceId: 'i-a' })
@@ -996,9 +1015,7 @@ describe('GroupStateMachine: loading and moving', () => {
     const h = new Harness()
     const { members } = h.stableGroup(1)
     const loaded = new Harness()
-    for (const batch of h.written) for (const r of batch) loaded.machine.replay(r)
-    loaded.machine.onLoaded()
-    loaded.drain()
+    loaded.loadFrom(h)
     assert.ok(loaded.machine.group(G)!.hasMember(members[0]!))
     loaded.advance(10_000)
     assert.equal(loaded.machine.group(G)!.size, 0)
