@@ -15,6 +15,7 @@ import { after, before, describe, test } from 'node:test'
 import kafkajs from 'kafkajs'
 import { WeirNode } from '../../src/broker/index.ts'
 import type { KafkaConnection } from '../../src/client/index.ts'
+import { partitionForGroup } from '../../src/coordinator/index.ts'
 import { type EmbeddedCluster, startCluster } from '../../src/index.ts'
 import type { BrokerId, ProducerId, TopicName, TransactionalId } from '../../src/model/index.ts'
 import {
@@ -608,12 +609,14 @@ describe('ACLs in every handler, one node', () => {
     ])
   })
 
-  test('TxnOffsetCommit over the wire: its offsets pending, UNSTABLE_OFFSET_COMMIT for OffsetFetch requireStable', {
-    skip: 'the replica manager refuses transactional batches (INVALID_TXN_STATE) until partitions serve transactions',
+  test('TxnOffsetCommit over the wire: its offsets pending (UNSTABLE_OFFSET_COMMIT for OffsetFetch requireStable) until the COMMIT marker', {
+    skip: 'needs partitions that accept transactional batches and WriteTxnMarkers wired to the group coordinator',
   }, async () => {
     await createAcls(admin, txnAcls)
     const alice = await login('alice')
     await eventually(async () => {
+      const found = await alice.request(apis.FindCoordinator, 4, { keyType: 0, coordinatorKeys: ['tg'] })
+      assert.equal(found.coordinators[0]!.errorCode, ErrorCode.None)
       assert.deepEqual(txnCommitErrors(await txnCommit(alice, 'tx-a', 'tg', ['open', 'secret'])), [
         ['open', ErrorCode.None],
         ['secret', ErrorCode.TopicAuthorizationFailed],
@@ -630,6 +633,22 @@ describe('ACLs in every handler, one node', () => {
     }
     assert.deepEqual(partition(await fetched(true)), [ErrorCode.None, -1n, ErrorCode.UnstableOffsetCommit])
     assert.deepEqual(partition(await fetched(false)), [ErrorCode.None, -1n, ErrorCode.None])
+    // The transaction commits: its marker on the group's partition makes the offset committed.
+    const markers = await admin.request(apis.WriteTxnMarkers, 1, {
+      markers: [
+        {
+          producerId: 9000n as ProducerId,
+          producerEpoch: 0,
+          transactionResult: true,
+          topics: [
+            { name: '__consumer_offsets' as TopicName, partitionIndexes: [partitionForGroup('tg', 50)] },
+          ],
+          coordinatorEpoch: 0,
+        },
+      ],
+    })
+    assert.equal(markers.markers[0]!.topics[0]!.partitions[0]!.errorCode, ErrorCode.None)
+    assert.deepEqual(partition(await fetched(true)), [ErrorCode.None, 7n, ErrorCode.None])
   })
 
   test('configs, ACLs, log dirs, elections, the quorum, records: each refused with its error without the ACL', async () => {
