@@ -1073,6 +1073,22 @@ describe('GroupStateMachine: transactional offsets', () => {
     assert.equal(h.machine.committedOffset(G, T1, 0)?.offset, 12n)
   })
 
+  test('unload answers a stable fetch and a marker waiting behind a write: NOT_COORDINATOR, not applied', () => {
+    const h = new Harness()
+    h.holdWrites = true
+    const t = h.txnCommit({}, at(12n))
+    const f = h.stableFetch(T1, [0])
+    const m = h.marker(PID, true)
+    h.machine.unload()
+    h.drain()
+    assert.deepEqual(h.txnCommitErrors(t), [ErrorCode.NotCoordinator])
+    const r = h.replies.get(f.token)
+    assert.ok(r?.kind === 'fetch')
+    assert.deepEqual([r.result.errorCode, r.result.topics], [ErrorCode.NotCoordinator, []])
+    assert.equal(h.replies.get(m)?.kind, 'txnCompleted')
+    assert.equal(h.machine.groupCount, 0)
+  })
+
   test('a failed write answers the mapped error and leaves nothing pending', () => {
     const h = new Harness()
     h.writeError = ErrorCode.NotEnoughReplicas

@@ -1835,14 +1835,17 @@ export class GroupStateMachine {
         return
       }
       case 'marker':
-        this.replayEndTransactionMarker(pending.producerId, pending.committed)
+        // Not applied when the partition moves away: its next coordinator reads it from the log.
+        if (ok) this.replayEndTransactionMarker(pending.producerId, pending.committed)
         this.#reply({ kind: 'txnCompleted', token: pending.token })
         return
       case 'stableFetch':
         this.#reply({
           kind: 'fetch',
           token: pending.token,
-          result: this.fetchOffsets(pending.groupId, pending.topics, true),
+          result: ok
+            ? this.fetchOffsets(pending.groupId, pending.topics, true)
+            : { groupId: pending.groupId, errorCode: responseError, topics: [] },
         })
         return
       case 'tombstones': {
@@ -2030,6 +2033,10 @@ export class GroupStateMachine {
     }
     // With the groups gone first, failing the writes only answers their requests.
     this.#groups.clear()
+    for (const w of this.#writes.values()) {
+      if (w.pending.kind === 'marker' || w.pending.kind === 'stableFetch')
+        w.result = ErrorCode.NotLeaderOrFollower
+    }
     for (const [id, w] of [...this.#writes]) {
       if (w.result === null) this.onWriteComplete(id, ErrorCode.NotLeaderOrFollower, -1n)
     }
