@@ -1733,8 +1733,9 @@ export class GroupStateMachine {
   }
 
   /**
-   * A write from a `write` effect is done (`errorCode` 0: appended and committed). Completions are
-   * applied in the order the writes were issued, whatever order they are reported in.
+   * A write from a `write` effect is done (`errorCode` 0: appended and committed at `baseOffset`,
+   * ignored on an error). Completions are applied in the order the writes were issued, whatever
+   * order they are reported in.
    */
   onWriteComplete(writeId: number, errorCode: ErrorCode, baseOffset: bigint): void {
     const entry = this.#writes.get(writeId)
