@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import fc from 'fast-check'
 import { ManualClock, SeededRandom, type TimerHandle } from '../io/index.ts'
 import type { GroupId, TopicName } from '../model/index.ts'
 import { ConsumerProtocolSubscriptionData, ErrorCode, Writer } from '../protocol/index.ts'
@@ -1200,6 +1201,77 @@ describe('GroupStateMachine: transactional offsets', () => {
     h.marker(PID, true)
     assert.equal(h.machine.committedOffset(G, T1, 0)?.offset, 2n)
     assert.equal(h.machine.committedOffset('only-pending' as GroupId, T1, 0)?.offset, 5n)
+  })
+})
+
+describe('GroupStateMachine: transactional offsets, a property', () => {
+  type Op =
+    | { op: 'commit'; partition: number; offset: bigint }
+    | { op: 'txnCommit'; producer: number; partition: number; offset: bigint }
+    | { op: 'marker'; producer: number; committed: boolean }
+    | { op: 'deleteOffset'; partition: number }
+  const partition = fc.integer({ min: 0, max: 2 })
+  const producer = fc.integer({ min: 0, max: 1 })
+  const offset = fc.bigInt({ min: 0n, max: 99n })
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ op: fc.constant('commit' as const), partition, offset }),
+    fc.record({ op: fc.constant('txnCommit' as const), producer, partition, offset }),
+    fc.record({ op: fc.constant('marker' as const), producer, committed: fc.boolean() }),
+    fc.record({ op: fc.constant('deleteOffset' as const), partition }),
+  )
+
+  test('what the coordinator holds is what loading its log gives, and a model of Kafka says the same', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+        const h = new Harness()
+        // Kafka's semantics, by record order: committed offsets, and each producer's pending ones.
+        const committed = new Map<number, { offset: bigint; at: number }>()
+        const pending = [new Map<number, { offset: bigint; at: number }>(), new Map()]
+        ops.forEach((o, at) => {
+          if (o.op === 'commit') {
+            h.commit({}, [{ topic: T1, partition: o.partition, offset: o.offset }])
+            committed.set(o.partition, { offset: o.offset, at })
+          } else if (o.op === 'txnCommit') {
+            h.txnCommit({ producerId: PID + BigInt(o.producer) }, [
+              { topic: T1, partition: o.partition, offset: o.offset },
+            ])
+            pending[o.producer]!.set(o.partition, { offset: o.offset, at })
+          } else if (o.op === 'marker') {
+            h.marker(PID + BigInt(o.producer), o.committed)
+            for (const [p, v] of pending[o.producer]!) {
+              if (o.committed && (committed.get(p)?.at ?? -1) < v.at) committed.set(p, v)
+            }
+            pending[o.producer]!.clear()
+          } else {
+            h.machine.deleteOffsets(100_000 + at, {
+              groupId: G,
+              topics: [{ name: T1, partitions: [{ partitionIndex: o.partition }] }],
+            })
+            h.drain()
+            committed.delete(o.partition)
+            for (const p of pending) p.delete(o.partition)
+          }
+        })
+        const loaded = new Harness()
+        loaded.loadFrom(h)
+        for (const machine of [h.machine, loaded.machine]) {
+          for (let p = 0; p <= 2; p++) {
+            assert.equal(
+              machine.committedOffset(G, T1, p)?.offset,
+              committed.get(p)?.offset,
+              `partition ${p}`,
+            )
+            for (let i = 0; i <= 1; i++) {
+              assert.equal(
+                machine.pendingOffset(PID + BigInt(i), G, T1, p)?.offset,
+                pending[i]!.get(p)?.offset,
+              )
+            }
+          }
+        }
+      }),
+      { numRuns: 300 },
+    )
   })
 })
 
