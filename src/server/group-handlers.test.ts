@@ -421,6 +421,40 @@ describe('group handlers (injected frames)', () => {
         [-1n, -1, '', ErrorCode.None],
       ],
     )
+    // A partition about to load here: COORDINATOR_LOAD_IN_PROGRESS, which v0-1 clients get as
+    // COORDINATOR_NOT_AVAILABLE (they predate KAFKA-7296).
+    const loading = new GroupCoordinator({
+      config: DEFAULT_GROUP_CONFIG,
+      partitionCount: 1,
+      retentionCheckIntervalMs: 600_000,
+      log: new LocalOffsetsLog(() => undefined),
+      clock: node.clock,
+      random: new SeededRandom(1),
+      leadsPartition: () => true,
+    })
+    const registry = new HandlerRegistry()
+    registry.register(
+      makeTxnOffsetCommitHandler({
+        commitTransactionalOffsets: (i) => loading.commitTransactionalOffsets(i),
+        partitionExists: () => true,
+      }),
+    )
+    const loadingNode = { ...node, dispatcher: new Dispatcher(registry), coordinator: loading }
+    const body = {
+      ...txn,
+      topics: [
+        { name: TOPIC, partitions: [{ partitionIndex: 0, committedOffset: 1n, committedMetadata: null }] },
+      ],
+    }
+    for (const [version, errorCode] of [
+      [0, ErrorCode.CoordinatorNotAvailable],
+      [1, ErrorCode.CoordinatorNotAvailable],
+      [2, ErrorCode.CoordinatorLoadInProgress],
+    ] as const) {
+      const r = await call(loadingNode, apis.TxnOffsetCommit, version, body)
+      assert.equal(r.topics[0]!.partitions[0]!.errorCode, errorCode, `v${version}`)
+    }
+    loading.close()
     node.coordinator.onResignation(0)
     const v0 = await call(node, apis.TxnOffsetCommit, 0, {
       ...txn,
