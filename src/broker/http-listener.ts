@@ -106,16 +106,23 @@ export class HttpListener {
       bodyBytes += chunk.length
       if (bodyBytes > HEADER_BYTES_MAX) req.destroy()
     })
-    if (!known) return send(res, 404, 'text/plain; charset=utf-8', 'not found\n')
+    if (!known) {
+      send(res, 404, 'text/plain; charset=utf-8', 'not found\n')
+      return
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD')
-      return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n')
+      send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n')
+      return
     }
-    if (path === '/v1/health/live') return send(res, 200, JSON_TYPE, '{"status":"live"}\n')
+    if (path === '/v1/health/live') {
+      send(res, 200, JSON_TYPE, '{"status":"live"}\n')
+      return
+    }
     if (path === '/v1/health/ready') {
-      return this.#routes.ready()
-        ? send(res, 200, JSON_TYPE, '{"status":"ready"}\n')
-        : send(res, 503, JSON_TYPE, '{"status":"not ready"}\n')
+      if (this.#routes.ready()) send(res, 200, JSON_TYPE, '{"status":"ready"}\n')
+      else send(res, 503, JSON_TYPE, '{"status":"not ready"}\n')
+      return
     }
     const openMetrics = (req.headers.accept ?? '').includes('application/openmetrics-text')
     this.#routes.metrics(openMetrics).then(
