@@ -227,9 +227,9 @@ export function encodeRecordBatch(records: readonly CoordinatorRecord[], timesta
 }
 
 /** A record read back from the log, with its offset. */
-export interface LoggedRecord {
+export interface LoggedRecord<R = CoordinatorRecord | ForeignRecord> {
   readonly offset: bigint
-  readonly record: CoordinatorRecord | ForeignRecord
+  readonly record: R
 }
 
 /**
@@ -237,7 +237,18 @@ export interface LoggedRecord {
  * the offset after the last whole batch, where the next read starts.
  */
 export function decodeRecordBatches(bytes: Buffer): { records: LoggedRecord[]; nextOffset: bigint | null } {
-  const records: LoggedRecord[] = []
+  return decodeKeyedBatches(bytes, decodeRecord)
+}
+
+/**
+ * `decodeRecordBatches` with another coordinator's record decoder (`__transaction_state`): records
+ * without a key are skipped.
+ */
+export function decodeKeyedBatches<R>(
+  bytes: Buffer,
+  decode: (key: Buffer, value: Buffer | null) => R,
+): { records: LoggedRecord<R>[]; nextOffset: bigint | null } {
+  const records: LoggedRecord<R>[] = []
   let nextOffset: bigint | null = null
   let at = 0
   while (bytes.length - at >= BATCH_HEADER_BYTES) {
@@ -248,7 +259,7 @@ export function decodeRecordBatches(bytes: Buffer): { records: LoggedRecord[]; n
       const batch = decodeBatch(bytes, at)
       for (const r of batch.records) {
         if (r.key === null) continue
-        records.push({ offset: r.offset, record: decodeRecord(r.key, r.value) })
+        records.push({ offset: r.offset, record: decode(r.key, r.value) })
       }
     }
     nextOffset = lastOffsetOf(header) + 1n

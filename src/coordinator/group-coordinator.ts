@@ -34,6 +34,7 @@ import {
   type SyncResult,
 } from './group-state-machine.ts'
 import { partitionForGroup } from './java-hash.ts'
+import { LoadWaiters } from './load-waiters.ts'
 import type { OffsetsLog } from './offsets-log.ts'
 
 export interface GroupCoordinatorOptions {
@@ -88,7 +89,7 @@ export class GroupCoordinator {
   #nextToken = 1
   #sweepTimer: TimerHandle | null = null
   /** Woken whenever a partition starts or ends loading here (`whenLoaded`). */
-  readonly #loadWaiters = new Set<() => void>()
+  readonly #loadWaiters: LoadWaiters
   #closed = false
 
   constructor(options: GroupCoordinatorOptions) {
@@ -97,6 +98,7 @@ export class GroupCoordinator {
     this.#options = options
     this.#clock = options.clock
     this.#logger = options.logger ?? (() => {})
+    this.#loadWaiters = new LoadWaiters(options.clock)
     this.#scheduleSweep()
   }
 
@@ -121,24 +123,12 @@ export class GroupCoordinator {
   whenLoaded(groupIds: readonly GroupId[], timeoutMs: number): Promise<void> {
     const loading = () =>
       !this.#closed && groupIds.some((g) => this.statusOf(g) === ErrorCode.CoordinatorLoadInProgress)
-    if (timeoutMs <= 0 || !loading()) return Promise.resolve()
-    return new Promise((resolve) => {
-      const done = () => {
-        this.#loadWaiters.delete(check)
-        this.#clock.clearTimer(timer)
-        resolve()
-      }
-      const check = () => {
-        if (!loading()) done()
-      }
-      const timer = this.#clock.setTimer(timeoutMs, done)
-      this.#loadWaiters.add(check)
-    })
+    return this.#loadWaiters.wait(loading, timeoutMs)
   }
 
   /** Re-checks the requests waiting in `whenLoaded` (a partition's load state, or the metadata, changed). */
   wakeLoadWaiters(): void {
-    for (const check of [...this.#loadWaiters]) check()
+    this.#loadWaiters.wake()
   }
 
   /** Partitions loaded or loading here. */
