@@ -64,27 +64,42 @@ export interface GroupCoordinationOptions {
     spec: InternalTopicSpec,
   ) => Promise<CreateTopicsResponseData.CreateTopicsResponseIn>
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
+  /** FindCoordinator of transactional ids (key type 1); absent: COORDINATOR_NOT_AVAILABLE. */
+  readonly transactions?: {
+    findCoordinators(keys: readonly string[], listenerName: string): Promise<CoordinatorLocation[]>
+  }
 }
 
 export interface InternalTopicSpec {
+  /** `__consumer_offsets` unless given (`__transaction_state`). */
+  readonly topic?: TopicName
   readonly partitions: number
   readonly replicationFactor: number
   readonly segmentBytes: number
+  /** `__transaction_state`: its compression.type and min.insync.replicas (transaction.state.log.min.isr). */
+  readonly transactionState?: { readonly insyncReplicasMin: number }
 }
 
-/** The CreateTopics of `__consumer_offsets`: Kafka's topic configs for it. */
+/** The CreateTopics of `__consumer_offsets` or `__transaction_state`: Kafka's topic configs for each. */
 export function internalTopicRequest(o: InternalTopicSpec) {
+  const txn = o.transactionState
   return {
     topics: [
       {
-        name: GROUP_METADATA_TOPIC_NAME,
+        name: o.topic ?? GROUP_METADATA_TOPIC_NAME,
         numPartitions: o.partitions,
         replicationFactor: o.replicationFactor,
         assignments: [],
         configs: [
           { name: 'cleanup.policy', value: 'compact' },
-          { name: 'compression.type', value: 'producer' },
+          { name: 'compression.type', value: txn === undefined ? 'producer' : 'uncompressed' },
           { name: 'segment.bytes', value: String(o.segmentBytes) },
+          ...(txn === undefined
+            ? []
+            : [
+                { name: 'min.insync.replicas', value: String(txn.insyncReplicasMin) },
+                { name: 'unclean.leader.election.enable', value: 'false' },
+              ]),
         ],
       },
     ],
@@ -187,18 +202,21 @@ export class GroupCoordination {
     }
   }
 
-  /** FindCoordinator: groups only; the first one creates `__consumer_offsets`. */
+  /**
+   * FindCoordinator: groups here (the first one creates `__consumer_offsets`), transactional ids by
+   * the transaction coordinator.
+   */
   async findCoordinators(
     keyType: number,
     keys: readonly string[],
     listenerName: string,
   ): Promise<CoordinatorLocation[]> {
+    if (keyType === CoordinatorType.Transaction && this.#o.transactions !== undefined) {
+      return this.#o.transactions.findCoordinators(keys, listenerName)
+    }
     if (keyType !== CoordinatorType.Group) {
       return keys.map(() =>
-        coordinatorError(
-          ErrorCode.CoordinatorNotAvailable,
-          'Weir has no transaction or share coordinator yet',
-        ),
+        coordinatorError(ErrorCode.CoordinatorNotAvailable, 'Weir has no share coordinator yet'),
       )
     }
     // The image can name this broker before its coordinator is told of the partition (the replica
