@@ -250,11 +250,11 @@ export const allowances: readonly Allowance[] = [
     api: 'Produce',
     step: '* Produce transactional *',
     path: 'responses.*.partitionResponses.0.errorCode',
-    kafka: 19,
+    kafka: 49,
     weir: 48,
     doc: 'a transactional batch',
     reason:
-      "The authorization matrix: a principal with WRITE on the transactional id and the topic gets Kafka's KIP-890 NOT_ENOUGH_REPLICAS and Weir's INVALID_TXN_STATE (no transactions); denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
+      "The authorization matrix: a principal with WRITE on the transactional id and the topic sends a batch of a partition it never added; Kafka's KIP-890 verification asks the transaction coordinator and answers INVALID_PRODUCER_ID_MAPPING, Weir's partitions refuse transactional batches (INVALID_TXN_STATE); denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
   },
   {
     api: 'DescribeConfigs',

@@ -668,6 +668,16 @@ test('authorization matrix: every principal x API, Kafka 4.0 against Weir', {
           }),
         (r) => r.coordinators.every((x) => x.errorCode === 0),
       )
+      // The same for __transaction_state: the rows meet a loaded transaction coordinator.
+      await waitFor(
+        `${side}: FindCoordinator (transaction)`,
+        () =>
+          c.request(apis.FindCoordinator, c.versionFor(apis.FindCoordinator)!, {
+            keyType: 1,
+            coordinatorKeys: ['alice-tx', 'other-tx'],
+          }),
+        (r) => r.coordinators.every((x) => x.errorCode === 0),
+      )
       for (const g of GROUPS) {
         await waitFor(
           `${side}: OffsetCommit ${g}`,
