@@ -59,8 +59,18 @@ export class WireTxnMarkerChannel implements TxnMarkerChannel {
           for (const [topic, ps] of topics)
             for (const partition of ps) out.set(txnPartitionKey({ topic, partition }), errorCode)
         }
+        let c: KafkaConnection
         try {
-          const c = await this.#connection(leader)
+          c = await this.#connection(leader)
+        } catch {
+          this.#drop(leader)
+          return fail(ErrorCode.NetworkException)
+        }
+        if (c.versionFor(apis.WriteTxnMarkers) === undefined) {
+          // A leader that does not serve WriteTxnMarkers v1 yet (it may be upgrading): kept, retried.
+          return fail(ErrorCode.UnsupportedVersion)
+        }
+        try {
           const res = await c.request(apis.WriteTxnMarkers, 1, {
             markers: [
               {

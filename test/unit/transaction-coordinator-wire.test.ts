@@ -8,8 +8,9 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { KafkaConnection } from '../../src/client/index.ts'
+import { partitionForGroup } from '../../src/coordinator/index.ts'
 import { nodeTransport, systemClock } from '../../src/io/index.ts'
-import { ProducerId, type TopicName, TransactionalId } from '../../src/model/index.ts'
+import { GroupId, ProducerId, type TopicName, TransactionalId } from '../../src/model/index.ts'
 import { apis, ErrorCode } from '../../src/protocol/index.ts'
 import { freePorts, tempDir, WeirProcess, waitFor, writeProperties } from '../support/weir-process.ts'
 
@@ -113,9 +114,20 @@ test('a transactional producer over the wire: coordinator, fencing, a commit, an
     added.resultsByTopicV3AndBelow[0]?.resultsByPartition.map((p) => p.partitionErrorCode),
     [ErrorCode.None, ErrorCode.None],
   )
+  const offsets = await c.request(apis.AddOffsetsToTxn, 3, {
+    transactionalId: TXN,
+    producerId: first.producerId,
+    producerEpoch: 1,
+    groupId: GroupId('wire-group'),
+  })
+  assert.equal(offsets.errorCode, ErrorCode.None)
   const ongoing = await describe()
   assert.equal(ongoing.transactionState, 'Ongoing')
-  assert.deepEqual(ongoing.topics, [{ topic: TOPIC, partitions: [0, 1] }])
+  // AddOffsetsToTxn adds the group's __consumer_offsets partition (offsets.topic.num.partitions 50).
+  assert.deepEqual(ongoing.topics, [
+    { topic: '__consumer_offsets', partitions: [partitionForGroup('wire-group', 50)] },
+    { topic: TOPIC, partitions: [0, 1] },
+  ])
   const listed = await c.request(apis.ListTransactions, 1, {
     stateFilters: ['Ongoing'],
     producerIdFilters: [first.producerId],
