@@ -3,8 +3,11 @@
  * each attempt groups a transaction's partitions by their current leader in the metadata image and
  * sends each leader (this broker too) one WriteTxnMarkers v1 on its `inter.broker.listener.name`
  * endpoint, with the inter-broker security. A topic gone from the image answers
- * UNKNOWN_TOPIC_OR_PARTITION (the coordinator drops it); a partition without a leader, or whose
- * leader cannot be reached, NOT_LEADER_OR_FOLLOWER or NETWORK_EXCEPTION (retried).
+ * UNKNOWN_TOPIC_OR_PARTITION (the coordinator drops it); a leader's own UNKNOWN_TOPIC_OR_PARTITION
+ * (it does not host the partition yet, or its directory is offline) is retried as
+ * NOT_LEADER_OR_FOLLOWER, as Kafka's TransactionMarkerRequestCompletionHandler retries it; a
+ * partition without a leader, or whose leader cannot be reached, NOT_LEADER_OR_FOLLOWER or
+ * NETWORK_EXCEPTION (retried).
  */
 import { type ClientSecurity, connectionSecurity, KafkaConnection } from '../client/index.ts'
 import { type TxnMarker, type TxnMarkerChannel, txnPartitionKey } from '../coordinator/index.ts'
@@ -88,7 +91,9 @@ export class WireTxnMarkerChannel implements TxnMarkerChannel {
               for (const p of t.partitions)
                 out.set(
                   txnPartitionKey({ topic: t.name, partition: p.partitionIndex }),
-                  p.errorCode as ErrorCode,
+                  p.errorCode === ErrorCode.UnknownTopicOrPartition
+                    ? ErrorCode.NotLeaderOrFollower
+                    : (p.errorCode as ErrorCode),
                 )
             }
           }

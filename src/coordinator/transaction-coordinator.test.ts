@@ -234,6 +234,29 @@ describe('TransactionCoordinator', () => {
     c.close()
   })
 
+  test('a partition answering TRANSACTION_COORDINATOR_FENCED stops the sending: a newer coordinator has it', async () => {
+    const clock = new ManualClock({ nowMs: START_MS })
+    const log = await openLog(new SimDisk(), clock)
+    const markers = new InProcessMarkers()
+    markers.answer = () => ErrorCode.TransactionCoordinatorFenced
+    const c = coordinator(new LocalOffsetsLog(() => log), clock, markers)
+    await c.onElection(0, 0)
+    const init = await begin(c, 't')
+    await c.endTxn({
+      transactionalId: 't',
+      producerId: init.producerId,
+      producerEpoch: init.producerEpoch,
+      committed: true,
+      clientTransactionVersion: 0,
+    })
+    await settle()
+    clock.advance(CONFIG.retryBackoffMs * 3)
+    await settle()
+    assert.equal(markers.attempts.length, 1)
+    assert.equal(c.metadataOf('t')?.state, 'PrepareCommit')
+    c.close()
+  })
+
   test('a transaction past its timeout is aborted under a fenced epoch', async () => {
     const clock = new ManualClock({ nowMs: START_MS })
     const log = await openLog(new SimDisk(), clock)

@@ -68,8 +68,11 @@ export interface TxnMarker {
 
 /**
  * Writes markers to partition leaders: one attempt, each partition's answer by `txnPartitionKey`.
- * NONE: written; UNKNOWN_TOPIC_OR_PARTITION (the topic is gone): dropped; anything else (a missing
- * answer too) is tried again after the backoff.
+ * NONE: written; UNKNOWN_TOPIC_OR_PARTITION: the topic is gone from this broker's metadata (the
+ * channel's own check, not a leader's answer, which may only mean it did not host the partition
+ * yet): dropped; TRANSACTION_COORDINATOR_FENCED or INVALID_PRODUCER_EPOCH: a newer coordinator
+ * took the transaction over: sending stops, as Kafka's; anything else (a missing answer too) is
+ * tried again after the backoff.
  */
 export interface TxnMarkerChannel {
   writeMarkers(marker: TxnMarker): Promise<ReadonlyMap<string, ErrorCode>>
@@ -439,6 +442,13 @@ export class TransactionCoordinator {
         answers = new Map()
       }
       if (still() === null) return
+      const fenced = [...answers.values()].find(
+        (e) => e === ErrorCode.TransactionCoordinatorFenced || e === ErrorCode.InvalidProducerEpoch,
+      )
+      if (fenced !== undefined) {
+        this.#logger('warn', `markers of ${id} stopped: a partition answered error ${fenced}`)
+        return
+      }
       left = left.filter((p) => {
         const errorCode = answers.get(txnPartitionKey(p))
         if (errorCode === ErrorCode.UnknownTopicOrPartition) {
