@@ -36,6 +36,7 @@ import {
   makeOffsetFetchHandler,
   makeSyncGroupHandler,
 } from '../server/index.ts'
+import { syncCoordinatorLeadership } from './coordinator-leadership.ts'
 
 /**
  * How long a FindCoordinator waits for this broker to become a group's coordinator (a new
@@ -181,25 +182,13 @@ export class GroupCoordination {
       this.#coordinator.close()
       this.#coordinator = this.#newCoordinator(topic.partitions.size)
     }
-    const c = this.#coordinator
-    const myId = this.#o.effective.int('node.id')
-    // Resigned as soon as the metadata names another leader (as Kafka's metadata publisher does);
-    // elected once the replica manager leads the partition, at the epoch it leads in. A partition
-    // being made leader again in a new epoch stays loaded meanwhile (its writes wait for the new
-    // epoch in the replica manager).
-    for (const { partition } of c.partitions()) {
-      if (
-        topic?.partitions.get(partition)?.leader !== myId ||
-        this.#o.replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition) === undefined
-      ) {
-        c.onResignation(partition)
-      }
-    }
-    if (topic === undefined) return
-    for (const [index, reg] of topic.partitions) {
-      const p = this.#o.replicas.getPartition(GROUP_METADATA_TOPIC_NAME, index)
-      if (reg.leader === myId && p?.isLeader === true) void c.onElection(index, p.leaderEpoch)
-    }
+    syncCoordinatorLeadership(
+      this.#coordinator,
+      GROUP_METADATA_TOPIC_NAME,
+      this.#o.image(),
+      this.#o.replicas,
+      this.#o.effective.int('node.id'),
+    )
   }
 
   /**

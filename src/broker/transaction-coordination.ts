@@ -25,6 +25,7 @@ import type { CreateTopicsResponseData } from '../protocol/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import type { ProducerIdManager, ReplicaManager } from '../replication/index.ts'
 import { type Handler, makeTransactionHandlers } from '../server/index.ts'
+import { syncCoordinatorLeadership } from './coordinator-leadership.ts'
 import { type InternalTopicSpec, LOADING_COORDINATOR_WAIT_MS } from './group-coordination.ts'
 import { WireTxnMarkerChannel } from './txn-marker-channel.ts'
 
@@ -124,21 +125,13 @@ export class TransactionCoordination {
       this.#coordinator.close()
       this.#coordinator = this.#newCoordinator(topic.partitions.size)
     }
-    const c = this.#coordinator
-    const myId = this.#o.effective.int('node.id')
-    for (const { partition } of c.partitions()) {
-      if (
-        topic?.partitions.get(partition)?.leader !== myId ||
-        this.#o.replicas.getPartition(TRANSACTION_STATE_TOPIC_NAME, partition) === undefined
-      ) {
-        c.onResignation(partition)
-      }
-    }
-    if (topic === undefined) return
-    for (const [index, reg] of topic.partitions) {
-      const p = this.#o.replicas.getPartition(TRANSACTION_STATE_TOPIC_NAME, index)
-      if (reg.leader === myId && p?.isLeader === true) void c.onElection(index, p.leaderEpoch)
-    }
+    syncCoordinatorLeadership(
+      this.#coordinator,
+      TRANSACTION_STATE_TOPIC_NAME,
+      this.#o.image(),
+      this.#o.replicas,
+      this.#o.effective.int('node.id'),
+    )
   }
 
   /**
