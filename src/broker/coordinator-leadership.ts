@@ -1,10 +1,11 @@
 /**
  * Which partitions of a coordinator's internal topic (`__consumer_offsets`, `__transaction_state`)
  * this broker coordinates, from the metadata image and the replica manager: the step both
- * coordinations run after each publication.
+ * coordinations run after each publication; and the creation of the topic on first use.
  */
 import type { MetadataImage } from '../metadata/index.ts'
 import type { BrokerId, TopicName } from '../model/index.ts'
+import { type CreateTopicsResponseData, ErrorCode } from '../protocol/index.ts'
 import type { ReplicaManager } from '../replication/index.ts'
 
 /** What a coordinator shell is told (GroupCoordinator, TransactionCoordinator). */
@@ -40,5 +41,31 @@ export function syncCoordinatorLeadership(
   for (const [index, reg] of topic.partitions) {
     const p = replicas.getPartition(topicName, index)
     if (reg.leader === myId && p?.isLeader === true) void c.onElection(index, p.leaderEpoch)
+  }
+}
+
+/**
+ * Creates a coordinator's internal topic through the controller; true when it exists now
+ * (created, or TOPIC_ALREADY_EXISTS), false when the creation failed (logged). As Kafka: with fewer
+ * brokers than its replication factor it fails (INVALID_REPLICATION_FACTOR) and FindCoordinator
+ * answers COORDINATOR_NOT_AVAILABLE until enough brokers register.
+ */
+export async function createCoordinatorTopic(
+  topicName: TopicName,
+  create: () => Promise<CreateTopicsResponseData.CreateTopicsResponseIn>,
+  log: (level: 'warn', message: string) => void,
+): Promise<boolean> {
+  try {
+    const r = await create()
+    const t = r.topics?.[0]
+    const errorCode = t?.errorCode ?? ErrorCode.None
+    if (errorCode !== ErrorCode.None && errorCode !== ErrorCode.TopicAlreadyExists) {
+      log('warn', `creating ${topicName} failed: error ${errorCode} ${t?.errorMessage ?? ''}`)
+      return false
+    }
+    return true
+  } catch (e) {
+    log('warn', `creating ${topicName} failed: ${(e as Error).message}`)
+    return false
   }
 }

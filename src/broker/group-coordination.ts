@@ -36,7 +36,7 @@ import {
   makeOffsetFetchHandler,
   makeSyncGroupHandler,
 } from '../server/index.ts'
-import { syncCoordinatorLeadership } from './coordinator-leadership.ts'
+import { createCoordinatorTopic, syncCoordinatorLeadership } from './coordinator-leadership.ts'
 
 /**
  * How long a FindCoordinator waits for this broker to become a group's coordinator (a new
@@ -255,34 +255,18 @@ export class GroupCoordination {
 
   /** Creates `__consumer_offsets` once (concurrent callers share the request); false if that failed. */
   #createTopic(): Promise<boolean> {
-    this.#creating ??= (async () => {
-      // As Kafka: the topic gets offsets.topic.replication.factor replicas; with fewer brokers the
-      // creation fails (INVALID_REPLICATION_FACTOR) and FindCoordinator answers
-      // COORDINATOR_NOT_AVAILABLE until enough brokers register.
-      const replicationFactor = this.#topic.replicationFactor
-      try {
-        const r = await this.#o.createInternalTopic({
+    this.#creating ??= createCoordinatorTopic(
+      GROUP_METADATA_TOPIC_NAME,
+      () =>
+        this.#o.createInternalTopic({
           partitions: this.#topic.partitionCount,
-          replicationFactor,
+          replicationFactor: this.#topic.replicationFactor,
           segmentBytes: this.#topic.segmentBytes,
-        })
-        const t = r.topics?.[0]
-        const errorCode = t?.errorCode ?? ErrorCode.None
-        if (errorCode !== ErrorCode.None && errorCode !== ErrorCode.TopicAlreadyExists) {
-          this.#o.log(
-            'warn',
-            `creating ${GROUP_METADATA_TOPIC_NAME} failed: error ${errorCode} ${t?.errorMessage ?? ''}`,
-          )
-          return false
-        }
-        return true
-      } catch (e) {
-        this.#o.log('warn', `creating ${GROUP_METADATA_TOPIC_NAME} failed: ${(e as Error).message}`)
-        return false
-      } finally {
-        this.#creating = null
-      }
-    })()
+        }),
+      this.#o.log,
+    ).finally(() => {
+      this.#creating = null
+    })
     return this.#creating
   }
 

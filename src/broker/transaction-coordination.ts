@@ -25,7 +25,7 @@ import type { CreateTopicsResponseData } from '../protocol/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import type { ProducerIdManager, ReplicaManager } from '../replication/index.ts'
 import { type Handler, makeTransactionHandlers } from '../server/index.ts'
-import { syncCoordinatorLeadership } from './coordinator-leadership.ts'
+import { createCoordinatorTopic, syncCoordinatorLeadership } from './coordinator-leadership.ts'
 import { type InternalTopicSpec, LOADING_COORDINATOR_WAIT_MS } from './group-coordination.ts'
 import { WireTxnMarkerChannel } from './txn-marker-channel.ts'
 
@@ -154,33 +154,21 @@ export class TransactionCoordination {
   }
 
   #createTopic(): Promise<boolean> {
-    this.#creating ??= (async () => {
-      const e = this.#o.effective
-      try {
-        const r = await this.#o.createInternalTopic({
+    const e = this.#o.effective
+    this.#creating ??= createCoordinatorTopic(
+      TRANSACTION_STATE_TOPIC_NAME,
+      () =>
+        this.#o.createInternalTopic({
           topic: TRANSACTION_STATE_TOPIC_NAME,
           partitions: e.int('transaction.state.log.num.partitions'),
           replicationFactor: e.int('transaction.state.log.replication.factor'),
           segmentBytes: e.int('transaction.state.log.segment.bytes'),
           transactionState: { insyncReplicasMin: e.int('transaction.state.log.min.isr') },
-        })
-        const t = r.topics?.[0]
-        const errorCode = t?.errorCode ?? ErrorCode.None
-        if (errorCode !== ErrorCode.None && errorCode !== ErrorCode.TopicAlreadyExists) {
-          this.#o.log(
-            'warn',
-            `creating ${TRANSACTION_STATE_TOPIC_NAME} failed: error ${errorCode} ${t?.errorMessage ?? ''}`,
-          )
-          return false
-        }
-        return true
-      } catch (err) {
-        this.#o.log('warn', `creating ${TRANSACTION_STATE_TOPIC_NAME} failed: ${(err as Error).message}`)
-        return false
-      } finally {
-        this.#creating = null
-      }
-    })()
+        }),
+      this.#o.log,
+    ).finally(() => {
+      this.#creating = null
+    })
     return this.#creating
   }
 
