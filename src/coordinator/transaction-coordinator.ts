@@ -485,6 +485,9 @@ export class TransactionCoordinator {
     const out = await this.#decide((ctx) => decide(shard.txns.get(id) ?? null, ctx))
     if (out.kind === 'failed') return { errorCode: out.errorCode, producerId: -1n, producerEpoch: -1 }
     if (out.kind === 'answer') return out
+    // Unloaded while a producer id was fetched.
+    if (shard.state !== 'active')
+      return { errorCode: ErrorCode.NotCoordinator, producerId: -1n, producerEpoch: -1 }
     const errorCode = await this.#write(shard, id, out)
     if (errorCode !== ErrorCode.None) return { errorCode, producerId: -1n, producerEpoch: -1 }
     return answerAfterWrite(shard.txns.get(id), out)
@@ -522,6 +525,7 @@ export class TransactionCoordinator {
     producerEpoch: number
     partitions: readonly TxnPartition[]
   }): Promise<ErrorCode> {
+    if (req.transactionalId === '') return ErrorCode.InvalidRequest
     const shard = this.#shardOf(req.transactionalId)
     if (typeof shard === 'number') return shard
     const r = await this.#carryOut(
@@ -564,6 +568,7 @@ export class TransactionCoordinator {
     producerEpoch: number
     offsetsPartition: number
   }): Promise<ErrorCode> {
+    if (req.transactionalId === '') return ErrorCode.InvalidRequest
     const shard = this.#shardOf(req.transactionalId)
     if (typeof shard === 'number') return shard
     const r = await this.#carryOut(
@@ -586,6 +591,8 @@ export class TransactionCoordinator {
     committed: boolean
     clientTransactionVersion: number
   }): Promise<TxnIdAnswer> {
+    if (req.transactionalId === '')
+      return { errorCode: ErrorCode.InvalidRequest, producerId: -1n, producerEpoch: -1 }
     const shard = this.#shardOf(req.transactionalId)
     if (typeof shard === 'number') return { errorCode: shard, producerId: -1n, producerEpoch: -1 }
     const v2 = req.clientTransactionVersion >= 2
