@@ -12,19 +12,19 @@ export class LoadWaiters {
     this.#clock = clock
   }
 
-  /** Resolves once `loading()` is false (checked at each `wake`), or after `timeoutMs`. */
-  wait(loading: () => boolean, timeoutMs: number): Promise<void> {
+  /** Resolves once `loading()` is false (checked at each `wake`), or after `timeoutMs` (default: never). */
+  wait(loading: () => boolean, timeoutMs = Number.POSITIVE_INFINITY): Promise<void> {
     if (timeoutMs <= 0 || !loading()) return Promise.resolve()
     return new Promise((resolve) => {
       const done = () => {
         this.#checks.delete(check)
-        this.#clock.clearTimer(timer)
+        if (timer !== null) this.#clock.clearTimer(timer)
         resolve()
       }
       const check = () => {
         if (!loading()) done()
       }
-      const timer = this.#clock.setTimer(timeoutMs, done)
+      const timer = Number.isFinite(timeoutMs) ? this.#clock.setTimer(timeoutMs, done) : null
       this.#checks.add(check)
     })
   }

@@ -32,7 +32,6 @@ export interface Allowance {
 const NOT_SERVED: readonly [number, string, number, number][] = [
   [17, 'SaslHandshake', 0, 1],
   [27, 'WriteTxnMarkers', 1, 1],
-  [28, 'TxnOffsetCommit', 0, 5],
   [34, 'AlterReplicaLogDirs', 1, 2],
   [36, 'SaslAuthenticate', 0, 2],
   [38, 'CreateDelegationToken', 1, 3],
