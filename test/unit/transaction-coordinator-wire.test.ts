@@ -104,6 +104,24 @@ test('a transactional producer over the wire: coordinator, fencing, a commit, an
       v3AndBelowProducerEpoch: epoch,
       v3AndBelowTopics: [{ name: TOPIC, partitions: [0, 1] }],
     })
+  // A topic that does not exist fails the request; the others are not attempted.
+  const unknown = await c.request(apis.AddPartitionsToTxn, 3, {
+    v3AndBelowTransactionalId: TXN,
+    v3AndBelowProducerId: first.producerId,
+    v3AndBelowProducerEpoch: 1,
+    v3AndBelowTopics: [
+      { name: TOPIC, partitions: [0] },
+      { name: 'no-such-topic' as TopicName, partitions: [0] },
+    ],
+  })
+  assert.deepEqual(
+    unknown.resultsByTopicV3AndBelow.map((t) => [t.name, t.resultsByPartition[0]?.partitionErrorCode]),
+    [
+      [TOPIC, ErrorCode.OperationNotAttempted],
+      ['no-such-topic', ErrorCode.UnknownTopicOrPartition],
+    ],
+  )
+  assert.equal((await describe()).transactionState, 'Empty')
   const stale = await add(0)
   assert.equal(
     stale.resultsByTopicV3AndBelow[0]?.resultsByPartition[0]?.partitionErrorCode,
