@@ -22,6 +22,7 @@ import { ProducerIdManager, ReplicaManager, replicaSelectorOf, WireLeaderLink } 
 import {
   FetchSessionCache,
   type Handler,
+  type InitProducerIdView,
   makeDeleteRecordsHandler,
   makeDescribeLogDirsHandler,
   makeDescribeProducersHandler,
@@ -175,7 +176,11 @@ export class DataPath {
   }
 
   /** The client-facing handlers of the data path. */
-  handlers(o: { image: () => MetadataImage }): Handler[] {
+  handlers(o: {
+    image: () => MetadataImage
+    /** The transaction coordinator's InitProducerId for transactional ids. */
+    initTransactional?: InitProducerIdView['initTransactional']
+  }): Handler[] {
     const replicas = this.replicas
     const e = this.#o.effective
     return [
@@ -194,7 +199,10 @@ export class DataPath {
       makeListOffsetsHandler(replicas),
       makeOffsetForLeaderEpochHandler(replicas),
       makeDeleteRecordsHandler(replicas),
-      makeInitProducerIdHandler({ generateProducerId: () => this.producerIds.generate() }),
+      makeInitProducerIdHandler({
+        generateProducerId: () => this.producerIds.generate(),
+        ...(o.initTransactional === undefined ? {} : { initTransactional: o.initTransactional }),
+      }),
       makeDescribeLogDirsHandler({ describeLogDirs: () => replicas.describeLogDirs(), volumeBytes }),
       makeDescribeProducersHandler(replicas),
     ]

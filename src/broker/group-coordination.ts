@@ -37,6 +37,7 @@ import {
   makeSyncGroupHandler,
   makeTxnOffsetCommitHandler,
 } from '../server/index.ts'
+import { createCoordinatorTopic, syncCoordinatorLeadership } from './coordinator-leadership.ts'
 
 /**
  * How long a FindCoordinator waits for this broker to become a group's coordinator (a new
@@ -65,27 +66,42 @@ export interface GroupCoordinationOptions {
     spec: InternalTopicSpec,
   ) => Promise<CreateTopicsResponseData.CreateTopicsResponseIn>
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
+  /** FindCoordinator of transactional ids (key type 1); absent: COORDINATOR_NOT_AVAILABLE. */
+  readonly transactions?: {
+    findCoordinators(keys: readonly string[], listenerName: string): Promise<CoordinatorLocation[]>
+  }
 }
 
 export interface InternalTopicSpec {
+  /** `__consumer_offsets` unless given (`__transaction_state`). */
+  readonly topic?: TopicName
   readonly partitions: number
   readonly replicationFactor: number
   readonly segmentBytes: number
+  /** `__transaction_state`: its compression.type and min.insync.replicas (transaction.state.log.min.isr). */
+  readonly transactionState?: { readonly insyncReplicasMin: number }
 }
 
-/** The CreateTopics of `__consumer_offsets`: Kafka's topic configs for it. */
+/** The CreateTopics of `__consumer_offsets` or `__transaction_state`: Kafka's topic configs for each. */
 export function internalTopicRequest(o: InternalTopicSpec) {
+  const txn = o.transactionState
   return {
     topics: [
       {
-        name: GROUP_METADATA_TOPIC_NAME,
+        name: o.topic ?? GROUP_METADATA_TOPIC_NAME,
         numPartitions: o.partitions,
         replicationFactor: o.replicationFactor,
         assignments: [],
         configs: [
           { name: 'cleanup.policy', value: 'compact' },
-          { name: 'compression.type', value: 'producer' },
+          { name: 'compression.type', value: txn === undefined ? 'producer' : 'uncompressed' },
           { name: 'segment.bytes', value: String(o.segmentBytes) },
+          ...(txn === undefined
+            ? []
+            : [
+                { name: 'min.insync.replicas', value: String(txn.insyncReplicasMin) },
+                { name: 'unclean.leader.election.enable', value: 'false' },
+              ]),
         ],
       },
     ],
@@ -167,39 +183,30 @@ export class GroupCoordination {
       this.#coordinator.close()
       this.#coordinator = this.#newCoordinator(topic.partitions.size)
     }
-    const c = this.#coordinator
-    const myId = this.#o.effective.int('node.id')
-    // Resigned as soon as the metadata names another leader (as Kafka's metadata publisher does);
-    // elected once the replica manager leads the partition, at the epoch it leads in. A partition
-    // being made leader again in a new epoch stays loaded meanwhile (its writes wait for the new
-    // epoch in the replica manager).
-    for (const { partition } of c.partitions()) {
-      if (
-        topic?.partitions.get(partition)?.leader !== myId ||
-        this.#o.replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition) === undefined
-      ) {
-        c.onResignation(partition)
-      }
-    }
-    if (topic === undefined) return
-    for (const [index, reg] of topic.partitions) {
-      const p = this.#o.replicas.getPartition(GROUP_METADATA_TOPIC_NAME, index)
-      if (reg.leader === myId && p?.isLeader === true) void c.onElection(index, p.leaderEpoch)
-    }
+    syncCoordinatorLeadership(
+      this.#coordinator,
+      GROUP_METADATA_TOPIC_NAME,
+      this.#o.image(),
+      this.#o.replicas,
+      this.#o.effective.int('node.id'),
+    )
   }
 
-  /** FindCoordinator: groups only; the first one creates `__consumer_offsets`. */
+  /**
+   * FindCoordinator: groups here (the first one creates `__consumer_offsets`), transactional ids by
+   * the transaction coordinator.
+   */
   async findCoordinators(
     keyType: number,
     keys: readonly string[],
     listenerName: string,
   ): Promise<CoordinatorLocation[]> {
+    if (keyType === CoordinatorType.Transaction && this.#o.transactions !== undefined) {
+      return this.#o.transactions.findCoordinators(keys, listenerName)
+    }
     if (keyType !== CoordinatorType.Group) {
       return keys.map(() =>
-        coordinatorError(
-          ErrorCode.CoordinatorNotAvailable,
-          'Weir has no transaction or share coordinator yet',
-        ),
+        coordinatorError(ErrorCode.CoordinatorNotAvailable, 'Weir has no share coordinator yet'),
       )
     }
     // The image can name this broker before its coordinator is told of the partition (the replica
@@ -249,34 +256,18 @@ export class GroupCoordination {
 
   /** Creates `__consumer_offsets` once (concurrent callers share the request); false if that failed. */
   #createTopic(): Promise<boolean> {
-    this.#creating ??= (async () => {
-      // As Kafka: the topic gets offsets.topic.replication.factor replicas; with fewer brokers the
-      // creation fails (INVALID_REPLICATION_FACTOR) and FindCoordinator answers
-      // COORDINATOR_NOT_AVAILABLE until enough brokers register.
-      const replicationFactor = this.#topic.replicationFactor
-      try {
-        const r = await this.#o.createInternalTopic({
+    this.#creating ??= createCoordinatorTopic(
+      GROUP_METADATA_TOPIC_NAME,
+      () =>
+        this.#o.createInternalTopic({
           partitions: this.#topic.partitionCount,
-          replicationFactor,
+          replicationFactor: this.#topic.replicationFactor,
           segmentBytes: this.#topic.segmentBytes,
-        })
-        const t = r.topics?.[0]
-        const errorCode = t?.errorCode ?? ErrorCode.None
-        if (errorCode !== ErrorCode.None && errorCode !== ErrorCode.TopicAlreadyExists) {
-          this.#o.log(
-            'warn',
-            `creating ${GROUP_METADATA_TOPIC_NAME} failed: error ${errorCode} ${t?.errorMessage ?? ''}`,
-          )
-          return false
-        }
-        return true
-      } catch (e) {
-        this.#o.log('warn', `creating ${GROUP_METADATA_TOPIC_NAME} failed: ${(e as Error).message}`)
-        return false
-      } finally {
-        this.#creating = null
-      }
-    })()
+        }),
+      this.#o.log,
+    ).finally(() => {
+      this.#creating = null
+    })
     return this.#creating
   }
 

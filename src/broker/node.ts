@@ -82,6 +82,7 @@ import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts
 import { NodeMetrics } from './node-metrics.ts'
 import { TlsReload } from './tls-reload.ts'
 import { topicLogConfig, updateLogConfigs } from './topic-log-config.ts'
+import { TransactionCoordination } from './transaction-coordination.ts'
 
 export type LogLevel = 'info' | 'warn' | 'error'
 export type Logger = (level: LogLevel, message: string) => void
@@ -205,6 +206,7 @@ export class WeirNode {
   /** The broker's partitions and the handlers that serve them (null on a controller-only node). */
   #dataPath: DataPath | null = null
   #groups: GroupCoordination | null = null
+  #transactions: TransactionCoordination | null = null
   /** The authorizer's ACLs, kept equal to the image's (`authorizer.class.name`). */
   #acls: AclPublisher | null = null
   /** The TLS listeners' dynamic key and trust stores (KIP-226). */
@@ -496,7 +498,22 @@ export class WeirNode {
       })
       this.#dataPath = dataPath
       this.#loader.subscribe((p) => dataPath.onPublish(p))
+      const transactions = new TransactionCoordination({
+        effective,
+        clock: io.clock,
+        replicas: dataPath.replicas,
+        producerIds: dataPath.producerIds,
+        image: () => this.#loader.image,
+        createInternalTopic: (spec) => this.#channel!.createInternalTopics(internalTopicRequest(spec)),
+        transport: io.transport,
+        interBrokerListenerName: config.interBrokerListenerName,
+        interBrokerSecurity: io.security.interBroker,
+        log: this.#log,
+      })
+      this.#transactions = transactions
+      this.#loader.subscribe(() => transactions.onPublish())
       const groups = new GroupCoordination({
+        transactions,
         effective,
         clock: io.clock,
         random: io.random,
@@ -613,8 +630,14 @@ export class WeirNode {
         ...brokerListenerApis(node, b.registry, {
           channel: this.#channel!,
           autoCreateTopics: this.effective.boolean('auto.create.topics.enable'),
-          groups: this.#groups?.handlers() ?? [],
-          dataPath: this.#dataPath?.handlers({ image: () => this.#loader.image }) ?? [],
+          groups: [...(this.#groups?.handlers() ?? []), ...(this.#transactions?.handlers() ?? [])],
+          dataPath:
+            this.#dataPath?.handlers({
+              image: () => this.#loader.image,
+              ...(this.#transactions === null
+                ? {}
+                : { initTransactional: (req) => this.#transactions!.initProducerId(req) }),
+            }) ?? [],
           validateOwnChange: (changes) => this.#tlsReload?.validate(changes) ?? null,
         }),
       )
@@ -942,6 +965,7 @@ export class WeirNode {
     )
     this.#channel?.close()
     this.#groups?.close()
+    this.#transactions?.close()
     await this.#dataPath?.close()
     for (const m of this.#logManagers) await m.close()
     const quorum = this.#quorum

@@ -1,6 +1,7 @@
 /**
- * FindCoordinator's answer for a group, from the metadata image: the leader of the group's
- * `__consumer_offsets` partition and its endpoint on the client's listener. Pure.
+ * FindCoordinator's answer for a group or a transactional id, from the metadata image: the leader
+ * of its `__consumer_offsets` (or `__transaction_state`) partition and its endpoint on the client's
+ * listener. Pure.
  */
 import { type MetadataImage, NO_LEADER } from '../metadata/index.ts'
 import { type BrokerId, NO_NODE, TopicName } from '../model/index.ts'
@@ -8,6 +9,7 @@ import { ErrorCode } from '../protocol/index.ts'
 import { partitionForGroup } from './java-hash.ts'
 
 export const GROUP_METADATA_TOPIC_NAME = TopicName('__consumer_offsets')
+export const TRANSACTION_STATE_TOPIC_NAME = TopicName('__transaction_state')
 
 /** FindCoordinator's key types. */
 export const CoordinatorType = { Group: 0, Transaction: 1, Share: 2 } as const
@@ -35,9 +37,19 @@ export function locateGroupCoordinator(
   groupId: string,
   listenerName: string,
 ): CoordinatorLocation | 'no-topic' {
-  const topic = image.topicsByName.get(GROUP_METADATA_TOPIC_NAME)
+  return locateCoordinator(image, GROUP_METADATA_TOPIC_NAME, groupId, listenerName)
+}
+
+/** `locateGroupCoordinator` for any key hashed onto `topic` (a transactional id on `__transaction_state`). */
+export function locateCoordinator(
+  image: MetadataImage,
+  topicName: TopicName,
+  key: string,
+  listenerName: string,
+): CoordinatorLocation | 'no-topic' {
+  const topic = image.topicsByName.get(topicName)
   if (topic === undefined || topic.partitions.size === 0) return 'no-topic'
-  const partition = partitionForGroup(groupId, topic.partitions.size)
+  const partition = partitionForGroup(key, topic.partitions.size)
   const leader = topic.partitions.get(partition)?.leader ?? NO_LEADER
   if (leader === NO_LEADER) {
     return coordinatorError(ErrorCode.CoordinatorNotAvailable, 'The coordinator is not available.')

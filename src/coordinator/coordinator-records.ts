@@ -258,11 +258,11 @@ export interface TransactionMarkerRecord {
 }
 
 /** A record read back from the log, with its offset and the producer id of a transactional batch. */
-export interface LoggedRecord {
+export interface LoggedRecord<R = CoordinatorRecord | ForeignRecord> {
   readonly offset: bigint
   /** The batch's producer id when it is transactional, else -1. */
   readonly producerId: bigint
-  readonly record: CoordinatorRecord | ForeignRecord | TransactionMarkerRecord
+  readonly record: R | TransactionMarkerRecord
 }
 
 /**
@@ -271,7 +271,18 @@ export interface LoggedRecord {
  * last whole batch, where the next read starts.
  */
 export function decodeRecordBatches(bytes: Buffer): { records: LoggedRecord[]; nextOffset: bigint | null } {
-  const records: LoggedRecord[] = []
+  return decodeKeyedBatches(bytes, decodeRecord)
+}
+
+/**
+ * `decodeRecordBatches` with another coordinator's record decoder (`__transaction_state`): records
+ * without a key are skipped.
+ */
+export function decodeKeyedBatches<R>(
+  bytes: Buffer,
+  decode: (key: Buffer, value: Buffer | null) => R,
+): { records: LoggedRecord<R>[]; nextOffset: bigint | null } {
+  const records: LoggedRecord<R>[] = []
   let nextOffset: bigint | null = null
   let at = 0
   while (bytes.length - at >= BATCH_HEADER_BYTES) {
@@ -293,7 +304,7 @@ export function decodeRecordBatches(bytes: Buffer): { records: LoggedRecord[]; n
     } else {
       for (const r of batch.records) {
         if (r.key === null) continue
-        records.push({ offset: r.offset, producerId, record: decodeRecord(r.key, r.value) })
+        records.push({ offset: r.offset, producerId, record: decode(r.key, r.value) })
       }
     }
     nextOffset = lastOffsetOf(header) + 1n

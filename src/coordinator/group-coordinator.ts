@@ -35,6 +35,7 @@ import {
   type TxnCommitInput,
 } from './group-state-machine.ts'
 import { partitionForGroup } from './java-hash.ts'
+import { LoadWaiters } from './load-waiters.ts'
 import type { OffsetsLog } from './offsets-log.ts'
 
 export interface GroupCoordinatorOptions {
@@ -89,7 +90,7 @@ export class GroupCoordinator {
   #nextToken = 1
   #sweepTimer: TimerHandle | null = null
   /** Woken whenever a partition starts or ends loading here (`whenLoaded`). */
-  readonly #loadWaiters = new Set<() => void>()
+  readonly #loadWaiters: LoadWaiters
   #closed = false
 
   constructor(options: GroupCoordinatorOptions) {
@@ -98,6 +99,7 @@ export class GroupCoordinator {
     this.#options = options
     this.#clock = options.clock
     this.#logger = options.logger ?? (() => {})
+    this.#loadWaiters = new LoadWaiters(options.clock)
     this.#scheduleSweep()
   }
 
@@ -122,24 +124,12 @@ export class GroupCoordinator {
   whenLoaded(groupIds: readonly GroupId[], timeoutMs: number): Promise<void> {
     const loading = () =>
       !this.#closed && groupIds.some((g) => this.statusOf(g) === ErrorCode.CoordinatorLoadInProgress)
-    if (timeoutMs <= 0 || !loading()) return Promise.resolve()
-    return new Promise((resolve) => {
-      const done = () => {
-        this.#loadWaiters.delete(check)
-        this.#clock.clearTimer(timer)
-        resolve()
-      }
-      const check = () => {
-        if (!loading()) done()
-      }
-      const timer = this.#clock.setTimer(timeoutMs, done)
-      this.#loadWaiters.add(check)
-    })
+    return this.#loadWaiters.wait(loading, timeoutMs)
   }
 
   /** Re-checks the requests waiting in `whenLoaded` (a partition's load state, or the metadata, changed). */
   wakeLoadWaiters(): void {
-    for (const check of [...this.#loadWaiters]) check()
+    this.#loadWaiters.wake()
   }
 
   /** Partitions loaded or loading here. */
@@ -480,14 +470,7 @@ export class GroupCoordinator {
       const shard = this.#shards.get(partition)
       if (shard === undefined || shard.state === 'closed' || this.#closed) return
       if (shard.state === 'loading') {
-        await new Promise<void>((resolve) => {
-          const check = () => {
-            if (this.#shards.get(partition)?.state === 'loading' && !this.#closed) return
-            this.#loadWaiters.delete(check)
-            resolve()
-          }
-          this.#loadWaiters.add(check)
-        })
+        await this.#loadWaiters.wait(() => this.#shards.get(partition)?.state === 'loading' && !this.#closed)
         continue
       }
       const reply = await this.#call(shard, (token) =>

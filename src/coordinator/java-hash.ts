@@ -1,5 +1,6 @@
 /**
- * Which `__consumer_offsets` partition holds a group: Kafka's `Utils.abs(groupId.hashCode()) % N`,
+ * Which `__consumer_offsets` partition holds a group, and which `__transaction_state` partition a
+ * transactional id: Kafka's `Utils.abs(key.hashCode()) % N`,
  * with Java's String.hashCode over UTF-16 code units, so Weir and Kafka agree on every group id.
  */
 import { assert } from '../model/index.ts'
@@ -26,4 +27,9 @@ export function javaAbs(n: number): number {
 export function partitionForGroup(groupId: string, partitionCount: number): number {
   assert(Number.isInteger(partitionCount) && partitionCount >= 1, `partition count ${partitionCount}`)
   return javaAbs(javaStringHashCode(groupId)) % partitionCount
+}
+
+/** The `__transaction_state` partition of a transactional id, as Kafka's TransactionStateManager.partitionFor. */
+export function partitionForTransactionalId(transactionalId: string, partitionCount: number): number {
+  return partitionForGroup(transactionalId, partitionCount)
 }

@@ -1,8 +1,10 @@
 /**
- * The persistence port of the group coordinator: append record batches to, and read them back from,
- * the `__consumer_offsets` partitions this broker leads. Replication implements it for a cluster;
+ * The persistence port of a coordinator: append record batches to, and read them back from, the
+ * partitions of its internal topic (`__consumer_offsets`, `__transaction_state`) this broker leads. Replication implements it for a cluster;
  * `LocalOffsetsLog` implements it over storage's PartitionLog for one replica (and for tests).
  */
+
+import type { TopicName } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import type { ReplicaManager } from '../replication/index.ts'
 import { LogOfflineError, type PartitionLog } from '../storage/index.ts'
@@ -89,10 +91,13 @@ export class LocalOffsetsLog implements OffsetsLog {
 export class ReplicaOffsetsLog implements OffsetsLog {
   readonly #replicas: ReplicaManager
   readonly #commitTimeoutMs: number
+  readonly #topic: TopicName
 
-  constructor(replicas: ReplicaManager, options: { commitTimeoutMs: number }) {
+  /** `topic`: the coordinator's internal topic, `__consumer_offsets` unless given. */
+  constructor(replicas: ReplicaManager, options: { commitTimeoutMs: number; topic?: TopicName }) {
     this.#replicas = replicas
     this.#commitTimeoutMs = options.commitTimeoutMs
+    this.#topic = options.topic ?? GROUP_METADATA_TOPIC_NAME
   }
 
   async append(partition: number, batch: Buffer): Promise<OffsetsLogAppendResult> {
@@ -100,7 +105,7 @@ export class ReplicaOffsetsLog implements OffsetsLog {
     // all start at sequence 0, so they get no duplicate or sequence check, only the epoch check.
     const options = { acks: -1, timeoutMs: this.#commitTimeoutMs, origin: 'coordinator' as const }
     const [r] = await this.#replicas.appendRecords(
-      [{ topic: GROUP_METADATA_TOPIC_NAME, partition, records: batch }],
+      [{ topic: this.#topic, partition, records: batch }],
       options,
     )
     if (r === undefined) return { errorCode: ErrorCode.UnknownServerError }
@@ -111,7 +116,7 @@ export class ReplicaOffsetsLog implements OffsetsLog {
   }
 
   async read(partition: number, offset: bigint, maxBytes: number): Promise<OffsetsLogReadResult> {
-    const p = this.#replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition)
+    const p = this.#replicas.getPartition(this.#topic, partition)
     if (p === undefined || !p.isLeader) return { errorCode: ErrorCode.NotLeaderOrFollower }
     const r = await p.read({
       fetchOffset: offset,
@@ -127,7 +132,7 @@ export class ReplicaOffsetsLog implements OffsetsLog {
   }
 
   bounds(partition: number): OffsetsLogBounds | null {
-    const p = this.#replicas.getPartition(GROUP_METADATA_TOPIC_NAME, partition)
+    const p = this.#replicas.getPartition(this.#topic, partition)
     if (p === undefined || !p.isLeader) return null
     return { logStartOffset: p.logStartOffset, highWatermark: p.logEndOffset }
   }

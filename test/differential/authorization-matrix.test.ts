@@ -427,6 +427,58 @@ const ROWS: readonly Row[] = [
     producerId: -1n as ProducerId,
     producerEpoch: -1,
   }),
+  // The transaction coordinator's APIs with a producer id no transaction has: past the ACL checks,
+  // INVALID_PRODUCER_ID_MAPPING on both sides.
+  row(
+    apis.AddPartitionsToTxn,
+    'alice-tx: app-orders, t-public (v3)',
+    {
+      v3AndBelowTransactionalId: 'alice-tx' as TransactionalId,
+      v3AndBelowProducerId: -1n as ProducerId,
+      v3AndBelowProducerEpoch: -1,
+      v3AndBelowTopics: [
+        { name: topic('app-orders'), partitions: [0] },
+        { name: topic('t-public'), partitions: [0] },
+      ],
+    },
+    { version: 3 },
+  ),
+  row(apis.AddPartitionsToTxn, "alice-tx verifyOnly (a broker's v4+)", {
+    transactions: [
+      {
+        transactionalId: 'alice-tx' as TransactionalId,
+        producerId: -1n as ProducerId,
+        producerEpoch: -1,
+        verifyOnly: true,
+        topics: [{ name: topic('app-orders'), partitions: [0] }],
+      },
+    ],
+  }),
+  ...['alice-g', 'shared'].map((g) =>
+    row(apis.AddOffsetsToTxn, `alice-tx, group ${g}`, {
+      transactionalId: 'alice-tx' as TransactionalId,
+      producerId: -1n as ProducerId,
+      producerEpoch: -1,
+      groupId: group(g),
+    }),
+  ),
+  row(
+    apis.EndTxn,
+    'alice-tx commit (v4)',
+    {
+      transactionalId: 'alice-tx' as TransactionalId,
+      producerId: -1n as ProducerId,
+      producerEpoch: -1,
+      committed: true,
+    },
+    { version: 4 },
+  ),
+  row(apis.DescribeTransactions, 'other-tx', { transactionalIds: ['other-tx' as TransactionalId] }),
+  row(apis.ListTransactions, 'Ongoing', {
+    stateFilters: ['Ongoing'],
+    producerIdFilters: [],
+    durationFilter: -1n,
+  }),
   row(apis.DescribeAcls, 'all', {
     resourceTypeFilter: ANY,
     resourceNameFilter: null,
@@ -665,6 +717,16 @@ test('authorization matrix: every principal x API, Kafka 4.0 against Weir', {
           c.request(apis.FindCoordinator, c.versionFor(apis.FindCoordinator)!, {
             keyType: 0,
             coordinatorKeys: GROUPS,
+          }),
+        (r) => r.coordinators.every((x) => x.errorCode === 0),
+      )
+      // The same for __transaction_state: the rows meet a loaded transaction coordinator.
+      await waitFor(
+        `${side}: FindCoordinator (transaction)`,
+        () =>
+          c.request(apis.FindCoordinator, c.versionFor(apis.FindCoordinator)!, {
+            keyType: 1,
+            coordinatorKeys: ['alice-tx', 'other-tx'],
           }),
         (r) => r.coordinators.every((x) => x.errorCode === 0),
       )

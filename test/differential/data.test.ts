@@ -539,7 +539,7 @@ scenario(
         producerEpoch: init[side].producerEpoch,
       }),
     )
-    // Transactions: Weir has no transaction coordinator.
+    // Transactions: a transactional id's producer id, and a transactional batch.
     await pair.both('transactions/init-producer-id', apis.InitProducerId, pair.version(apis.InitProducerId), {
       transactionalId: 'differential-tx' as TransactionalId,
       transactionTimeoutMs: 60_000,

@@ -1,0 +1,219 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import type { TxnMarker } from '../coordinator/index.ts'
+import { nodeTransport, systemClock } from '../io/index.ts'
+import {
+  type BrokerRegistration,
+  EMPTY_IMAGE,
+  type MetadataImage,
+  NO_LEADER,
+  type PartitionRegistration,
+} from '../metadata/index.ts'
+import { BrokerId, TopicName, type Uuid } from '../model/index.ts'
+import { apis, ErrorCode, type WriteTxnMarkersRequestData } from '../protocol/index.ts'
+import {
+  Dispatcher,
+  defineHandler,
+  HandlerRegistry,
+  Listener,
+  makeApiVersionsHandler,
+} from '../server/index.ts'
+import { WireTxnMarkerChannel } from './txn-marker-channel.ts'
+
+const NO_FEATURES = { supported: [], finalized: [], finalizedEpoch: -1n }
+
+/**
+ * A broker's listener serving WriteTxnMarkers v1 as a leader would answer it: each request
+ * recorded, each partition answered `answer(topic, partition)`.
+ */
+class MarkerBroker {
+  readonly received: WriteTxnMarkersRequestData.WriteTxnMarkersRequest[] = []
+  answer: (topic: string, partition: number) => ErrorCode = () => ErrorCode.None
+  readonly #listener: Listener
+  port = 0
+
+  constructor() {
+    const registry = new HandlerRegistry()
+    registry.register(
+      makeApiVersionsHandler(registry, () => NO_FEATURES),
+      defineHandler(apis.WriteTxnMarkers, {}, (req) => {
+        this.received.push(req)
+        return {
+          markers: req.markers.map((m) => ({
+            producerId: m.producerId,
+            topics: m.topics.map((t) => ({
+              name: t.name,
+              partitions: t.partitionIndexes.map((partitionIndex) => ({
+                partitionIndex,
+                errorCode: this.answer(t.name, partitionIndex),
+              })),
+            })),
+          })),
+        }
+      }),
+    )
+    this.#listener = new Listener({
+      listenerName: 'REPLICATION',
+      host: '127.0.0.1',
+      port: 0,
+      dispatcher: new Dispatcher(registry),
+      clock: systemClock,
+      limits: {
+        requestBytesMax: 1024 * 1024,
+        inFlightRequestsMax: 8,
+        inFlightBytesMax: 1024 * 1024,
+        connectionsIdleMsMax: 10_000,
+        connectionsMax: 8,
+      },
+      log: () => {},
+    })
+  }
+
+  async start(): Promise<void> {
+    this.port = (await this.#listener.start()).port
+  }
+
+  stop(): Promise<void> {
+    return this.#listener.stop(1000)
+  }
+}
+
+function broker(id: number, port: number): BrokerRegistration {
+  return {
+    id: BrokerId(id),
+    epoch: 1n,
+    incarnationId: 'AAAAAAAAAAAAAAAAAAAAAA' as Uuid,
+    endpoints: [
+      { name: 'PLAINTEXT', host: '127.0.0.1', port: 1, securityProtocol: 0 },
+      { name: 'REPLICATION', host: '127.0.0.1', port, securityProtocol: 0 },
+    ],
+    features: [],
+    rack: null,
+    fenced: false,
+    inControlledShutdown: false,
+    logDirs: [],
+  }
+}
+
+function partition(leader: BrokerId): PartitionRegistration {
+  return {
+    replicas: [],
+    isr: [],
+    removingReplicas: [],
+    addingReplicas: [],
+    elr: [],
+    lastKnownElr: [],
+    directories: [],
+    leader,
+    leaderRecoveryState: 0,
+    leaderEpoch: 3,
+    partitionEpoch: 3,
+  }
+}
+
+describe('WireTxnMarkerChannel (real sockets)', () => {
+  const one = new MarkerBroker()
+  const two = new MarkerBroker()
+  let image: MetadataImage = EMPTY_IMAGE
+  let channel: WireTxnMarkerChannel
+  before(async () => {
+    await one.start()
+    await two.start()
+    const orders = TopicName('orders')
+    image = {
+      ...EMPTY_IMAGE,
+      brokers: new Map([
+        [BrokerId(1), broker(1, one.port)],
+        [BrokerId(2), broker(2, two.port)],
+      ]),
+      topicsByName: new Map([
+        [
+          orders,
+          {
+            name: orders,
+            id: 'BBBBBBBBBBBBBBBBBBBBBB' as Uuid,
+            partitions: new Map([
+              [0, partition(BrokerId(1))],
+              [1, partition(BrokerId(2))],
+              [2, partition(BrokerId(1))],
+              [3, partition(NO_LEADER)],
+            ]),
+          },
+        ],
+      ]),
+    }
+    channel = new WireTxnMarkerChannel({
+      nodeId: BrokerId(1),
+      image: () => image,
+      listenerName: 'REPLICATION',
+      clock: systemClock,
+      transport: nodeTransport,
+      requestTimeoutMs: 5000,
+    })
+  })
+  after(async () => {
+    channel.close()
+    await one.stop()
+    await two.stop()
+  })
+
+  test('one WriteTxnMarkers v1 per leader with all its partitions; each answer by partition', async () => {
+    two.answer = (_t, p) => (p === 1 ? ErrorCode.UnknownTopicOrPartition : ErrorCode.None)
+    const marker: TxnMarker = {
+      producerId: 4000n,
+      producerEpoch: 2,
+      coordinatorEpoch: 9,
+      committed: true,
+      partitions: [
+        { topic: 'orders', partition: 0 },
+        { topic: 'orders', partition: 1 },
+        { topic: 'orders', partition: 2 },
+        { topic: 'orders', partition: 3 },
+        { topic: 'gone', partition: 0 },
+      ],
+    }
+    const answers = await channel.writeMarkers(marker)
+    assert.deepEqual(Object.fromEntries(answers), {
+      'orders:0': ErrorCode.None,
+      // The leader's own UNKNOWN_TOPIC_OR_PARTITION is retried: it may not host the partition yet.
+      'orders:1': ErrorCode.NotLeaderOrFollower,
+      'orders:2': ErrorCode.None,
+      'orders:3': ErrorCode.NotLeaderOrFollower,
+      // Gone from this broker's metadata: dropped by the coordinator.
+      'gone:0': ErrorCode.UnknownTopicOrPartition,
+    })
+    assert.equal(one.received.length, 1)
+    assert.deepEqual(one.received[0]?.markers, [
+      {
+        producerId: 4000n,
+        producerEpoch: 2,
+        transactionResult: true,
+        coordinatorEpoch: 9,
+        topics: [{ name: 'orders', partitionIndexes: [0, 2] }],
+      },
+    ])
+    assert.equal(two.received.length, 1)
+    assert.deepEqual(two.received[0]?.markers[0]?.topics, [{ name: 'orders', partitionIndexes: [1] }])
+  })
+
+  test('a leader that cannot be reached answers NETWORK_EXCEPTION, and is reached again once back', async () => {
+    await two.stop()
+    const marker: TxnMarker = {
+      producerId: 4001n,
+      producerEpoch: 0,
+      coordinatorEpoch: 9,
+      committed: false,
+      partitions: [{ topic: 'orders', partition: 1 }],
+    }
+    const down = await channel.writeMarkers(marker)
+    assert.equal(down.get('orders:1'), ErrorCode.NetworkException)
+    await two.start()
+    image = {
+      ...image,
+      brokers: new Map([...image.brokers, [BrokerId(2), broker(2, two.port)]]),
+    }
+    two.answer = () => ErrorCode.None
+    const up = await channel.writeMarkers(marker)
+    assert.equal(up.get('orders:1'), ErrorCode.None)
+  })
+})
