@@ -12,7 +12,14 @@ import { type BrokerId, TopicName } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import type { LogHooks, LogManager } from '../storage/index.ts'
 import { AlterPartitionManager, type AlterPartitionManagerOptions } from './alter-partition-manager.ts'
-import { type AppendContext, appendRecords, type ProduceEntry, type ProduceResult } from './append-records.ts'
+import {
+  type AppendContext,
+  appendRecords,
+  appendTxnMarkers,
+  type ProduceEntry,
+  type ProduceResult,
+  type TxnMarkerEntry,
+} from './append-records.ts'
 import { DelayedOperations } from './delayed-operations.ts'
 import {
   CONSUMER_REPLICA_ID,
@@ -32,7 +39,7 @@ import { ReplicaReconciler } from './replica-reconciler.ts'
 import { ReplicationStats } from './replication-stats.ts'
 
 // The data path's types and Kafka's names, as the replica manager's API has them.
-export type { ProduceEntry, ProduceResult } from './append-records.ts'
+export type { ProduceEntry, ProduceResult, TxnMarkerEntry } from './append-records.ts'
 export {
   CONSUMER_REPLICA_ID,
   DEBUGGING_REPLICA_ID,
@@ -298,6 +305,22 @@ export class ReplicaManager {
     options: { readonly acks: number; readonly timeoutMs: number },
   ): Promise<ProduceResult[]> {
     return appendRecords(this.#produce, entries, options)
+  }
+
+  /**
+   * WriteTxnMarkers: each marker appended as a control batch to its partition as leader, answered
+   * once the ISR has it or `timeoutMs` passed. A partition not hosted here, or offline, is
+   * UNKNOWN_TOPIC_OR_PARTITION (Kafka's `onlinePartition` finds none); a follower answers
+   * NOT_LEADER_OR_FOLLOWER.
+   */
+  async appendTxnMarkers(entries: readonly TxnMarkerEntry[], timeoutMs: number): Promise<ProduceResult[]> {
+    const results = await appendTxnMarkers(this.#produce, entries, timeoutMs)
+    return results.map((r, i) => {
+      const e = entries[i]!
+      const p = this.getPartition(e.topic, e.partition)
+      if (r.errorCode === ErrorCode.None || (p !== undefined && p.log.offlineCause === null)) return r
+      return { ...r, errorCode: ErrorCode.UnknownTopicOrPartition, errorMessage: null }
+    })
   }
 
   /**

@@ -260,17 +260,17 @@ export const allowances: readonly Allowance[] = [
     path: 'responses[name=idempotent].partitionResponses[0].*',
     doc: 'a transactional batch',
     reason:
-      "Weir does not support transactions and refuses the batch with INVALID_TXN_STATE; Kafka's KIP-890 verification finds no open transaction and answers NOT_ENOUGH_REPLICAS (retriable).",
+      "Weir appends the batch (its producer's transaction opens in the partition); Kafka's KIP-890 verification finds the partition not added to a transaction and answers NOT_ENOUGH_REPLICAS (retriable). Weir does not verify with the coordinator.",
   },
   {
     api: 'Produce',
     step: '* Produce transactional *',
     path: 'responses.*.partitionResponses.0.errorCode',
     kafka: 19,
-    weir: 48,
+    weir: 0,
     doc: 'a transactional batch',
     reason:
-      "The authorization matrix: a principal with WRITE on the transactional id and the topic gets Kafka's KIP-890 NOT_ENOUGH_REPLICAS and Weir's INVALID_TXN_STATE (no transactions); denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
+      "The authorization matrix: a principal with WRITE on the transactional id and the topic gets Kafka's KIP-890 NOT_ENOUGH_REPLICAS (the partition was not added to a transaction) and Weir's acceptance (no verification with the coordinator); denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
   },
   {
     api: 'DescribeConfigs',

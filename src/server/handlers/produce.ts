@@ -1,9 +1,11 @@
 /**
  * Produce v3-12: exactly one record batch (magic 2) per partition, appended as the producer's bytes
  * (compression kept); acks 0 (no response), 1 and -1 (waits for the ISR and, with flush.on.ack, the
- * fsync). Not implemented: transactions (transactional batches: INVALID_TXN_STATE), recompression
- * to a topic `compression.type` other than `producer`, closing the connection after a failed acks=0
- * request, quotas (throttle 0).
+ * fsync). Transactional batches need WRITE on the request's transactional id and open or continue
+ * their producer's transaction in the partition's producer state. Not implemented: KIP-890's
+ * verification of a transactional batch with its coordinator (`transaction.partition.verification.enable`),
+ * recompression to a topic `compression.type` other than `producer`, closing the connection after
+ * a failed acks=0 request, quotas (throttle 0).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
 import type { BrokerId, TopicName } from '../../model/index.ts'

@@ -348,8 +348,8 @@ export class SimBroker implements SimEndpoint {
       mirror.complete = this.serving && !this.#reopening
       this.mirrors.set(`${topic}-${partition}`, mirror)
       return {
-        onBatch: (h, source) => {
-          inner.onBatch?.(h, source)
+        onBatch: (h, source, marker) => {
+          inner.onBatch?.(h, source, marker)
           mirror.add(h)
         },
         onTruncateTo: (end) => {
