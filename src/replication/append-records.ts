@@ -31,6 +31,17 @@ export interface ProduceResult {
   readonly logStartOffset: bigint
 }
 
+export interface AppendRecordsOptions {
+  readonly acks: number
+  readonly timeoutMs: number
+  /**
+   * `client` (default): a producer's batches. `coordinator`: a coordinator's own write (a
+   * transactional offset commit), whose producer batches get no duplicate or sequence check, as
+   * Kafka's `AppendOrigin.COORDINATOR`.
+   */
+  readonly origin?: 'client' | 'coordinator'
+}
+
 /** What the produce path reads of the replica manager (made once, with it). */
 export interface AppendContext {
   readonly clock: Clock
@@ -125,11 +136,12 @@ function isWaiting(a: Appended): a is Waiting {
 export function appendRecords(
   c: AppendContext,
   entries: readonly ProduceEntry[],
-  options: { readonly acks: number; readonly timeoutMs: number },
+  options: AppendRecordsOptions,
 ): Promise<ProduceResult[]> {
   let bytes = 0
   for (const e of entries) bytes += e.records.length
-  return appendAll(c, entries, options, bytes, (p, e, acks) => p.appendAsLeader(e.records, acks))
+  const origin = options.origin ?? 'client'
+  return appendAll(c, entries, options, bytes, (p, e, acks) => p.appendAsLeader(e.records, acks, origin))
 }
 
 /**

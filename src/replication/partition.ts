@@ -659,7 +659,11 @@ export class Partition {
    * place). Idempotent batches are checked against producer state first: a retry of a recent batch
    * answers its original offsets, a gap or stale epoch is refused.
    */
-  appendAsLeader(batch: Buffer, requiredAcks: number): Promise<LeaderAppendResult> {
+  appendAsLeader(
+    batch: Buffer,
+    requiredAcks: number,
+    origin: 'client' | 'coordinator' = 'client',
+  ): Promise<LeaderAppendResult> {
     if (this.#role !== 'leader') return Promise.resolve(this.#notLeader())
     const refused = this.#checkInsyncReplicas(requiredAcks)
     if (refused !== null) return Promise.resolve(refused)
@@ -667,8 +671,8 @@ export class Partition {
       return Promise.resolve({ errorCode: ErrorCode.CorruptMessage, errorMessage: 'the batch is truncated' })
     }
     const header = readBatchHeader(batch, 0)
-    if (header.producerId < 0n) return this.#append(batch, null)
-    return this.#inProducerOrder(header.producerId, () => this.#append(batch, header))
+    if (header.producerId < 0n) return this.#append(batch, null, origin)
+    return this.#inProducerOrder(header.producerId, () => this.#append(batch, header, origin))
   }
 
   /**
@@ -728,10 +732,14 @@ export class Partition {
     }
   }
 
-  async #append(batch: Buffer, producer: BatchHeader | null): Promise<LeaderAppendResult> {
+  async #append(
+    batch: Buffer,
+    producer: BatchHeader | null,
+    origin: 'client' | 'coordinator',
+  ): Promise<LeaderAppendResult> {
     if (this.#role !== 'leader') return this.#notLeader()
     if (producer !== null) {
-      const check = this.state.producers.check(producerInfo(producer))
+      const check = this.state.producers.check(producerInfo(producer), origin)
       if (check.kind === 'error') return { errorCode: check.errorCode, errorMessage: check.message }
       if (check.kind === 'duplicate') {
         return {
@@ -744,7 +752,7 @@ export class Partition {
         }
       }
     }
-    return this.#appendToLog(batch, 'client')
+    return this.#appendToLog(batch, origin)
   }
 
   async #appendToLog(batch: Buffer, origin: 'client' | 'coordinator'): Promise<LeaderAppendResult> {

@@ -103,10 +103,13 @@ export class ProducerStateManager {
   }
 
   /**
-   * Checks a client's batch before it is appended (Kafka's duplicate check, then
-   * `ProducerAppendInfo.checkSequence` and the epoch fence). Batches without a producer id pass.
+   * Checks a batch before the leader appends it (Kafka's duplicate check, then
+   * `ProducerAppendInfo.checkSequence` and the epoch fence, then the transaction state). A
+   * coordinator's batch (`origin` coordinator: a transactional offset commit) gets neither the
+   * duplicate nor the sequence check, as Kafka's `AppendOrigin.COORDINATOR`. Batches without a
+   * producer id pass.
    */
-  check(info: ProducerBatchInfo): ProducerCheck {
+  check(info: ProducerBatchInfo, origin: 'client' | 'coordinator' = 'client'): ProducerCheck {
     if (info.producerId < 0n) return { kind: 'append' }
     const entry = this.#producers.get(info.producerId)
     if (entry === undefined) {
@@ -120,6 +123,7 @@ export class ProducerStateManager {
         message: `Epoch of producer ${info.producerId} is ${info.producerEpoch}, which is smaller than the last seen epoch ${entry.epoch}`,
       }
     }
+    if (origin === 'coordinator') return this.#checkTxnState(info, entry)
     const lastSeq = lastSeqOf(info)
     if (info.producerEpoch === entry.epoch) {
       const dup = entry.batches.find((b) => b.firstSeq === info.baseSequence && b.lastSeq === lastSeq)

@@ -806,4 +806,29 @@ describe('replica manager', () => {
     assert.equal((await h.marker(3n, true)).baseOffset, 9n)
     assert.equal(h.partition.lastStableOffset, 10n)
   })
+
+  test("a coordinator's transactional batches (origin coordinator) get no duplicate or sequence check, only the epoch's", async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    const commit = (epoch = 0) => batch(1, { producerId: 4n, seq: 0, epoch, transactional: true })
+    const write = async (records: Buffer) =>
+      (
+        await h.rm.appendRecords([{ topic: TOPIC, partition: 0, records }], {
+          acks: -1,
+          timeoutMs: 30_000,
+          origin: 'coordinator',
+        })
+      )[0]!
+    assert.equal((await write(commit())).baseOffset, 0n)
+    assert.equal((await write(commit())).baseOffset, 1n, 'sequence 0 again is a new batch, not a retry')
+    const retry = (await h.produce(commit()))[0]!
+    assert.equal(
+      retry.baseOffset,
+      0n,
+      "a client's is Kafka's duplicate (of the first batch with its sequences)",
+    )
+    assert.equal(h.partition.logEndOffset, 2n)
+    await h.marker(4n, true, { epoch: 1 })
+    assert.equal((await write(commit(0))).errorCode, ErrorCode.InvalidProducerEpoch)
+  })
 })

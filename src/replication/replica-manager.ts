@@ -14,6 +14,7 @@ import type { LogHooks, LogManager } from '../storage/index.ts'
 import { AlterPartitionManager, type AlterPartitionManagerOptions } from './alter-partition-manager.ts'
 import {
   type AppendContext,
+  type AppendRecordsOptions,
   appendRecords,
   appendTxnMarkers,
   type ProduceEntry,
@@ -39,7 +40,7 @@ import { ReplicaReconciler } from './replica-reconciler.ts'
 import { ReplicationStats } from './replication-stats.ts'
 
 // The data path's types and Kafka's names, as the replica manager's API has them.
-export type { ProduceEntry, ProduceResult, TxnMarkerEntry } from './append-records.ts'
+export type { AppendRecordsOptions, ProduceEntry, ProduceResult, TxnMarkerEntry } from './append-records.ts'
 export {
   CONSUMER_REPLICA_ID,
   DEBUGGING_REPLICA_ID,
@@ -300,10 +301,7 @@ export class ReplicaManager {
    * answer waits until the ISR has every appended batch (the high watermark passes it; with
    * `flush.on.ack` that includes the fsync) or `timeoutMs` passes (REQUEST_TIMED_OUT).
    */
-  appendRecords(
-    entries: readonly ProduceEntry[],
-    options: { readonly acks: number; readonly timeoutMs: number },
-  ): Promise<ProduceResult[]> {
+  appendRecords(entries: readonly ProduceEntry[], options: AppendRecordsOptions): Promise<ProduceResult[]> {
     return appendRecords(this.#produce, entries, options)
   }
 
