@@ -399,18 +399,16 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
         transactional: true,
       })
     const marker = (pid: bigint, committed: boolean) =>
-      c
-        .node(1)
-        .rm.appendTxnMarkers(
-          [
-            {
-              topic: TOPIC,
-              partition: 0,
-              marker: { producerId: pid, producerEpoch: 0, coordinatorEpoch: 0, committed },
-            },
-          ],
-          30_000,
-        )
+      c.node(1).rm.appendTxnMarkers(
+        [
+          {
+            topic: TOPIC,
+            partition: 0,
+            marker: { producerId: pid, producerEpoch: 0, coordinatorEpoch: 0, committed },
+          },
+        ],
+        30_000,
+      )
     await c.produce(1, txn(1n, 'a')) // 0
     await c.produce(1, txn(2n, 'b')) // 1
     await c.produce(1, batch(1, 'c')) // 2
@@ -428,18 +426,16 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     assert.deepEqual(await c.partition(2).log.collectAbortedTxns(0n, 4n), [
       { producerId: 1n, firstOffset: 0n, lastOffset: 3n, lastStableOffset: 1n },
     ])
-    const committed = c
-      .node(2)
-      .rm.appendTxnMarkers(
-        [
-          {
-            topic: TOPIC,
-            partition: 0,
-            marker: { producerId: 2n, producerEpoch: 0, coordinatorEpoch: 0, committed: true },
-          },
-        ],
-        30_000,
-      )
+    const committed = c.node(2).rm.appendTxnMarkers(
+      [
+        {
+          topic: TOPIC,
+          partition: 0,
+          marker: { producerId: 2n, producerEpoch: 0, coordinatorEpoch: 0, committed: true },
+        },
+      ],
+      30_000,
+    )
     await c.run(500)
     assert.equal((await committed)[0]!.baseOffset, 4n)
     assert.equal(c.partition(2).lastStableOffset, 5n)
