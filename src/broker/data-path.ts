@@ -166,7 +166,7 @@ export class DataPath {
     return {
       pool: this.readBuffers,
       hooksFor: (topic, partition) => this.replicas.hooksFor(topic, partition),
-      cleanerUpperBound: (topic, partition) => this.replicas.highWatermark(topic, partition),
+      cleanerUpperBound: (topic, partition) => this.replicas.lastStableOffset(topic, partition),
       config: logManagerConfigFrom(this.#o.effective),
     }
   }

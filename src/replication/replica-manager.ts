@@ -420,9 +420,18 @@ export class ReplicaManager {
     }))
   }
 
-  /** The high watermark of a hosted partition (the cleaner's upper bound), or undefined. */
+  /** The high watermark of a hosted partition, or undefined. */
   highWatermark(topic: string, partition: number): bigint | undefined {
     return this.getPartition(topic, partition)?.highWatermark
+  }
+
+  /**
+   * The last stable offset of a hosted partition, or undefined: the cleaner's upper bound (Kafka's
+   * first uncleanable offset is below the first unstable offset and the high watermark), so it
+   * never compacts records of a transaction still open.
+   */
+  lastStableOffset(topic: string, partition: number): bigint | undefined {
+    return this.getPartition(topic, partition)?.lastStableOffset
   }
 
   // ---------------------------------------------------------------- periodic tasks

@@ -4,7 +4,10 @@ import { batch, config, decodeAll, type ReadRecord, readAll } from '../../test/s
 import { ManualClock, SeededRandom, SimDisk } from '../io/index.ts'
 import {
   Compression,
+  ControlRecordType,
   decodeBatch,
+  encodeBatch,
+  encodeEndTxnMarkerBatch,
   hasDeleteHorizon,
   LOG_OVERHEAD,
   readBatchHeader,
@@ -180,6 +183,41 @@ describe('log cleaner', () => {
     await writeUpdates(log, 30, 2, clock.nowMs())
     assert.ok((await m.runCleanerOnce()) !== null)
     assert.ok(!(await readAll(log)).some((r) => r.key === 'gone'))
+    await m.close()
+  })
+
+  it("drops an aborted transaction's records, which never shadow the committed value; its .txnindex entry moves with its marker", async () => {
+    const { m, log } = await setup(compactConfig())
+    await log.append(batch([{ key: 'k', value: 'committed' }])) // 0
+    const txn = encodeBatch({
+      records: [{ key: Buffer.from('k'), value: Buffer.from('aborted'), timestamp: 1000n }],
+      producerId: 7n,
+      producerEpoch: 0,
+      baseSequence: 0,
+      transactional: true,
+    })
+    await log.append(txn) // 1
+    const abort = encodeEndTxnMarkerBatch({
+      marker: { type: ControlRecordType.abort, coordinatorEpoch: 0 },
+      producerId: 7n,
+      producerEpoch: 0,
+      timestamp: 1000n,
+    })
+    await log.append(abort, { origin: 'coordinator' }) // 2
+    const entry = { producerId: 7n, firstOffset: 1n, lastOffset: 2n, lastStableOffset: 3n }
+    await log.appendAbortedTxn(entry)
+    await writeUpdates(log, 20, 3, 1000)
+    assert.ok((await m.runCleanerOnce()) !== null)
+    const records = await readAll(log)
+    assert.deepEqual(
+      records.filter((r) => r.key === 'k').map((r) => r.value),
+      ['committed'],
+    )
+    assert.ok(
+      records.some((r) => r.offset === 2n),
+      'the marker stays',
+    )
+    assert.deepEqual(await log.collectAbortedTxns(0n, log.logEndOffset), [entry])
     await m.close()
   })
 

@@ -25,6 +25,7 @@ import { NEVER_MS } from './log-config.ts'
 import type { LogSegment } from './log-segment.ts'
 import { OffsetMap } from './offset-map.ts'
 import type { PartitionLog } from './partition-log.ts'
+import type { AbortedTxn } from './transaction-index.ts'
 
 const INT32_MAX = 0x7fffffff
 /** Producers tracked for "is this its last batch" before the cleaner keeps every empty idempotent batch. */
@@ -44,7 +45,7 @@ export interface CleanerCandidate {
   readonly log: PartitionLog
   /** From cleaner-offset-checkpoint (or the log start). */
   readonly firstDirty: bigint
-  /** Nothing at or above it is cleaned (the high watermark); default the log end. */
+  /** Nothing at or above it is cleaned (the last stable offset); default the log end. */
   readonly upperBound?: bigint
 }
 
@@ -160,6 +161,9 @@ export class LogCleaner {
     const segments = log.segments
     const dirty = dirtySegments(segments, firstDirtyOffset, firstUncleanableOffset)
     const lastBatchOfProducer = new Map<bigint, bigint>()
+    // Aborted transactions' records neither enter the map nor survive (Kafka's
+    // CleanedTransactionMetadata): an aborted write of a key never shadows its committed value.
+    const aborted = abortedRanges(await log.collectAbortedTxns(log.logStartOffset, firstUncleanableOffset))
     let endOffset = firstDirtyOffset
     // 1. The map: every key in the dirty part, to its latest offset, until the memory is full.
     build: for (const segment of dirty) {
@@ -180,7 +184,7 @@ export class LogCleaner {
         if (b.lastOffset < firstDirtyOffset) continue
         if (b.lastOffset >= firstUncleanableOffset) break build
         stats.bytesRead += b.size
-        if (!isControl(b.header.attributes)) {
+        if (!isControl(b.header.attributes) && !isAbortedData(aborted, b.header)) {
           const { records } = decodeBatch(b.bytes!, 0, { verifyCrc: false })
           if (records.length > map.remaining) break build
           for (const r of records)
@@ -205,6 +209,7 @@ export class LogCleaner {
         map,
         nowMs,
         deleteHorizonMs,
+        abortedData: isAbortedData(aborted, header),
         keepEmpty:
           isLastBatchOfGroup ||
           (header.producerId !== NO_PRODUCER_ID &&
@@ -267,6 +272,14 @@ export class LogCleaner {
         }
       }
       await flushPending()
+      // The group's aborted transactions go with their markers into the cleaned segment's index.
+      for (const segment of group) {
+        const entries = (await segment.transactionIndex()).entries
+        if (entries.length > 0) {
+          const index = await cleaned.transactionIndex()
+          for (const txn of entries) await index.append(txn)
+        }
+      }
       await cleaned.seal()
     } catch (e) {
       await cleaned.deleteFiles().catch(() => undefined)
@@ -283,6 +296,28 @@ interface RetainRule {
   readonly deleteHorizonMs: number
   /** Keep the batch header even when no record survives (producer state, segment end). */
   readonly keepEmpty: boolean
+  /** A batch of an aborted transaction: none of its records is kept. */
+  readonly abortedData: boolean
+}
+
+/** Per producer, the offset ranges of its aborted transactions (first offset to marker). */
+type AbortedRanges = ReadonlyMap<bigint, readonly AbortedTxn[]>
+
+function abortedRanges(txns: readonly AbortedTxn[]): AbortedRanges {
+  const out = new Map<bigint, AbortedTxn[]>()
+  for (const t of txns) {
+    const list = out.get(t.producerId)
+    if (list === undefined) out.set(t.producerId, [t])
+    else list.push(t)
+  }
+  return out
+}
+
+/** A transactional data batch inside one of its producer's aborted transactions. */
+function isAbortedData(aborted: AbortedRanges, header: BatchHeader): boolean {
+  if (aborted.size === 0 || !isTransactional(header.attributes) || isControl(header.attributes)) return false
+  const ranges = aborted.get(header.producerId)
+  return ranges?.some((t) => t.firstOffset <= header.baseOffset && header.baseOffset < t.lastOffset) === true
 }
 
 /**
@@ -295,14 +330,14 @@ function filterBatch(
   rule: RetainRule,
   stats: CleanerStats,
 ): Buffer | null {
-  if (isControl(header.attributes)) return bytes // transaction markers: kept (transactions are not implemented yet)
+  if (isControl(header.attributes)) return bytes // transaction markers: kept
   const { records } = decodeBatch(bytes, 0, { verifyCrc: false })
   stats.recordsRead += records.length
   const horizonMs = hasDeleteHorizon(header.attributes) ? Number(header.baseTimestamp) : null
   const kept: KafkaRecord[] = []
   let tombstones = 0
   for (const r of records) {
-    if (r.key === null) continue
+    if (r.key === null || rule.abortedData) continue
     const latest = rule.map.get(r.key)
     if (latest > Number(r.offset)) continue
     if (r.value === null) {

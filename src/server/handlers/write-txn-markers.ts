@@ -1,5 +1,5 @@
 /**
- * WriteTxnMarkers v0-1, the transaction coordinator's request to a partition leader (Kafka's
+ * WriteTxnMarkers v1 (Kafka 4 removed v0, KIP-896), the transaction coordinator's request to a partition leader (Kafka's
  * `KafkaApis.handleWriteTxnMarkersRequest`): for each marker, a COMMIT or ABORT control batch
  * appended to each named partition this broker leads, with acks=all (answered once committed);
  * a partition not hosted here is UNKNOWN_TOPIC_OR_PARTITION, one followed here
@@ -25,7 +25,7 @@ export interface WriteTxnMarkersView {
 }
 
 export function makeWriteTxnMarkersHandler(view: WriteTxnMarkersView): Handler {
-  return defineHandler(apis.WriteTxnMarkers, {}, async (req, ctx) => {
+  return defineHandler(apis.WriteTxnMarkers, { minVersion: 1 }, async (req, ctx) => {
     const authz = authorize(ctx)
     const allowed = authz.cluster(AclOperation.Alter) || authz.cluster(AclOperation.ClusterAction)
     const markers = req.markers.map(
