@@ -10,7 +10,7 @@ import { type FileBatch, FileBatchReader, isProblem, type ReadMode } from './fil
 import { OFFSET_INDEX_ENTRY_BYTES, OffsetIndex } from './offset-index.ts'
 import type { ReadBuffers } from './read-buffer-pool.ts'
 import { TIME_INDEX_ENTRY_BYTES, TimeIndex } from './time-index.ts'
-import { CorruptTransactionIndexError, TransactionIndex } from './transaction-index.ts'
+import { type AbortedTxn, CorruptTransactionIndexError, TransactionIndex } from './transaction-index.ts'
 import type { WriteTail } from './write-tail.ts'
 
 /** File name parts, as Kafka names them. */
@@ -99,6 +99,8 @@ export class LogSegment {
   #txnIndex: Promise<TransactionIndex> | null = null
   /** The same once open (a sync flushes it only when it holds entries: no await otherwise). */
   #txnIndexOpen: TransactionIndex | null = null
+  /** The last `appendAbortedTxn`: truncation, renames and closing wait for it. */
+  #txnWrites: Promise<void> = Promise.resolve()
   #loadingIndexes: Promise<void> | null = null
   /** Bytes registered, including appends not yet written. */
   size: number
@@ -456,6 +458,7 @@ export class LogSegment {
     // Aborted transactions whose markers the cut took go with them (the log's replay adds back
     // what the batches left still say).
     const next = this.nextOffset
+    await this.#txnWrites
     const txnIndex = await this.transactionIndex()
     if (next === null) await txnIndex.reset()
     else await txnIndex.truncateTo(next)
@@ -898,6 +901,7 @@ export class LogSegment {
     if (files !== null && cutOffsetFile) await files.offset.truncate(offsetEntries * OFFSET_INDEX_ENTRY_BYTES)
     if (files !== null && cutTimeFile) await files.time.truncate(timeEntries * TIME_INDEX_ENTRY_BYTES)
     await this.#truncateFile(found.position)
+    await this.#txnWrites
     await (await this.transactionIndex()).truncateTo(offset)
     this.size = this.writtenSize = this.#issuedSize = found.position
     this.indexFilesCurrent = false
@@ -1063,7 +1067,26 @@ export class LogSegment {
     return index
   }
 
+  /**
+   * Appends an aborted transaction to this segment's `.txnindex`, durably (aborts are rare: one
+   * fsync each, so no later producer snapshot vouches for an entry a crash could lose). An entry at
+   * or below the index's last one is there already (a replay at load) and is skipped. Serialized
+   * with truncation, renames and closing, without the log's lock.
+   */
+  appendAbortedTxn(txn: AbortedTxn): Promise<void> {
+    const run = this.#txnWrites.then(async () => {
+      const index = await this.transactionIndex()
+      const last = index.lastOffset
+      if (last !== null && last >= txn.lastOffset) return
+      await index.append(txn)
+      await index.flush()
+    })
+    this.#txnWrites = run.catch(() => undefined)
+    return run
+  }
+
   async #closeTxnIndex(): Promise<void> {
+    await this.#txnWrites
     const opening = this.#txnIndex
     this.#txnIndex = null
     this.#txnIndexOpen = null

@@ -468,20 +468,16 @@ export class PartitionLog {
 
   /**
    * Records an aborted transaction in the `.txnindex` of the segment holding its marker
-   * (`txn.lastOffset`), as Kafka's `UnifiedLog.updateProducers` does; an entry at or below the
-   * index's last one is there already (a replay at load) and is skipped. Not durable until a flush.
+   * (`txn.lastOffset`), durably, as Kafka's `UnifiedLog.updateProducers` does; an entry the index
+   * has already (a replay at load) is skipped (`LogSegment.appendAbortedTxn`). Not under the log's
+   * lock: the hooks that call it run inside it, and a roll waits for them.
    */
   appendAbortedTxn(txn: AbortedTxn): Promise<void> {
-    const run = this.#exclusive(async () => {
-      this.#checkUsable()
-      const segments = this.#local.segments
-      const at = segments.floorIndex(txn.lastOffset)
-      if (at < 0 || txn.lastOffset < this.#logStartOffset) return
-      const index = await segments.all[at]!.transactionIndex()
-      const last = index.lastOffset
-      if (last !== null && last >= txn.lastOffset) return
-      await index.append(txn)
-    })
+    this.#checkUsable()
+    const segments = this.#local.segments
+    const at = segments.floorIndex(txn.lastOffset)
+    if (at < 0 || txn.lastOffset < this.#logStartOffset) return Promise.resolve()
+    const run = segments.all[at]!.appendAbortedTxn(txn)
     this.#abortedTxnWrites = run.catch(() => undefined)
     return run
   }
