@@ -769,6 +769,24 @@ describe('ACLs in every handler, one node', () => {
         ErrorCode.ClusterAuthorizationFailed,
       ],
       [
+        'WriteTxnMarkers',
+        async (c) =>
+          (
+            await c.request(apis.WriteTxnMarkers, 1, {
+              markers: [
+                {
+                  producerId: 1n as ProducerId,
+                  producerEpoch: 0,
+                  transactionResult: false,
+                  topics: [{ name: 'open' as TopicName, partitionIndexes: [0] }],
+                  coordinatorEpoch: 0,
+                },
+              ],
+            })
+          ).markers[0]!.topics[0]!.partitions[0]!.errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
         'DescribeClientQuotas',
         async (c) =>
           (await c.request(apis.DescribeClientQuotas, 1, { components: [], strict: false })).errorCode,
