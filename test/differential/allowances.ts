@@ -272,6 +272,15 @@ export const allowances: readonly Allowance[] = [
       "The authorization matrix: a principal with WRITE on the transactional id and the topic gets Kafka's KIP-890 NOT_ENOUGH_REPLICAS (the partition was not added to a transaction) and Weir's acceptance (no verification with the coordinator); denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
   },
   {
+    api: 'DescribeProducers',
+    step: '* DescribeProducers *',
+    path: 'topics.app-orders.partitions.0.activeProducers.2',
+    kafka: ABSENT,
+    doc: 'activeProducers after a transactional batch',
+    reason:
+      "The authorization matrix: the transactional batch Kafka's KIP-890 verification refused (NOT_ENOUGH_REPLICAS) Weir appended, so its producer is one more active producer of the partition.",
+  },
+  {
     api: 'DescribeConfigs',
     step: 'admin DescribeConfigs broker logger *',
     path: 'results.1.errorCode',

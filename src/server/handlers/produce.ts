@@ -92,13 +92,12 @@ export function makeProduceHandler(view: ProduceView): Handler {
     const acksValid = req.acks === -1 || req.acks === 0 || req.acks === 1
     const internalAllowed = ctx.header.clientId === ADMIN_CLIENT_ID
     const authz = authorize(ctx)
-    if (authz.authorizer !== null) {
-      const txn = transactionalIdDenied(req, authz)
-      if (txn)
-        return req.acks === 0
-          ? NO_RESPONSE
-          : deniedResponse(req, v, ErrorCode.TransactionalIdAuthorizationFailed)
-    }
+    // Without an authorizer too: transactional batches need a transactional id (Kafka's
+    // handleProduceRequest), the check one int16 per partition.
+    if (transactionalIdDenied(req, authz))
+      return req.acks === 0
+        ? NO_RESPONSE
+        : deniedResponse(req, v, ErrorCode.TransactionalIdAuthorizationFailed)
     /** Per request partition, in order: either an early answer or an index into `entries`. */
     const slots: Array<{ topic: TopicName; partition: number; early: PartitionOut | null; entry: number }> =
       []
