@@ -221,6 +221,50 @@ describe('log cleaner', () => {
     await m.close()
   })
 
+  it('an ABORT marker whose data is gone gets a delete horizon, then goes with its .txnindex entry', async () => {
+    const { m, log, clock } = await setup(compactConfig())
+    const txn = (value: string, seq: number) =>
+      encodeBatch({
+        records: [{ key: Buffer.from('k'), value: Buffer.from(value), timestamp: 1000n }],
+        producerId: 7n,
+        producerEpoch: 0,
+        baseSequence: seq,
+        transactional: true,
+      })
+    await log.append(txn('aborted', 0)) // 0
+    const abort = encodeEndTxnMarkerBatch({
+      marker: { type: ControlRecordType.abort, coordinatorEpoch: 0 },
+      producerId: 7n,
+      producerEpoch: 0,
+      timestamp: 1000n,
+    })
+    await log.append(abort, { origin: 'coordinator' }) // 1
+    await log.appendAbortedTxn({ producerId: 7n, firstOffset: 0n, lastOffset: 1n, lastStableOffset: 2n })
+    const markerAt1 = async () => {
+      const r = await log.read(1n, 1 << 16, { offsetMax: 2n })
+      return 'records' in r && r.records.length > 0 ? readBatchHeader(r.records, 0) : null
+    }
+    const clean = async () => {
+      // The producer writes again in the dirty part each time: the cleaner, which knows a producer's
+      // last batch only from there, then knows the marker is not its last.
+      await log.append(batch([{ key: 'p', value: `${log.logEndOffset}` }], { producerId: 7n }))
+      await writeUpdates(log, 20, 3, 1000)
+      assert.ok((await m.runCleanerOnce()) !== null)
+    }
+    await clean()
+    assert.ok(!(await readAll(log)).some((r) => r.offset === 0n), 'the aborted data goes first')
+    assert.equal((await markerAt1())?.baseOffset, 1n, 'the marker stays while its data was still there')
+    await clean()
+    const stamped = await markerAt1()
+    assert.ok(stamped !== null && hasDeleteHorizon(stamped.attributes), 'found empty: a delete horizon')
+    assert.equal((await log.collectAbortedTxns(0n, 3n)).length, 1)
+    clock.advance(10_001)
+    await clean()
+    assert.equal(await markerAt1(), null, 'past delete.retention.ms it is gone')
+    assert.deepEqual(await log.collectAbortedTxns(0n, 3n), [])
+    await m.close()
+  })
+
   it('never cleans at or above the upper bound (the high watermark)', async () => {
     const { m, log } = await setup(compactConfig())
     await writeUpdates(log, 40, 2, 1000)

@@ -204,12 +204,14 @@ export class LogCleaner {
     // 2. Rewrite every closed segment below endOffset, in groups that fit one segment.
     const toClean = segments.slice(0, -1).filter((_, i) => segments[i + 1]!.baseOffset <= endOffset)
     const deleteHorizonMs = nowMs + log.config.deleteRetentionMs
+    const markers = new MarkerTracker(aborted)
     for (const group of groupSegments(toClean, segments, log.config.segmentBytes)) {
       const retain = (header: BatchHeader, isLastBatchOfGroup: boolean) => ({
         map,
         nowMs,
         deleteHorizonMs,
-        abortedData: isAbortedData(aborted, header),
+        abortedData: markers.onBatch(header),
+        emptyMarker: markers.emptyMarker(header),
         keepEmpty:
           isLastBatchOfGroup ||
           (header.producerId !== NO_PRODUCER_ID &&
@@ -217,7 +219,7 @@ export class LogCleaner {
               (lastBatchOfProducer.get(header.producerId) ?? header.baseOffset) <=
                 header.baseOffset + BigInt(header.lastOffsetDelta))),
       })
-      const cleaned = await this.#cleanGroup(log, group, retain, stats)
+      const cleaned = await this.#cleanGroup(log, group, retain, stats, markers.dropped)
       if (cleaned === null) return null
       if (!(await log.replaceSegments(group, cleaned))) return null
       stats.segmentsCleaned += group.length
@@ -233,6 +235,7 @@ export class LogCleaner {
     group: readonly LogSegment[],
     retain: (header: BatchHeader, isLastBatchOfGroup: boolean) => RetainRule,
     stats: CleanerStats,
+    droppedMarkers: Set<bigint>,
   ): Promise<LogSegment | null> {
     const cleaned = await log.createCleanedSegment(group[0]!.baseOffset)
     let pending: Buffer[] = []
@@ -260,7 +263,10 @@ export class LogCleaner {
           b = await reader.next('bytes')
           const isLast = g === group.length - 1 && b === null
           const out = filterBatch(bytes, header, retain(header, isLast), stats)
-          if (out === null) continue
+          if (out === null) {
+            if (isControl(header.attributes)) droppedMarkers.add(header.baseOffset)
+            continue
+          }
           cleaned.registerAppend(
             out.length,
             cleaned.relative(header.baseOffset + BigInt(header.lastOffsetDelta)),
@@ -272,12 +278,13 @@ export class LogCleaner {
         }
       }
       await flushPending()
-      // The group's aborted transactions go with their markers into the cleaned segment's index.
+      // The group's aborted transactions go with their markers into the cleaned segment's index
+      // (not those whose marker was removed).
       for (const segment of group) {
         const entries = (await segment.transactionIndex()).entries
         if (entries.length > 0) {
           const index = await cleaned.transactionIndex()
-          for (const txn of entries) await index.append(txn)
+          for (const txn of entries) if (!droppedMarkers.has(txn.lastOffset)) await index.append(txn)
         }
       }
       await cleaned.seal()
@@ -298,6 +305,41 @@ interface RetainRule {
   readonly keepEmpty: boolean
   /** A batch of an aborted transaction: none of its records is kept. */
   readonly abortedData: boolean
+  /**
+   * A COMMIT or ABORT marker none of whose transaction's batches this cleaning met: it gets a
+   * delete horizon, and once past it goes (unless it may be its producer's last batch).
+   */
+  readonly emptyMarker: boolean
+}
+
+/**
+ * Kafka's CleanedTransactionMetadata over one cleaning, batch by batch in offset order (which
+ * covers the log from its start): which batches are aborted data, and which markers end a
+ * transaction whose batches are all gone.
+ */
+class MarkerTracker {
+  readonly #aborted: AbortedRanges
+  /** Producers whose current transaction showed a batch in this cleaning. */
+  readonly #withBatches = new Set<bigint>()
+  /** Offsets of the markers this cleaning removed. */
+  readonly dropped = new Set<bigint>()
+
+  constructor(aborted: AbortedRanges) {
+    this.#aborted = aborted
+  }
+
+  /** Notes a data batch; whether it is aborted data. */
+  onBatch(header: BatchHeader): boolean {
+    if (!isTransactional(header.attributes) || isControl(header.attributes)) return false
+    this.#withBatches.add(header.producerId)
+    return isAbortedData(this.#aborted, header)
+  }
+
+  /** Notes a marker; whether its transaction showed no batch (an empty marker). */
+  emptyMarker(header: BatchHeader): boolean {
+    if (!isControl(header.attributes) || !isTransactional(header.attributes)) return false
+    return !this.#withBatches.delete(header.producerId)
+  }
 }
 
 /** Per producer, the offset ranges of its aborted transactions (first offset to marker). */
@@ -330,7 +372,7 @@ function filterBatch(
   rule: RetainRule,
   stats: CleanerStats,
 ): Buffer | null {
-  if (isControl(header.attributes)) return bytes // transaction markers: kept
+  if (isControl(header.attributes)) return filterMarker(bytes, header, rule)
   const { records } = decodeBatch(bytes, 0, { verifyCrc: false })
   stats.recordsRead += records.length
   const horizonMs = hasDeleteHorizon(header.attributes) ? Number(header.baseTimestamp) : null
@@ -379,6 +421,35 @@ function filterBatch(
     ...(logAppendTime
       ? { timestampType: TimestampType.logAppendTime, logAppendTime: header.maxTimestamp }
       : {}),
+  })
+}
+
+/**
+ * A control batch: kept unless it is an empty marker (Kafka's rule: `delete.retention.ms` after the
+ * cleaning that first found it empty, stamped as its delete horizon), and always when it may be
+ * its producer's last batch.
+ */
+function filterMarker(bytes: Buffer, header: BatchHeader, rule: RetainRule): Buffer | null {
+  if (!rule.emptyMarker || rule.keepEmpty) return bytes
+  if (hasDeleteHorizon(header.attributes)) return rule.nowMs >= Number(header.baseTimestamp) ? null : bytes
+  const { records } = decodeBatch(bytes, 0, { verifyCrc: false })
+  return encodeBatch({
+    records: records.map((r) => ({
+      key: r.key,
+      value: r.value,
+      headers: r.headers,
+      timestamp: r.timestamp,
+      offsetDelta: r.offsetDelta,
+    })),
+    baseOffset: header.baseOffset,
+    partitionLeaderEpoch: header.partitionLeaderEpoch,
+    producerId: header.producerId,
+    producerEpoch: header.producerEpoch,
+    baseSequence: header.baseSequence,
+    transactional: true,
+    control: true,
+    lastOffsetDelta: header.lastOffsetDelta,
+    deleteHorizonMs: BigInt(rule.deleteHorizonMs),
   })
 }
 
