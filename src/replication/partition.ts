@@ -606,6 +606,8 @@ export class Partition {
     await this.log.truncateTo(offset)
     assert(this.log.logEndOffset <= offset, 'a truncation left offsets at or past its cut')
     if (this.#highWatermark > this.log.logEndOffset) this.#highWatermark = this.log.logEndOffset
+    // A cut marker reopens its transaction: producer state is rebuilt from the log.
+    await this.state.reloadProducers()
     this.watchers.wake()
   }
 

@@ -334,6 +334,31 @@ export class ReplicaLogState {
     if (epochsChanged || rebuildEpochs) await this.#runFile(() => this.#writeEpochCheckpoint())
   }
 
+  /**
+   * Rebuilds producer state after a truncation (Kafka's `truncateAndReload`): from the newest good
+   * snapshot at or below the new log end, replaying the batches after it, so a transaction whose
+   * marker the truncation cut is open again. The hooks' quick cut (`onTruncateTo`) only drops
+   * what lies past the end.
+   */
+  async reloadProducers(): Promise<void> {
+    const log = this.#log
+    if (!this.#loaded || log === null) return
+    const end = log.logEndOffset
+    try {
+      const snapshotOffset = await this.#runFile(() => this.#loadProducerSnapshot(end))
+      if (snapshotOffset === null) this.#producers = new ProducerStateManager()
+      const from = snapshotOffset ?? log.logStartOffset
+      const nowMs = this.#clock.nowMs()
+      await log.scanBatchHeaders(from, (h, marker) => {
+        if (h.baseOffset >= from && h.baseOffset < end) this.#updateProducers(h, marker, nowMs)
+      })
+    } catch (e) {
+      // The quick cut stands; a failing disk takes the log dir offline.
+      this.#warn(`${log.dir}: reloading producer state after a truncation: ${String(e)}`)
+      this.#options.onDiskError?.(e)
+    }
+  }
+
   /** Loads the newest good snapshot at or below `end`; deletes later and damaged ones. */
   async #loadProducerSnapshot(end: bigint): Promise<bigint | null> {
     const offsets = await this.#snapshotOffsets()

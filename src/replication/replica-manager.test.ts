@@ -831,4 +831,17 @@ describe('replica manager', () => {
     await h.marker(4n, true, { epoch: 1 })
     assert.equal((await write(commit(0))).errorCode, ErrorCode.InvalidProducerEpoch)
   })
+
+  test('a truncation that cuts a marker reopens its transaction (producer state reloaded from the log)', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    await h.produce(batch(2, { producerId: 1n, transactional: true })) // 0-1
+    await h.marker(1n, true) // 2
+    assert.equal(h.partition.lastStableOffset, 3n)
+    await h.partition.truncateTo(2n)
+    assert.equal(h.partition.state.producers.get(1n)?.currentTxnFirstOffset, 0n)
+    assert.equal(h.partition.lastStableOffset, 0n)
+    assert.equal((await h.marker(1n, false)).baseOffset, 2n, 'the coordinator ends it again')
+    assert.equal(h.partition.lastStableOffset, 3n)
+  })
 })
