@@ -130,7 +130,11 @@ const LIMIT_NAME_INSIDE = /^#?[a-z][A-Za-z0-9]*[a-z0-9](?:Max|Min)(?:[A-Z][A-Za-
  * Names of that shape that are not Weir's to choose, besides the generated codecs' field names
  * (Kafka's: `maxWaitMs`, `minVersion`, `partitionMaxBytes`, read from src/protocol/generated/).
  */
-const FOREIGN_LIMIT_NAMES: ReadonlyMap<string, string> = new Map([['maxOutputLength', "node:zlib's option"]])
+const FOREIGN_LIMIT_NAMES: ReadonlyMap<string, string> = new Map([
+  ['maxOutputLength', "node:zlib's option"],
+  ['maxHeaderSize', "node:http's server option"],
+  ['maxConnections', "node:net's server property"],
+])
 
 /** Folders never searched for READMEs: dependencies, build output, dot-folders (.git, .cache). */
 const SKIPPED_FOLDERS: ReadonlySet<string> = new Set(['node_modules', 'dist', 'build'])

@@ -4,7 +4,7 @@
  * every record it consumes (~1.2-1.3 M records/s here, while the broker idled), this counts them.
  *
  *   rdkafka-perf consume BOOTSTRAP TOPIC N [callback|batch]
- *   rdkafka-perf produce BOOTSTRAP TOPIC N SIZE ACKS
+ *   rdkafka-perf produce BOOTSTRAP TOPIC N SIZE ACKS [TXN_RECORDS]
  *
  * consume: every partition of TOPIC from its first offset, no group (nothing joined or committed),
  * kcat's fetch settings (bench/peers/peers.ts kcatConsume); counts records and value bytes and exits
@@ -15,7 +15,9 @@
  * produce: N records of SIZE bytes ('r' repeated: the same values as peers.ts's kcat file, one
  * buffer in memory that librdkafka references, no copy) with rd_kafka_produce in a tight loop
  * (polling on a full queue), kcat's producer settings (bench/kcat-producer.ts), then waits for every
- * delivery report; fails on any delivery error.
+ * delivery report; fails on any delivery error. With TXN_RECORDS > 0 the producer is transactional
+ * (a transactional.id of its own, init_transactions before the clock starts) and commits a
+ * transaction every TXN_RECORDS records (rd_kafka_commit_transaction waits for their delivery).
  *
  * Prints one JSON line: n, bytes, "first_s" (consume: from the first record received to the Nth;
  * produce: from the first produce call to the last delivery report), "start_s" (from the start of
@@ -183,7 +185,14 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   t_last_dr = now();
 }
 
-static int produce(const char *bootstrap, const char *topic, long long size, const char *acks) {
+static void txn_check(rd_kafka_error_t *e, const char *what) {
+  if (e == NULL) return;
+  fprintf(stderr, "rdkafka-perf: %s: %s\n", what, rd_kafka_error_string(e));
+  exit(1);
+}
+
+static int produce(const char *bootstrap, const char *topic, long long size, const char *acks,
+                   long long txn) {
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", bootstrap);
   /* kcat -P's settings (bench/kcat-producer.ts). */
@@ -193,6 +202,11 @@ static int produce(const char *bootstrap, const char *topic, long long size, con
   set(conf, "batch.num.messages", "100000");
   set(conf, "queue.buffering.max.messages", "2000000");
   set(conf, "queue.buffering.max.kbytes", "2097151");
+  if (txn > 0) {
+    char id[64];
+    snprintf(id, sizeof id, "rdkafka-perf-%d", (int)getpid());
+    set(conf, "transactional.id", id);
+  }
   extra_config(conf);
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
@@ -201,8 +215,14 @@ static int produce(const char *bootstrap, const char *topic, long long size, con
   char *value = malloc((size_t)size);
   if (value == NULL) die("out of memory");
   memset(value, 'r', (size_t)size);
+  if (txn > 0) txn_check(rd_kafka_init_transactions(rk, 30000), "init_transactions");
   t_first = now();
+  int open = 0;
   for (long long i = 0; i < target;) {
+    if (txn > 0 && !open) {
+      txn_check(rd_kafka_begin_transaction(rk), "begin_transaction");
+      open = 1;
+    }
     /* No RD_KAFKA_MSG_F_COPY: librdkafka references the one buffer, which outlives every send. */
     if (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, 0, value, (size_t)size, NULL, 0, NULL) == -1) {
       rd_kafka_resp_err_t err = rd_kafka_last_error();
@@ -212,6 +232,10 @@ static int produce(const char *bootstrap, const char *topic, long long size, con
     }
     i++;
     if ((i & 0xffff) == 0) rd_kafka_poll(rk, 0);
+    if (txn > 0 && (i % txn == 0 || i == target)) {
+      txn_check(rd_kafka_commit_transaction(rk, 60000), "commit_transaction");
+      open = 0;
+    }
   }
   rd_kafka_resp_err_t err = rd_kafka_flush(rk, 120000);
   if (err) die(rd_kafka_err2str(err));
@@ -232,12 +256,12 @@ int main(int argc, char **argv) {
     target = atoll(argv[4]);
     return consume(argv[2], argv[3], argc == 6 ? argv[5] : "callback");
   }
-  if (argc == 7 && strcmp(argv[1], "produce") == 0) {
+  if ((argc == 7 || argc == 8) && strcmp(argv[1], "produce") == 0) {
     target = atoll(argv[4]);
-    return produce(argv[2], argv[3], atoll(argv[5]), argv[6]);
+    return produce(argv[2], argv[3], atoll(argv[5]), argv[6], argc == 8 ? atoll(argv[7]) : 0);
   }
   fprintf(stderr,
           "usage: rdkafka-perf consume BOOTSTRAP TOPIC N [callback|batch]\n"
-          "       rdkafka-perf produce BOOTSTRAP TOPIC N SIZE ACKS\n");
+          "       rdkafka-perf produce BOOTSTRAP TOPIC N SIZE ACKS [TXN_RECORDS]\n");
   return 2;
 }

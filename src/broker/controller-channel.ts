@@ -11,7 +11,12 @@ import {
   isAuthenticationError,
   KafkaConnection,
 } from '../client/index.ts'
-import { INTERNAL_TOPICS, NotControllerError, type QuorumController } from '../controller/index.ts'
+import {
+  INTERNAL_TOPICS,
+  NotControllerError,
+  PolicyViolationError,
+  type QuorumController,
+} from '../controller/index.ts'
 import type { Clock, Transport } from '../io/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import {
@@ -96,6 +101,7 @@ function allNotController(
 /** Maps a controller call's failure to the error a client sees. */
 export function controllerFailure(e: unknown): ControllerFailure {
   if (e instanceof NotControllerError) return { errorCode: ErrorCode.NotController, message: e.message }
+  if (e instanceof PolicyViolationError) return { errorCode: ErrorCode.PolicyViolation, message: e.message }
   if (e instanceof ControllerUnavailableError)
     return { errorCode: ErrorCode.RequestTimedOut, message: e.message }
   return { errorCode: ErrorCode.UnknownServerError, message: e instanceof Error ? e.message : String(e) }

@@ -35,6 +35,7 @@ import {
   makeOffsetDeleteHandler,
   makeOffsetFetchHandler,
   makeSyncGroupHandler,
+  makeTxnOffsetCommitHandler,
 } from '../server/index.ts'
 
 /**
@@ -308,8 +309,16 @@ export class GroupCoordination {
         commitOffsets: (input) => loaded([input.groupId], () => c().commitOffsets(input)),
         partitionExists,
       }),
+      makeTxnOffsetCommitHandler({
+        commitTransactionalOffsets: (input) =>
+          loaded([input.groupId], () => c().commitTransactionalOffsets(input)),
+        partitionExists,
+      }),
       makeOffsetFetchHandler({
-        fetchOffsets: (groupId, topics) => loaded([groupId], () => c().fetchOffsets(groupId, topics)),
+        fetchOffsets: (groupId, topics, requireStable) =>
+          loaded([groupId], () =>
+            requireStable ? c().fetchStableOffsets(groupId, topics) : c().fetchOffsets(groupId, topics),
+          ),
       }),
       makeDescribeGroupsHandler({
         describeGroups: (ids, ops, missingAsError) =>
@@ -322,6 +331,20 @@ export class GroupCoordination {
         partitionExists,
       }),
     ]
+  }
+
+  /**
+   * A transaction marker was written to `__consumer_offsets` partition `partition` (WriteTxnMarkers,
+   * `DataPathOptions.onTransactionCompleted`): the producer's pending offsets there are committed or
+   * dropped. Resolves once applied; a marker repeated changes nothing.
+   */
+  onTransactionCompleted(
+    partition: number,
+    producerId: bigint,
+    _producerEpoch: number,
+    committed: boolean,
+  ): Promise<void> {
+    return this.#coordinator.completeTransaction(partition, producerId, committed)
   }
 
   /** Stops: every partition unloaded, waiting requests answered NOT_COORDINATOR. */

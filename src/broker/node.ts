@@ -62,6 +62,7 @@ import { ConnectionLimitsError, connectionQuotas, listenerConnectionsMax } from 
 import { ControllerChannel } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
+import { HttpListener, HttpListenersError, parseHttpListeners } from './http-listener.ts'
 import {
   isListenerPrefixedKey,
   type ListenerSecurity,
@@ -78,6 +79,7 @@ import {
   type NodeApiParts,
 } from './node-apis.ts'
 import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts'
+import { NodeMetrics } from './node-metrics.ts'
 import { TlsReload } from './tls-reload.ts'
 import { topicLogConfig, updateLogConfigs } from './topic-log-config.ts'
 
@@ -224,6 +226,7 @@ export class WeirNode {
   #readyWaiters: Array<() => void> = []
   /** server.properties with `--set`, without Weir's own keys: the STATIC_BROKER_CONFIG layer. */
   #staticBroker: ConfigLayer = new Map()
+  readonly #http: HttpListener[] = []
   /** The node's buffer pool: its listeners' produce frames, its logs' holds, its fetch reads. */
   readonly #pool: ReadBufferPool
 
@@ -294,6 +297,12 @@ export class WeirNode {
     // retain those, its fetches read old data into them (read-buffer-pool.ts).
     const pool = new ReadBufferPool()
     const bound: BoundListener[] = []
+    // Request metrics go to the node's registry once it exists (no request is served before).
+    const metricsOf: { current: NodeMetrics | null } = { current: null }
+    const observe = {
+      now: () => clock.monotonicMs(),
+      answered: (api: string, ms: number) => metricsOf.current?.observeRequest(api, ms),
+    }
     // The image SCRAM logins read: the node's own once it exists (connections are held until then).
     const latest = { image: (): MetadataImage => EMPTY_IMAGE }
     // Every listener checks requests with the authorizer of the moment (it follows the image).
@@ -315,7 +324,7 @@ export class WeirNode {
         listenerName: spec.name,
         host: spec.host,
         port: spec.port,
-        dispatcher: new Dispatcher(registry, { authorizer: () => acls.authorizer }),
+        dispatcher: new Dispatcher(registry, { authorizer: () => acls.authorizer, observe }),
         clock,
         limits: {
           ...limits,
@@ -343,14 +352,42 @@ export class WeirNode {
       log,
     )
     node.#bootstrapScram = options.bootstrapScram ?? []
+    const metrics = new NodeMetrics({
+      nodeId: config.nodeId,
+      image: () => node.#loader.image,
+      activeController: () => (config.controller ? (node.#controller?.isActive ?? false) : null),
+      quorum: () => node.#quorum?.status() ?? null,
+      ready: () => node.#isReady(),
+    })
+    metricsOf.current = metrics
     try {
       for (const b of bound) await b.listener.start()
+      let http: ReturnType<typeof parseHttpListeners>
+      try {
+        http = parseHttpListeners(effective.string('http.listeners') ?? '')
+      } catch (e) {
+        if (e instanceof HttpListenersError) throw new StartupError(`invalid configuration: ${e.message}`)
+        throw e
+      }
+      for (const spec of http) {
+        node.#http.push(
+          await HttpListener.open(spec, {
+            metrics: (openMetrics) => metrics.scrape(openMetrics),
+            ready: () => node.#quorum !== null && node.#isReady(),
+          }),
+        )
+      }
       await node.#startComponents({ disk, clock, random, transport, security })
     } catch (e) {
       await node.stop().catch(() => {})
       throw e
     }
     return node
+  }
+
+  /** The bound `http.listeners` addresses, in their order (ports resolved when configured as 0). */
+  httpAddresses(): Array<{ host: string; port: number }> {
+    return this.#http.map((h) => h.address)
   }
 
   /** Bound addresses by listener name (ports resolved when configured as 0). */
@@ -913,6 +950,7 @@ export class WeirNode {
     for (const b of this.#listeners.filter((x) => x.isController))
       await b.listener.stop(Math.min(graceMs, 1000)).catch(() => {})
     await quorum?.close()
+    await Promise.all(this.#http.map((h) => h.close()))
   }
 }
 

@@ -14,7 +14,8 @@ import { parseArgs } from 'node:util'
 export const DEV_USAGE = `Usage: weir dev [--brokers N] [options]
 
 Starts an N-node cluster (default 3), one process per node, each broker+controller, until Ctrl-C.
-Node i (1..N) serves clients on 127.0.0.1:PORT+2(i-1) and its controller on the next port.
+Node i (1..N) serves clients on 127.0.0.1:PORT+2(i-1) and its controller on the next port;
+its HTTP listener (/metrics, /v1/health/live, /v1/health/ready) is on 127.0.0.1:PORT+2N+(i-1).
 Internal topics get replication factor min(3, N). Logs go to DIR/node-i.log.
 
 Options:
@@ -40,6 +41,7 @@ export interface DevNodeSpec {
   readonly nodeId: number
   readonly port: number
   readonly controllerPort: number
+  readonly httpPort: number
   readonly dataDir: string
   readonly args: string[]
 }
@@ -59,10 +61,12 @@ export function devNodes(options: {
   return ids.map((id) => {
     const port = options.port + 2 * (id - 1)
     const dataDir = join(options.dir, `node-${id}`)
+    const httpPort = options.port + 2 * n + (id - 1)
     return {
       nodeId: id,
       port,
       controllerPort: port + 1,
+      httpPort,
       dataDir,
       args: [
         '--node-id',
@@ -80,6 +84,8 @@ export function devNodes(options: {
         `transaction.state.log.replication.factor=${rf}`,
         '--set',
         `transaction.state.log.min.isr=${Math.min(2, rf)}`,
+        '--set',
+        `http.listeners=http://127.0.0.1:${httpPort}`,
         ...options.set.flatMap((kv) => ['--set', kv]),
       ],
     }
@@ -120,7 +126,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     process.stderr.write(`weir dev: --brokers must be 1 to 9, not '${values.brokers}'\n`)
     return 2
   }
-  if (!Number.isInteger(port) || port < 1 || port + 2 * brokers > 65535) {
+  if (!Number.isInteger(port) || port < 1 || port + 3 * brokers > 65535) {
     process.stderr.write(`weir dev: --port must be a port number, not '${values.port}'\n`)
     return 2
   }
@@ -187,12 +193,13 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     const bootstrap = specs.map((s) => `127.0.0.1:${s.port}`).join(',')
     if (values.json === true)
       process.stdout.write(
-        `${JSON.stringify({ bootstrap, clusterId, dir, nodes: specs.map((s) => ({ nodeId: s.nodeId, port: s.port, controllerPort: s.controllerPort, dataDir: s.dataDir })) })}\n`,
+        `${JSON.stringify({ bootstrap, clusterId, dir, nodes: specs.map((s) => ({ nodeId: s.nodeId, port: s.port, controllerPort: s.controllerPort, httpPort: s.httpPort, dataDir: s.dataDir })) })}\n`,
       )
     else
       process.stdout.write(
         `Weir dev cluster of ${brokers} node${brokers === 1 ? '' : 's'} ready in ${Math.round(performance.now() - started)} ms\n` +
           `  bootstrap: ${bootstrap}\n` +
+          `  metrics:   ${specs.map((s) => `http://127.0.0.1:${s.httpPort}/metrics`).join(' ')}\n` +
           `  cluster:   ${clusterId}\n` +
           `  dir:       ${dir} (logs in node-N.log)\n` +
           '  Ctrl-C stops every node.\n',

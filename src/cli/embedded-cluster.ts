@@ -106,6 +106,8 @@ export interface EmbeddedNode {
   /** The SASL_SSL port (with `security`), else null. */
   readonly securePort: number | null
   readonly controllerPort: number
+  /** The HTTP listener's port (`/metrics`, `/v1/health/*`: docs/metrics.md); null when `config` turned it off. */
+  readonly httpPort: number | null
   readonly dataDir: string
   /** False between kill(i)/stop and restart(i). */
   readonly running: boolean
@@ -285,6 +287,7 @@ interface Slot {
   readonly port: number
   readonly securePort: number | null
   readonly controllerPort: number
+  readonly httpPort: number
   readonly dataDir: string
   node: WeirNode | null
   disk: FreezableDisk | null
@@ -318,13 +321,14 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
   const dir = mkdtempSync(join(options.baseDir ?? tmpdir(), 'weir-'))
   const host = '127.0.0.1'
   const secured = options.security !== undefined
-  const perNode = secured ? 3 : 2
+  const perNode = secured ? 4 : 3
   const ports = await freePorts(perNode * count, host)
   const slots: Slot[] = Array.from({ length: count }, (_, i) => ({
     nodeId: i + 1,
     port: ports[perNode * i]!,
     controllerPort: ports[perNode * i + 1]!,
-    securePort: secured ? ports[perNode * i + 2]! : null,
+    httpPort: ports[perNode * i + 2]!,
+    securePort: secured ? ports[perNode * i + 3]! : null,
     dataDir: join(dir, `node-${i + 1}`),
     node: null,
     disk: null,
@@ -350,6 +354,8 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
     options.security === undefined ? null : securitySetup(options.security, join(dir, 'tls'), slots, host)
   if (security !== null) Object.assign(base, security.config)
   for (const [k, v] of Object.entries(options.config ?? {})) base[k] = String(v)
+  // On unless the caller chose its own (an empty value turns it off).
+  const httpConfigured = Object.hasOwn(options.config ?? {}, 'http.listeners')
 
   const startNode = async (s: Slot): Promise<void> => {
     const config = new Map(Object.entries(base))
@@ -361,6 +367,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
     )
     config.set('log.dirs', s.dataDir)
     config.set('cluster.id', clusterId)
+    if (!httpConfigured) config.set('http.listeners', `http://${host}:${s.httpPort}`)
     const disk = new FreezableDisk(new NodeDisk())
     const transport = new CuttableTransport(nodeTransport)
     const log = options.log
@@ -393,6 +400,7 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
         port: s.port,
         securePort: s.securePort,
         controllerPort: s.controllerPort,
+        httpPort: httpConfigured ? null : s.httpPort,
         dataDir: s.dataDir,
         running: s.node !== null,
       }))

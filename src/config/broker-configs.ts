@@ -1340,6 +1340,16 @@ export const BROKER_CONFIGS: readonly BrokerConfigDef[] = brokerConfigs([
     doc: 'The fully qualified name of a class that implements <code>org.apache.kafka.server.authorizer.Authorizer</code> interface, which is used by the broker for authorization. Weir: only <code>org.apache.kafka.metadata.authorizer.StandardAuthorizer</code> (ACLs in the metadata log) or empty (no authorizer).',
   },
   {
+    name: 'http.listeners',
+    type: 'string',
+    default: '',
+    importance: 'medium',
+    dynamic: 'read-only',
+    kafkaDynamic: 'read-only',
+    weirOnly: true,
+    doc: "Weir: a key of its own, unknown to Kafka: comma-separated <code>http://host:port</code> URIs of the node's HTTP listeners, which serve <code>/metrics</code> (Prometheus text and OpenMetrics) and <code>/v1/health/live</code> and <code>/v1/health/ready</code>. Empty (the default under <code>weir start</code>): none. Port 0 binds a free port.",
+  },
+  {
     name: 'log.flush.on.ack',
     type: 'boolean',
     default: 'true',

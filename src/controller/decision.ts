@@ -43,6 +43,18 @@ export interface DecisionContext {
   ) => { key: string; message: string } | null
 }
 
+/** The most records the controller proposes at once (Kafka's `MAX_RECORDS_PER_BATCH`). */
+export const RECORDS_PER_BATCH_MAX = 10_000
+/** The most records one client request may need, all in one atomic batch (Kafka's `MAX_RECORDS_PER_USER_OP`). */
+export const RECORDS_PER_USER_OP_MAX = RECORDS_PER_BATCH_MAX
+/** What Kafka's controller answers a request whose records do not fit one atomic batch. */
+export const EXCESSIVE_BATCH_MESSAGE = 'Unable to perform excessively large batch operation.'
+
+/** A whole request refused as Kafka's controller refuses it: POLICY_VIOLATION with this message. */
+export class PolicyViolationError extends Error {
+  override name = 'PolicyViolationError'
+}
+
 export interface Decision<Response> {
   readonly records: readonly PendingRecord[]
   readonly response: Response

@@ -11,9 +11,15 @@ import {
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
 import { ErrorCode, encodeMetadataRecord, metadataRecordTypes as T } from '../protocol/index.ts'
 import type { RaftStatus } from '../quorum/index.ts'
-import { type PendingRecord, pendingRecord } from './decision.ts'
+import {
+  EXCESSIVE_BATCH_MESSAGE,
+  type PendingRecord,
+  PolicyViolationError,
+  pendingRecord,
+  RECORDS_PER_BATCH_MAX,
+} from './decision.ts'
 import { rebalancePreferredLeaders, uncleanElections } from './leadership.ts'
-import { QuorumController } from './quorum-controller.ts'
+import { QuorumController, type QuorumControllerOptions } from './quorum-controller.ts'
 import { commit } from './testing.ts'
 
 const b = (n: number) => n as BrokerId
@@ -121,12 +127,32 @@ test('the preferred-leader rebalance moves leadership back above the imbalance p
   assert.deepEqual(rebalancePreferredLeaders(fenced, 10), [])
 })
 
-/** A one-voter quorum in memory: every proposal commits when `flush` is called. */
+/**
+ * A one-voter quorum in memory: every proposal commits when `flush` is called. It refuses a
+ * proposal larger than the raft core takes (RECORDS_PER_BATCH_MAX is its `proposeEntriesMax`) and
+ * records the size of each, so tests see how the controller batches.
+ */
 class MemoryQuorum {
   readonly loader = new MetadataLoader()
-  #next = 1n
+  /** The record count of every proposal, in order. */
+  readonly proposals: number[] = []
+  #next = 0n
   #pending: CommittedEntry[] = []
+  /** Commits `records` as the log before the controller's epoch, after its leader change. */
+  preload(records: readonly PendingRecord[]): void {
+    this.loader.applyCommitted([
+      { kind: 'leaderChange', offset: this.#next++, epoch: 1, leaderId: b(1) },
+      ...records.map((r) => ({
+        kind: 'data' as const,
+        offset: this.#next++,
+        epoch: 1,
+        data: encodeMetadataRecord(r.type, r.version, r.data),
+      })),
+    ])
+  }
   propose(data: readonly Uint8Array[]) {
+    assert.ok(data.length > 0 && data.length <= RECORDS_PER_BATCH_MAX, `a proposal of ${data.length} records`)
+    this.proposals.push(data.length)
     const baseOffset = this.#next
     for (const d of data) this.#pending.push({ kind: 'data', offset: this.#next++, epoch: 1, data: d })
     return { kind: 'appended' as const, epoch: 1, baseOffset, lastOffset: this.#next - 1n }
@@ -156,11 +182,7 @@ class MemoryQuorum {
   }
 }
 
-async function activeController(
-  records: PendingRecord[],
-  leaderBalance?: { enabled: boolean; intervalMs: number; percentage: number },
-  brokerSessionTimeoutMs = 1_000_000_000,
-) {
+async function activeController(records: PendingRecord[], options: Partial<QuorumControllerOptions> = {}) {
   const quorum = new MemoryQuorum()
   const clock = new ManualClock()
   const controller = new QuorumController({
@@ -169,23 +191,14 @@ async function activeController(
     random: new SeededRandom(1),
     clusterId: 'c',
     settings: { defaultNumPartitions: 1, defaultReplicationFactor: 1, deleteTopicEnable: true },
-    brokerSessionTimeoutMs,
+    brokerSessionTimeoutMs: 1_000_000_000,
     validateTopicConfigs: () => null,
     configs: node,
     bootstrapFeatures: new Map(),
-    ...(leaderBalance === undefined ? {} : { leaderBalance }),
+    ...options,
   })
   quorum.loader.subscribe((p) => controller.onPublish(p))
-  quorum.loader.applyCommitted([
-    { kind: 'leaderChange', offset: 0n, epoch: 1, leaderId: b(1) },
-    ...records.map((r, i) => ({
-      kind: 'data' as const,
-      offset: BigInt(i + 1),
-      epoch: 1,
-      data: encodeMetadataRecord(r.type, r.version, r.data as never),
-    })),
-  ])
-  for (let i = 0; i < records.length; i++) quorum.propose([]) // keep offsets in step
+  quorum.preload(records)
   assert.ok(controller.isActive)
   return { quorum, clock, controller }
 }
@@ -195,8 +208,7 @@ test('controller: a lapsed broker session is fenced when it expires, not at the 
   // a second to it (the controller now checks at the earliest expiry, as Kafka's does).
   const { quorum, clock } = await activeController(
     clusterRecords([{ replicas: [1, 2, 3], isr: [1, 2, 3], leader: 2 }]),
-    undefined,
-    1500,
+    { brokerSessionTimeoutMs: 1500 },
   )
   await quorum.flush()
   clock.advance(1499)
@@ -288,7 +300,7 @@ test('controller: a reassignment completes once its adding replica joins the ISR
 test('controller: the preferred-leader rebalance runs every leader.imbalance.check.interval on its Clock', async () => {
   const { quorum, clock, controller } = await activeController(
     clusterRecords([{ replicas: [1, 2], isr: [1, 2], leader: 2 }]),
-    { enabled: true, intervalMs: 300_000, percentage: 10 },
+    { leaderBalance: { enabled: true, intervalMs: 300_000, percentage: 10 } },
   )
   await quorum.flush()
   clock.advance(299_999)
@@ -303,10 +315,149 @@ test('controller: the preferred-leader rebalance runs every leader.imbalance.che
 test('controller: with auto.leader.rebalance.enable false nothing moves', async () => {
   const { quorum, clock, controller } = await activeController(
     clusterRecords([{ replicas: [1, 2], isr: [1, 2], leader: 2 }]),
-    { enabled: false, intervalMs: 1000, percentage: 10 },
+    { leaderBalance: { enabled: false, intervalMs: 1000, percentage: 10 } },
   )
   clock.advance(10_000)
   await quorum.flush()
   assert.equal(part(quorum.loader.image, 0).leader, 2)
+  controller.close()
+})
+
+const bigTopicId = Buffer.alloc(16, 7).toString('base64url') as Uuid
+/** More partitions than two batches hold: what one broker of a large cluster leads. */
+const PARTITIONS = 25_000
+
+/** Brokers 1-3, live; one topic whose PARTITIONS partitions are on [1, 2] and led by 1. */
+function bigCluster(): PendingRecord[] {
+  const records: PendingRecord[] = []
+  for (const id of [1, 2, 3]) {
+    records.push(
+      pendingRecord(T.RegisterBroker, 0, {
+        brokerId: b(id),
+        brokerEpoch: BigInt(id),
+        incarnationId: Buffer.alloc(16, id).toString('base64url') as Uuid,
+        fenced: false,
+      }),
+    )
+  }
+  records.push(pendingRecord(T.Topic, 0, { name: 'big' as TopicName, topicId: bigTopicId }))
+  for (let i = 0; i < PARTITIONS; i++) {
+    records.push(
+      pendingRecord(T.Partition, 0, {
+        topicId: bigTopicId,
+        partitionId: i,
+        replicas: [b(1), b(2)],
+        isr: [1, 2],
+        leader: b(1),
+        leaderEpoch: 0,
+        partitionEpoch: 0,
+      }),
+    )
+  }
+  return records
+}
+
+function assertAllLedBy2(image: MetadataImage): void {
+  const partitions = image.topicsById.get(bigTopicId)!.partitions
+  assert.equal(partitions.size, PARTITIONS)
+  for (const [i, p] of partitions) {
+    assert.equal(p.leader, 2, `partition ${i} leader`)
+    assert.deepEqual(p.isr, [2], `partition ${i} ISR`)
+  }
+}
+
+test('controller: a controlled shutdown of a broker leading more partitions than a batch holds is proposed in batches', async () => {
+  const { quorum, controller } = await activeController(bigCluster())
+  const answer = controller.brokerHeartbeat({
+    brokerId: b(1),
+    brokerEpoch: 1n,
+    currentMetadataOffset: 1_000_000n,
+    wantFence: false,
+    wantShutDown: true,
+    offlineLogDirs: [],
+  })
+  await quorum.flush()
+  const res = await answer
+  assert.equal(res.errorCode, ErrorCode.None)
+  assert.equal(res.isFenced, true)
+  // In-controlled-shutdown, a move per partition, the fence: 25,002 records in three proposals.
+  assert.deepEqual(quorum.proposals, [
+    RECORDS_PER_BATCH_MAX,
+    RECORDS_PER_BATCH_MAX,
+    PARTITIONS + 2 - 2 * RECORDS_PER_BATCH_MAX,
+  ])
+  const image = quorum.loader.image
+  assertAllLedBy2(image)
+  assert.equal(image.brokers.get(b(1))?.fenced, true)
+  assert.equal(image.brokers.get(b(1))?.inControlledShutdown, true)
+  controller.close()
+})
+
+test('controller: fencing a lapsed broker that leads more partitions than a batch holds moves every leadership', async () => {
+  const { quorum, clock, controller } = await activeController(bigCluster(), { brokerSessionTimeoutMs: 1000 })
+  clock.advance(600)
+  for (const id of [2, 3]) {
+    const beat = controller.brokerHeartbeat({
+      brokerId: b(id),
+      brokerEpoch: BigInt(id),
+      currentMetadataOffset: 1_000_000n,
+      wantFence: false,
+      wantShutDown: false,
+      offlineLogDirs: [],
+    })
+    await quorum.flush()
+    assert.equal((await beat).errorCode, ErrorCode.None)
+  }
+  clock.advance(500) // broker 1's session (last renewed at activation) lapsed; 2's and 3's did not
+  await quorum.flush()
+  const image = quorum.loader.image
+  assert.equal(image.brokers.get(b(1))?.fenced, true)
+  assert.equal(image.brokers.get(b(2))?.fenced, false)
+  assertAllLedBy2(image)
+  assert.ok(quorum.proposals.length >= 3)
+  assert.ok(quorum.proposals.every((n) => n <= RECORDS_PER_BATCH_MAX))
+  controller.close()
+})
+
+test('controller: a request needing more records than one atomic batch is refused as Kafka refuses it, and nothing is written', async () => {
+  const { quorum, controller } = await activeController(bigCluster())
+  const create = (name: TopicName, numPartitions: number) =>
+    controller.createTopics({
+      topics: [{ name, numPartitions, replicationFactor: 1, assignments: [], configs: [] }],
+      timeoutMs: 30_000,
+      validateOnly: false,
+    })
+  // A TopicRecord and 10,000 PartitionRecords: one record too many.
+  const refused = create('too-big' as TopicName, RECORDS_PER_BATCH_MAX)
+  await quorum.flush()
+  await assert.rejects(refused, (e: unknown) => {
+    assert.ok(e instanceof PolicyViolationError)
+    assert.equal(e.message, EXCESSIVE_BATCH_MESSAGE)
+    return true
+  })
+  assert.deepEqual(quorum.proposals, [])
+  assert.equal(quorum.loader.image.topicsByName.has('too-big' as TopicName), false)
+  // More than 10,000 partitions in one request is refused before anything else is checked.
+  const many = controller.createTopics({
+    topics: [
+      { name: 'a' as TopicName, numPartitions: 6000, replicationFactor: 1, assignments: [], configs: [] },
+      { name: 'b' as TopicName, numPartitions: 6000, replicationFactor: 1, assignments: [], configs: [] },
+    ],
+    timeoutMs: 30_000,
+    validateOnly: true,
+  })
+  await assert.rejects(many, {
+    name: 'PolicyViolationError',
+    message: 'Excessively large number of partitions per request.',
+  })
+  // Exactly one batch's worth is one atomic batch.
+  const created = create('fits' as TopicName, RECORDS_PER_BATCH_MAX - 1)
+  await quorum.flush()
+  assert.equal((await created).topics?.[0]?.errorCode, ErrorCode.None)
+  assert.deepEqual(quorum.proposals, [RECORDS_PER_BATCH_MAX])
+  assert.equal(
+    quorum.loader.image.topicsByName.get('fits' as TopicName)?.partitions.size,
+    RECORDS_PER_BATCH_MAX - 1,
+  )
   controller.close()
 })

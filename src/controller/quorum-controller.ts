@@ -53,8 +53,12 @@ import {
   type ControllerSettings,
   type Decision,
   type DecisionContext,
+  EXCESSIVE_BATCH_MESSAGE,
   type PendingRecord,
+  PolicyViolationError,
   pendingRecord,
+  RECORDS_PER_BATCH_MAX,
+  RECORDS_PER_USER_OP_MAX,
 } from './decision.ts'
 import { electLeaders } from './elections.ts'
 import { hasLeaderless, rebalancePreferredLeaders, uncleanElections } from './leadership.ts'
@@ -78,6 +82,15 @@ export interface ControllerQuorum {
 export class NotControllerError extends Error {
   override name = 'NotControllerError'
 }
+
+/**
+ * How a decision's records reach the log. `atomic`: one batch, all or nothing, at most
+ * RECORDS_PER_USER_OP_MAX records (every client request but those below). `batched`: in batches of
+ * at most RECORDS_PER_BATCH_MAX, each committed on its own, for what Kafka's controller writes as
+ * non-atomic results: fencing, unfencing, registration, controlled shutdown, elections and ISR
+ * changes, which on a broker with many partitions touch more than one batch holds.
+ */
+type Atomicity = 'atomic' | 'batched'
 
 export interface QuorumControllerOptions {
   readonly quorum: ControllerQuorum
@@ -200,13 +213,16 @@ export class QuorumController {
         p.changes.changedPartitions.length > 0) &&
       hasLeaderless(p.image)
     if (!reassigning && !electable) return
-    void this.#write((image) => ({
-      records: [
-        ...(reassigning ? completeReassignments(image) : []),
-        ...(electable ? uncleanElections(image, this.#configOptions()) : []),
-      ],
-      response: undefined,
-    })).catch(() => {})
+    void this.#write(
+      (image) => ({
+        records: [
+          ...(reassigning ? completeReassignments(image) : []),
+          ...(electable ? uncleanElections(image, this.#configOptions()) : []),
+        ],
+        response: undefined,
+      }),
+      'batched',
+    ).catch(() => {})
   }
 
   #scheduleBalance(): void {
@@ -215,10 +231,10 @@ export class QuorumController {
     this.#balanceTimer = this.#o.clock.setTimer(b.intervalMs, () => {
       this.#balanceTimer = null
       if (this.#pending === null) return
-      void this.#write((image) => ({
-        records: rebalancePreferredLeaders(image, b.percentage),
-        response: undefined,
-      }))
+      void this.#write(
+        (image) => ({ records: rebalancePreferredLeaders(image, b.percentage), response: undefined }),
+        'batched',
+      )
         .then(
           () => {},
           () => {},
@@ -275,32 +291,44 @@ export class QuorumController {
    * Runs one decision: serialized behind earlier ones, decided against the pending image, proposed,
    * and resolved once committed. Throws NotControllerError when not active.
    */
-  #write<R>(decide: (image: MetadataImage) => Decision<R>): Promise<R> {
+  #write<R>(decide: (image: MetadataImage) => Decision<R>, atomicity: Atomicity = 'atomic'): Promise<R> {
     const run = async (): Promise<R> => {
       const image = this.#pending
       if (image === null || this.#closed)
         throw new NotControllerError('this node is not the active controller')
       const decision = decide(image)
       if (decision.records.length === 0) return decision.response
+      if (atomicity === 'atomic' && decision.records.length > RECORDS_PER_USER_OP_MAX) {
+        throw new PolicyViolationError(EXCESSIVE_BATCH_MESSAGE)
+      }
       const values = decision.records.map((r) => encodeMetadataRecord(r.type, r.version, r.data))
-      let result = this.#o.quorum.propose(values)
-      while (result.kind === 'backpressure') {
-        await new Promise<void>((resolve) => this.#o.clock.setTimer(BACKPRESSURE_RETRY_MS, resolve))
-        if (this.#pending === null) throw new NotControllerError('lost leadership while waiting')
-        result = this.#o.quorum.propose(values)
+      let last: { lastOffset: bigint; epoch: number } | null = null
+      for (let at = 0; at < values.length; at += RECORDS_PER_BATCH_MAX) {
+        const batch = values.slice(at, at + RECORDS_PER_BATCH_MAX)
+        let result = this.#o.quorum.propose(batch)
+        while (result.kind === 'backpressure') {
+          await new Promise<void>((resolve) => this.#o.clock.setTimer(BACKPRESSURE_RETRY_MS, resolve))
+          if (this.#pending === null) throw new NotControllerError('lost leadership while waiting')
+          result = this.#o.quorum.propose(batch)
+        }
+        if (result.kind === 'notLeader') {
+          this.#deactivate()
+          throw new NotControllerError('this node is not the quorum leader')
+        }
+        // The records are in the log at known offsets: later decisions see them at once.
+        const delta = new MetadataDelta(this.#pending ?? image)
+        for (const [i, v] of batch.entries()) {
+          delta.replay(decodeMetadataRecord(v), {
+            offset: result.baseOffset + BigInt(i),
+            epoch: result.epoch,
+          })
+        }
+        this.#pending = delta.apply().image
+        last = result
       }
-      if (result.kind === 'notLeader') {
-        this.#deactivate()
-        throw new NotControllerError('this node is not the quorum leader')
-      }
-      // The records are in the log at known offsets: later decisions see them at once.
-      const delta = new MetadataDelta(image)
-      for (const [i, v] of values.entries()) {
-        delta.replay(decodeMetadataRecord(v), { offset: result.baseOffset + BigInt(i), epoch: result.epoch })
-      }
-      this.#pending = delta.apply().image
+      const { lastOffset, epoch } = last!
       const committed = new Promise<void>((resolve, reject) => {
-        this.#waiters.push({ lastOffset: result.lastOffset, epoch: result.epoch, resolve, reject })
+        this.#waiters.push({ lastOffset, epoch, resolve, reject })
       })
       return committed.then(() => decision.response)
     }
@@ -340,7 +368,7 @@ export class QuorumController {
     req: ElectLeadersRequestData.ElectLeadersRequest,
     version = 2,
   ): Promise<ElectLeadersResponseData.ElectLeadersResponseIn> {
-    return this.#write((image) => electLeaders(image, req, version))
+    return this.#write((image) => electLeaders(image, req, version), 'batched')
   }
 
   alterPartitionReassignments(
@@ -392,7 +420,7 @@ export class QuorumController {
     req: AlterPartitionRequestData.AlterPartitionRequest,
     version = 3,
   ): Promise<AlterPartitionResponseData.AlterPartitionResponseIn> {
-    return this.#write((image) => alterPartition(image, req, version))
+    return this.#write((image) => alterPartition(image, req, version), 'batched')
   }
 
   /** CreateAcls as Kafka's AclControlManager decides it (the broker's AclApis checks come first). */
@@ -437,7 +465,7 @@ export class QuorumController {
       )
       if (d.records.length > 0) this.#lastHeartbeatMs.set(req.brokerId, this.#o.clock.monotonicMs())
       return d
-    })
+    }, 'batched')
   }
 
   brokerHeartbeat(
@@ -468,7 +496,7 @@ export class QuorumController {
         this.#controlledShutdownOffsets.set(b.id, { brokerEpoch: b.epoch, offset: last })
       }
       return d
-    })
+    }, 'batched')
   }
 
   /**
@@ -519,7 +547,7 @@ export class QuorumController {
             `broker ${b.id} missed its heartbeats for ${this.#o.brokerSessionTimeoutMs} ms: fencing it`,
           )
           this.#fencing.add(b.id)
-          void this.#write((img) => ({ records: fenceBroker(img, b.id), response: undefined }))
+          void this.#write((img) => ({ records: fenceBroker(img, b.id), response: undefined }), 'batched')
             .catch(() => {})
             .finally(() => this.#fencing.delete(b.id))
         }

@@ -19,6 +19,7 @@ import {
   type Decision,
   type DecisionContext,
   type PendingRecord,
+  PolicyViolationError,
   pendingRecord,
   randomUuid,
   usableBrokers,
@@ -209,11 +210,24 @@ export interface CreateTopicsOptions {
 }
 
 /** CreateTopics (all versions): validates every topic on its own; valid ones are created together. */
+/** The most partitions one CreateTopics may create (Kafka's `MAX_PARTITIONS_PER_BATCH`). */
+export const PARTITIONS_PER_REQUEST_MAX = 10_000
+
 export function createTopics(
   ctx: DecisionContext,
   req: CreateTopicsRequestData.CreateTopicsRequest,
   options: CreateTopicsOptions = {},
 ): Decision<CreateTopicsResponseData.CreateTopicsResponseIn> {
+  // Before any other check, as Kafka's validateTotalNumberOfPartitions: the whole request fails.
+  let partitions = 0
+  for (const t of req.topics) {
+    if (t.assignments.length > 0) partitions += t.assignments.length
+    else if (t.numPartitions === -1) partitions += ctx.settings.defaultNumPartitions
+    else if (t.numPartitions > 0) partitions += t.numPartitions
+  }
+  if (partitions > PARTITIONS_PER_REQUEST_MAX) {
+    throw new PolicyViolationError('Excessively large number of partitions per request.')
+  }
   const counts = new Map<string, number>()
   for (const t of req.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1)
   const collisions = new Map<string, string>()

@@ -7,11 +7,14 @@
 import { GroupId, TopicName } from '../model/index.ts'
 import {
   BATCH_HEADER_BYTES,
+  ControlRecordType,
   decodeBatch,
+  decodeControlKey,
   encodeBatch,
   GroupMetadataKeyData,
   GroupMetadataValueData,
   isControl,
+  isTransactional,
   LOG_OVERHEAD,
   lastOffsetOf,
   OffsetCommitKeyData,
@@ -218,23 +221,54 @@ function valueVersion(r: Reader, highest: number): number {
   return Math.min(v, highest)
 }
 
-/** One record batch (magic v2, no compression, no producer id) of `records`, stamped `timestampMs`. */
-export function encodeRecordBatch(records: readonly CoordinatorRecord[], timestampMs: number): Buffer {
-  const timestamp = BigInt(timestampMs)
-  return encodeBatch({
-    records: records.map((r) => ({ key: encodeRecordKey(r), value: encodeRecordValue(r), timestamp })),
-  })
-}
-
-/** A record read back from the log, with its offset. */
-export interface LoggedRecord {
-  readonly offset: bigint
-  readonly record: CoordinatorRecord | ForeignRecord
+/** The producer of a transactional write (TxnOffsetCommit): its batch carries them. */
+export interface TransactionalProducer {
+  readonly producerId: bigint
+  readonly producerEpoch: number
 }
 
 /**
- * Decodes whole batches as the log returns them (control batches skipped). Returns the records and
- * the offset after the last whole batch, where the next read starts.
+ * One record batch (magic v2, no compression) of `records`, stamped `timestampMs`: without a
+ * producer id, or, for a transaction's offsets, transactional with the producer's id and epoch and
+ * base sequence 0, as Kafka's coordinator runtime writes it.
+ */
+export function encodeRecordBatch(
+  records: readonly CoordinatorRecord[],
+  timestampMs: number,
+  transaction: TransactionalProducer | null = null,
+): Buffer {
+  const timestamp = BigInt(timestampMs)
+  return encodeBatch({
+    records: records.map((r) => ({ key: encodeRecordKey(r), value: encodeRecordValue(r), timestamp })),
+    ...(transaction === null
+      ? {}
+      : {
+          producerId: transaction.producerId,
+          producerEpoch: transaction.producerEpoch,
+          baseSequence: 0,
+          transactional: true,
+        }),
+  })
+}
+
+/** A transaction marker (a COMMIT or ABORT control record) read back from the log. */
+export interface TransactionMarkerRecord {
+  readonly kind: 'marker'
+  readonly committed: boolean
+}
+
+/** A record read back from the log, with its offset and the producer id of a transactional batch. */
+export interface LoggedRecord {
+  readonly offset: bigint
+  /** The batch's producer id when it is transactional, else -1. */
+  readonly producerId: bigint
+  readonly record: CoordinatorRecord | ForeignRecord | TransactionMarkerRecord
+}
+
+/**
+ * Decodes whole batches as the log returns them: the records of data batches, and the transaction
+ * markers of control batches (other control types skipped). Returns them and the offset after the
+ * last whole batch, where the next read starts.
  */
 export function decodeRecordBatches(bytes: Buffer): { records: LoggedRecord[]; nextOffset: bigint | null } {
   const records: LoggedRecord[] = []
@@ -244,11 +278,22 @@ export function decodeRecordBatches(bytes: Buffer): { records: LoggedRecord[]; n
     const header = readBatchHeader(bytes, at)
     const size = LOG_OVERHEAD + header.batchLength
     if (at + size > bytes.length) break
-    if (!isControl(header.attributes)) {
-      const batch = decodeBatch(bytes, at)
+    const producerId = isTransactional(header.attributes) ? header.producerId : -1n
+    const batch = decodeBatch(bytes, at)
+    if (isControl(header.attributes)) {
+      const first = batch.records[0]
+      const type = first === undefined ? null : decodeControlKey(first.key).type
+      if (type === ControlRecordType.commit || type === ControlRecordType.abort) {
+        records.push({
+          offset: first!.offset,
+          producerId: header.producerId,
+          record: { kind: 'marker', committed: type === ControlRecordType.commit },
+        })
+      }
+    } else {
       for (const r of batch.records) {
         if (r.key === null) continue
-        records.push({ offset: r.offset, record: decodeRecord(r.key, r.value) })
+        records.push({ offset: r.offset, producerId, record: decodeRecord(r.key, r.value) })
       }
     }
     nextOffset = lastOffsetOf(header) + 1n

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { ManualClock, SeededRandom, SimDisk } from '../io/index.ts'
 import type { GroupId, TopicName } from '../model/index.ts'
-import { decodeBatch, ErrorCode } from '../protocol/index.ts'
+import { ControlRecordType, decodeBatch, ErrorCode, encodeEndTxnMarkerBatch } from '../protocol/index.ts'
 import { DEFAULT_LOG_CONFIG, PartitionLog } from '../storage/index.ts'
 import {
   type CoordinatorRecord,
@@ -364,6 +364,113 @@ describe('GroupCoordinator on a PartitionLog', () => {
     })
     assert.equal(sync.assignment.toString(), 'all')
     assert.equal(c.describeGroups([g], false)[0]!.groupState, GroupState.Stable)
+    c.close()
+    await log.close()
+  })
+
+  test('transactional offsets: a transactional batch in the log, pending across a restart, committed by a COMMIT marker read on load', async () => {
+    const disk = new SimDisk()
+    const clock = new ManualClock({ nowMs: START_MS })
+    let log = await openLog(disk, clock)
+    let c = coordinator(new LocalOffsetsLog(() => log), clock)
+    await c.onElection(0, 0)
+    const g = 'g' as GroupId
+    const txnCommit = (producerId: bigint, partition: number, offset: bigint) =>
+      c.commitTransactionalOffsets({
+        groupId: g,
+        producerId,
+        producerEpoch: 3,
+        generationId: -1,
+        memberId: '',
+        groupInstanceId: null,
+        topics: [
+          {
+            name: T,
+            partitions: [
+              {
+                partitionIndex: partition,
+                committedOffset: offset,
+                committedLeaderEpoch: -1,
+                commitTimestamp: -1n,
+                committedMetadata: null,
+              },
+            ],
+          },
+        ],
+      })
+    const errors = (r: Awaited<ReturnType<typeof txnCommit>>) =>
+      r.flatMap((t) => t.partitions!.map((p) => p.errorCode))
+    assert.deepEqual(errors(await txnCommit(100n, 0, 10n)), [ErrorCode.None])
+    assert.deepEqual(errors(await txnCommit(200n, 1, 20n)), [ErrorCode.None])
+    const read = await log.read(0n, 1 << 20)
+    assert.ok(read.errorCode === 0)
+    const header = decodeBatch(read.records).header
+    assert.deepEqual(
+      [header.producerId, header.producerEpoch, header.baseSequence, (header.attributes >> 4) & 1],
+      [100n, 3, 0, 1],
+      'the producer id and epoch, sequence 0, the transactional bit',
+    )
+    const stable = async () =>
+      (await c.fetchStableOffsets(g, [{ name: T, partitionIndexes: [0, 1] }])).topics[0]!.partitions!.map(
+        (p) => [p.committedOffset, p.errorCode],
+      )
+    assert.deepEqual(await stable(), [
+      [-1n, ErrorCode.UnstableOffsetCommit],
+      [-1n, ErrorCode.UnstableOffsetCommit],
+    ])
+    // Producer 100 commits: its marker is appended, as WriteTxnMarkers does, then applied.
+    const marker = (producerId: bigint, type: 0 | 1) =>
+      log.append(
+        encodeEndTxnMarkerBatch({
+          marker: { type, coordinatorEpoch: 0 },
+          producerId,
+          producerEpoch: 3,
+          timestamp: BigInt(START_MS),
+        }),
+        { origin: 'coordinator', flush: true },
+      )
+    assert.equal((await marker(100n, ControlRecordType.commit)).errorCode, ErrorCode.None)
+    await c.completeTransaction(0, 100n, true)
+    await c.completeTransaction(0, 100n, true)
+    assert.deepEqual(await stable(), [
+      [10n, ErrorCode.None],
+      [-1n, ErrorCode.UnstableOffsetCommit],
+    ])
+
+    // A restart: producer 200's transaction is still open.
+    c.close()
+    await log.close()
+    log = await openLog(disk, clock)
+    c = coordinator(new LocalOffsetsLog(() => log), clock)
+    await c.onElection(0, 1)
+    assert.deepEqual(await stable(), [
+      [10n, ErrorCode.None],
+      [-1n, ErrorCode.UnstableOffsetCommit],
+    ])
+    assert.equal((await marker(200n, ControlRecordType.abort)).errorCode, ErrorCode.None)
+    // Its marker arrives while the partition loads again: applied after the load.
+    c.onResignation(0)
+    const loading = c.onElection(0, 2)
+    const completed = c.completeTransaction(0, 200n, false)
+    await loading
+    await completed
+    assert.deepEqual(await stable(), [
+      [10n, ErrorCode.None],
+      [-1n, ErrorCode.None],
+    ])
+    c.close()
+    await log.close()
+    log = await openLog(disk, clock)
+    c = coordinator(new LocalOffsetsLog(() => log), clock)
+    await c.onElection(0, 3)
+    assert.deepEqual(
+      await stable(),
+      [
+        [10n, ErrorCode.None],
+        [-1n, ErrorCode.None],
+      ],
+      'the ABORT marker read on load',
+    )
     c.close()
     await log.close()
   })

@@ -32,6 +32,7 @@ import {
   type Reply,
   type SyncInput,
   type SyncResult,
+  type TxnCommitInput,
 } from './group-state-machine.ts'
 import { partitionForGroup } from './java-hash.ts'
 import type { OffsetsLog } from './offsets-log.ts'
@@ -207,10 +208,11 @@ export class GroupCoordinator {
           throw new LoadError(`read at offset ${offset} failed with error ${r.errorCode}`)
         const decoded = decodeRecordBatches(r.records)
         if (decoded.nextOffset === null) break
-        for (const { offset: at, record } of decoded.records) {
+        for (const { offset: at, producerId, record } of decoded.records) {
           if (at >= bounds.highWatermark) break
           if (record.kind === 'foreign') continue
-          shard.machine.replay(record)
+          if (record.kind === 'marker') shard.machine.replayEndTransactionMarker(producerId, record.committed)
+          else shard.machine.replay(record, at, producerId)
           records++
         }
         offset = decoded.nextOffset
@@ -309,7 +311,7 @@ export class GroupCoordinator {
       }
       case 'write':
         if (shard.state === 'closed') return
-        void this.#write(shard, effect.writeId, effect.records)
+        void this.#write(shard, effect.writeId, effect.records, effect.transaction)
         return
     }
   }
@@ -318,15 +320,18 @@ export class GroupCoordinator {
     shard: Shard,
     writeId: number,
     records: Parameters<typeof encodeRecordBatch>[0],
+    transaction: Parameters<typeof encodeRecordBatch>[2],
   ): Promise<void> {
     let errorCode: ErrorCode
+    let baseOffset = -1n
     try {
       const r = await this.#options.log.append(
         shard.partition,
-        encodeRecordBatch(records, this.#clock.nowMs()),
+        encodeRecordBatch(records, this.#clock.nowMs(), transaction),
       )
       errorCode = r.errorCode
-      if (r.errorCode !== ErrorCode.None) {
+      if (r.errorCode === ErrorCode.None) baseOffset = r.baseOffset
+      else {
         this.#logger(
           'warn',
           `append to __consumer_offsets-${shard.partition} failed with error ${r.errorCode}`,
@@ -337,7 +342,7 @@ export class GroupCoordinator {
       errorCode = ErrorCode.KafkaStorageError
     }
     if (shard.state === 'closed') return
-    shard.machine.onWriteComplete(writeId, errorCode)
+    shard.machine.onWriteComplete(writeId, errorCode, baseOffset)
     this.#drain(shard)
   }
 
@@ -446,6 +451,53 @@ export class GroupCoordinator {
     return reply.result
   }
 
+  /**
+   * TxnOffsetCommit: the offsets are written in one transactional batch of the producer and stay
+   * pending until the transaction's marker (`completeTransaction`).
+   */
+  async commitTransactionalOffsets(input: TxnCommitInput): Promise<CommitResult> {
+    const shard = this.#shardOf(input.groupId)
+    if (typeof shard === 'number') {
+      return input.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: shard })),
+      }))
+    }
+    const reply = await this.#call(shard, (token) => shard.machine.commitTransactionalOffsets(token, input))
+    assert(reply.kind === 'txnCommit', `TxnOffsetCommit answered by a ${reply.kind} reply`)
+    return reply.result
+  }
+
+  /**
+   * A transaction's marker was written to `__consumer_offsets` partition `partition`: the
+   * producer's pending offsets there become committed (COMMIT) or are dropped (ABORT). Resolves once
+   * applied. A partition still loading applies it after the load (the load may have read the marker
+   * already: applying it again finds nothing pending); one not coordinated here has nothing to
+   * apply (its next load reads the marker from the log).
+   */
+  async completeTransaction(partition: number, producerId: bigint, committed: boolean): Promise<void> {
+    for (;;) {
+      const shard = this.#shards.get(partition)
+      if (shard === undefined || shard.state === 'closed' || this.#closed) return
+      if (shard.state === 'loading') {
+        await new Promise<void>((resolve) => {
+          const check = () => {
+            if (this.#shards.get(partition)?.state === 'loading' && !this.#closed) return
+            this.#loadWaiters.delete(check)
+            resolve()
+          }
+          this.#loadWaiters.add(check)
+        })
+        continue
+      }
+      const reply = await this.#call(shard, (token) =>
+        shard.machine.completeTransaction(token, producerId, committed),
+      )
+      assert(reply.kind === 'txnCompleted', `a transaction marker answered by a ${reply.kind} reply`)
+      return
+    }
+  }
+
   /** OffsetFetch of one group (null topics: all). A group-level error comes as `errorCode`. */
   fetchOffsets(
     groupId: GroupId,
@@ -454,6 +506,21 @@ export class GroupCoordinator {
     const shard = groupId === '' ? ErrorCode.InvalidGroupId : this.#shardOf(groupId)
     if (typeof shard === 'number') return { groupId, errorCode: shard, topics: [] }
     return shard.machine.fetchOffsets(groupId, topics)
+  }
+
+  /**
+   * OffsetFetch with `requireStable` (v7+): answered once the writes before it are done; a
+   * partition with a pending transactional offset is UNSTABLE_OFFSET_COMMIT.
+   */
+  async fetchStableOffsets(
+    groupId: GroupId,
+    topics: readonly { name: TopicName; partitionIndexes: readonly number[] }[] | null,
+  ): Promise<OffsetFetchGroupResult> {
+    const shard = groupId === '' ? ErrorCode.InvalidGroupId : this.#shardOf(groupId)
+    if (typeof shard === 'number') return { groupId, errorCode: shard, topics: [] }
+    const reply = await this.#call(shard, (token) => shard.machine.fetchStableOffsets(token, groupId, topics))
+    assert(reply.kind === 'fetch', `OffsetFetch answered by a ${reply.kind} reply`)
+    return reply.result
   }
 
   async deleteOffsets(input: DeleteOffsetsInput): Promise<DeleteOffsetsResult> {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import fc from 'fast-check'
 import { ManualClock, SeededRandom, type TimerHandle } from '../io/index.ts'
 import type { GroupId, TopicName } from '../model/index.ts'
 import { ConsumerProtocolSubscriptionData, ErrorCode, Writer } from '../protocol/index.ts'
@@ -14,12 +15,14 @@ import {
   type JoinResult,
   type Reply,
   type SyncResult,
+  type TxnCommitInput,
 } from './group-state-machine.ts'
 
 const G = 'group' as GroupId
 const T1 = 'topic-a' as TopicName
 const T2 = 'topic-b' as TopicName
 const START_MS = 1_700_000_000_000
+const PID = 4000n
 
 /** ConsumerProtocolSubscription v1 bytes, as a Java consumer sends them. */
 function subscription(topics: string[]): Buffer {
@@ -42,8 +45,15 @@ class Harness {
   readonly timers = new Map<string, TimerHandle>()
   /** Every batch written, in order. */
   readonly written: CoordinatorRecord[][] = []
+  /** Every batch written, as a log holds it: its base offset and producer id (-1: not transactional). */
+  readonly log: (
+    | { baseOffset: bigint; producerId: bigint; records: readonly CoordinatorRecord[] }
+    | { baseOffset: bigint; producerId: bigint; committed: boolean }
+  )[] = []
   /** Writes not yet completed (when `holdWrites`). */
-  readonly held: { writeId: number; records: readonly CoordinatorRecord[] }[] = []
+  readonly held: { writeId: number; records: readonly CoordinatorRecord[]; baseOffset: bigint }[] = []
+  /** The log end: the offset the next batch gets. */
+  nextOffset = 0n
   holdWrites = false
   /** Error code every write completes with. */
   writeError: ErrorCode = ErrorCode.None
@@ -86,18 +96,39 @@ class Harness {
             this.timers.delete(e.key)
             break
           }
-          case 'write':
+          case 'write': {
             this.written.push([...e.records])
-            if (this.holdWrites) this.held.push({ writeId: e.writeId, records: e.records })
-            else this.machine.onWriteComplete(e.writeId, this.writeError)
+            const baseOffset = this.nextOffset
+            if (this.writeError === ErrorCode.None) {
+              this.nextOffset += BigInt(e.records.length)
+              this.log.push({ baseOffset, producerId: e.transaction?.producerId ?? -1n, records: e.records })
+            }
+            if (this.holdWrites) this.held.push({ writeId: e.writeId, records: e.records, baseOffset })
+            else this.machine.onWriteComplete(e.writeId, this.writeError, baseOffset)
             break
+          }
         }
       }
     }
   }
 
+  /** Replays what `other` wrote, as a load reads its log, then ends the load. */
+  loadFrom(other: Harness): void {
+    for (const batch of other.log) {
+      if ('committed' in batch) {
+        this.machine.replayEndTransactionMarker(batch.producerId, batch.committed)
+        continue
+      }
+      batch.records.forEach((r, i) => {
+        this.machine.replay(r, batch.baseOffset + BigInt(i), batch.producerId)
+      })
+    }
+    this.machine.onLoaded()
+    this.drain()
+  }
+
   completeHeld(errorCode: ErrorCode = ErrorCode.None): void {
-    for (const w of this.held.splice(0)) this.machine.onWriteComplete(w.writeId, errorCode)
+    for (const w of this.held.splice(0)) this.machine.onWriteComplete(w.writeId, errorCode, w.baseOffset)
     this.drain()
   }
 
@@ -216,6 +247,66 @@ class Harness {
     })
     this.drain()
     return token
+  }
+
+  txnCommit(
+    input: Partial<TxnCommitInput>,
+    offsets: { topic: TopicName; partition: number; offset: bigint }[],
+  ): number {
+    const token = this.#token++
+    this.machine.commitTransactionalOffsets(token, {
+      groupId: G,
+      producerId: PID,
+      producerEpoch: 0,
+      generationId: -1,
+      memberId: '',
+      groupInstanceId: null,
+      topics: [...new Set(offsets.map((o) => o.topic))].map((name) => ({
+        name,
+        partitions: offsets
+          .filter((o) => o.topic === name)
+          .map((o) => ({
+            partitionIndex: o.partition,
+            committedOffset: o.offset,
+            committedLeaderEpoch: 5,
+            commitTimestamp: -1n,
+            committedMetadata: 'txn',
+          })),
+      })),
+      ...input,
+    })
+    this.drain()
+    return token
+  }
+
+  txnCommitErrors(token: number): number[] {
+    const r = this.replies.get(token)
+    assert.ok(r !== undefined && r.kind === 'txnCommit', `TxnOffsetCommit ${token} has no answer yet`)
+    return r.result.flatMap((t) => (t.partitions ?? []).map((p) => p.errorCode ?? ErrorCode.None))
+  }
+
+  /** The marker of `producerId`'s transaction, written to the log and then applied. Returns its token. */
+  marker(producerId: bigint, committed: boolean): number {
+    const token = this.#token++
+    this.log.push({ baseOffset: this.nextOffset++, producerId, committed })
+    this.machine.completeTransaction(token, producerId, committed)
+    this.drain()
+    return token
+  }
+
+  /** OffsetFetch with requireStable of `topic`'s partitions: [offset, error] each, or null if not answered yet. */
+  stableFetch(topic: TopicName, partitions: number[]): { token: number; answer: () => [bigint, number][] } {
+    const token = this.#token++
+    this.machine.fetchStableOffsets(token, G, [{ name: topic, partitionIndexes: partitions }])
+    this.drain()
+    return {
+      token,
+      answer: () => {
+        const r = this.replies.get(token)
+        assert.ok(r !== undefined && r.kind === 'fetch', `OffsetFetch ${token} has no answer yet`)
+        return r.result.topics[0]!.partitions!.map((p) => [p.committedOffset!, p.errorCode ?? ErrorCode.None])
+      },
+    }
   }
 
   commitErrors(token: number): number[] {
@@ -820,10 +911,10 @@ describe('GroupStateMachine: offsets', () => {
     const a = h.commit({}, [{ topic: T1, partition: 0, offset: 1n }])
     const b = h.commit({}, [{ topic: T1, partition: 0, offset: 2n }])
     const [wa, wb] = h.held.splice(0)
-    h.machine.onWriteComplete(wb!.writeId, ErrorCode.None)
+    h.machine.onWriteComplete(wb!.writeId, ErrorCode.None, wb!.baseOffset)
     h.drain()
     assert.equal(h.answered(b), false, 'waits for the earlier write')
-    h.machine.onWriteComplete(wa!.writeId, ErrorCode.None)
+    h.machine.onWriteComplete(wa!.writeId, ErrorCode.None, wa!.baseOffset)
     h.drain()
     assert.ok(h.answered(a) && h.answered(b))
     assert.equal(h.machine.committedOffset(G, T1, 0)!.offset, 2n)
@@ -893,6 +984,294 @@ describe('GroupStateMachine: offsets', () => {
     h.drain()
     const r = h.replies.get(1000)
     assert.ok(r?.kind === 'deleteOffsets' && r.result.errorCode === ErrorCode.NonEmptyGroup)
+  })
+})
+
+describe('GroupStateMachine: transactional offsets', () => {
+  const at = (offset: bigint, partition = 0) => [{ topic: T1, partition, offset }]
+
+  test('written in one transactional batch, pending until COMMIT, then committed; requireStable says UNSTABLE_OFFSET_COMMIT meanwhile', () => {
+    const h = new Harness()
+    const t = h.txnCommit({}, at(12n))
+    assert.deepEqual(h.txnCommitErrors(t), [ErrorCode.None])
+    assert.deepEqual(h.log.at(-1), { baseOffset: 0n, producerId: PID, records: h.written.at(-1) })
+    assert.equal(h.state(), GroupState.Empty, 'a simple group, as a plain commit without generation')
+    assert.equal(h.machine.committedOffset(G, T1, 0), undefined)
+    assert.equal(h.machine.pendingOffset(PID, G, T1, 0)?.offset, 12n)
+    assert.deepEqual(
+      h.machine.fetchOffsets(G, [{ name: T1, partitionIndexes: [0] }]).topics[0]!.partitions![0]!
+        .committedOffset,
+      -1n,
+      'OffsetFetch without requireStable sees only committed offsets',
+    )
+    assert.deepEqual(h.machine.fetchOffsets(G, null).topics, [])
+    assert.deepEqual(h.stableFetch(T1, [0, 1]).answer(), [
+      [-1n, ErrorCode.UnstableOffsetCommit],
+      [-1n, ErrorCode.None],
+    ])
+    const m = h.marker(PID, true)
+    assert.equal(h.replies.get(m)?.kind, 'txnCompleted')
+    const o = h.machine.committedOffset(G, T1, 0)!
+    assert.deepEqual([o.offset, o.leaderEpoch, o.metadata, o.commitTimestampMs], [12n, 5, 'txn', START_MS])
+    assert.equal(h.machine.pendingOffset(PID, G, T1, 0), undefined)
+    assert.deepEqual(h.stableFetch(T1, [0]).answer(), [[12n, ErrorCode.None]])
+  })
+
+  test('ABORT drops them and keeps the committed offset; a marker repeated changes nothing', () => {
+    const h = new Harness()
+    h.commit({}, at(3n))
+    h.txnCommit({}, at(12n))
+    h.marker(PID, false)
+    assert.equal(h.machine.committedOffset(G, T1, 0)?.offset, 3n)
+    assert.deepEqual(h.stableFetch(T1, [0]).answer(), [[3n, ErrorCode.None]])
+    h.txnCommit({ producerEpoch: 1 }, at(14n))
+    h.marker(PID, true)
+    h.commit({}, at(20n))
+    h.marker(PID, true)
+    h.marker(PID, false)
+    assert.equal(
+      h.machine.committedOffset(G, T1, 0)?.offset,
+      20n,
+      'the retried markers found nothing pending',
+    )
+  })
+
+  test('a plain commit written after the transactional one wins at COMMIT; one written before loses', () => {
+    const h = new Harness()
+    h.txnCommit({}, [...at(12n, 0), ...at(12n, 1)])
+    h.commit({}, at(20n, 0))
+    h.marker(PID, true)
+    assert.equal(h.machine.committedOffset(G, T1, 0)?.offset, 20n, 'the newer record is kept')
+    assert.equal(h.machine.committedOffset(G, T1, 1)?.offset, 12n)
+    const other = 4001n
+    h.commit({}, at(30n, 1))
+    h.txnCommit({ producerId: other }, at(31n, 1))
+    h.marker(other, true)
+    assert.equal(h.machine.committedOffset(G, T1, 1)?.offset, 31n)
+  })
+
+  test('producers pend apart: one ends, the other stays pending', () => {
+    const h = new Harness()
+    h.txnCommit({}, at(1n, 0))
+    h.txnCommit({ producerId: 4001n }, at(2n, 1))
+    h.marker(PID, true)
+    assert.deepEqual(h.stableFetch(T1, [0, 1]).answer(), [
+      [1n, ErrorCode.None],
+      [-1n, ErrorCode.UnstableOffsetCommit],
+    ])
+  })
+
+  test('the marker and requireStable wait for the writes issued before them', () => {
+    const h = new Harness()
+    h.holdWrites = true
+    const t = h.txnCommit({}, at(12n))
+    const f = h.stableFetch(T1, [0])
+    const m = h.marker(PID, true)
+    assert.equal(h.answered(t) || h.answered(f.token) || h.answered(m), false)
+    h.completeHeld()
+    assert.deepEqual(f.answer(), [[-1n, ErrorCode.UnstableOffsetCommit]], 'pending when the fetch applied')
+    assert.ok(h.answered(m))
+    assert.equal(h.machine.committedOffset(G, T1, 0)?.offset, 12n)
+  })
+
+  test('unload answers a stable fetch and a marker waiting behind a write: NOT_COORDINATOR, not applied', () => {
+    const h = new Harness()
+    h.holdWrites = true
+    const t = h.txnCommit({}, at(12n))
+    const f = h.stableFetch(T1, [0])
+    const m = h.marker(PID, true)
+    h.machine.unload()
+    h.drain()
+    assert.deepEqual(h.txnCommitErrors(t), [ErrorCode.NotCoordinator])
+    const r = h.replies.get(f.token)
+    assert.ok(r?.kind === 'fetch')
+    assert.deepEqual([r.result.errorCode, r.result.topics], [ErrorCode.NotCoordinator, []])
+    assert.equal(h.replies.get(m)?.kind, 'txnCompleted')
+    assert.equal(h.machine.groupCount, 0)
+  })
+
+  test('a failed write answers the mapped error and leaves nothing pending', () => {
+    const h = new Harness()
+    h.writeError = ErrorCode.NotEnoughReplicas
+    assert.deepEqual(h.txnCommitErrors(h.txnCommit({}, at(1n))), [ErrorCode.CoordinatorNotAvailable])
+    h.writeError = ErrorCode.InvalidProducerEpoch
+    assert.deepEqual(h.txnCommitErrors(h.txnCommit({}, at(1n))), [ErrorCode.InvalidProducerEpoch])
+    assert.equal(h.machine.pendingOffset(PID, G, T1, 0), undefined)
+    const big = new Harness({ offsetMetadataBytesMax: 2 })
+    assert.deepEqual(big.txnCommitErrors(big.txnCommit({}, at(1n))), [ErrorCode.OffsetMetadataTooLarge])
+    assert.equal(big.written.length, 0)
+  })
+
+  test('KIP-447: the member, generation and instance id are checked; no member is needed, nor a completed rebalance', () => {
+    const h = new Harness()
+    const a = h.join({ groupInstanceId: 'i-a' })
+    h.advance(3000)
+    const m = h.joinResult(a).memberId
+    assert.equal(h.state(), GroupState.CompletingRebalance)
+    const member = { generationId: 1, memberId: m, groupInstanceId: 'i-a' }
+    assert.deepEqual(h.txnCommitErrors(h.txnCommit(member, at(1n))), [ErrorCode.None], 'while completing')
+    h.sync(m, 1, [{ memberId: m, assignment: Buffer.from('x') }])
+    assert.deepEqual(h.txnCommitErrors(h.txnCommit({ ...member, generationId: 2 }, at(1n))), [
+      ErrorCode.IllegalGeneration,
+    ])
+    assert.deepEqual(h.txnCommitErrors(h.txnCommit({ ...member, memberId: 'old' }, at(1n))), [
+      ErrorCode.FencedInstanceId,
+    ])
+    assert.deepEqual(
+      h.txnCommitErrors(h.txnCommit({ generationId: 1, memberId: 'x', groupInstanceId: null }, at(1n))),
+      [ErrorCode.UnknownMemberId],
+    )
+    assert.deepEqual(
+      h.txnCommitErrors(h.txnCommit({}, at(1n))),
+      [ErrorCode.None],
+      'v0-2: no member on a live group',
+    )
+    assert.deepEqual(
+      h.txnCommitErrors(h.txnCommit({ groupId: 'gone' as GroupId, generationId: 3, memberId: 'x' }, at(1n))),
+      [ErrorCode.IllegalGeneration],
+      'a generation of a group that does not exist',
+    )
+    assert.deepEqual(h.txnCommitErrors(h.txnCommit({ groupId: '' as GroupId }, at(1n))), [
+      ErrorCode.InvalidGroupId,
+    ])
+  })
+
+  test('loading: an open transaction stays pending; markers in the log commit or abort', () => {
+    const h = new Harness()
+    h.commit({}, at(3n, 0))
+    h.txnCommit({}, [...at(12n, 0), ...at(12n, 1)])
+    h.txnCommit({ producerId: 4001n }, at(40n, 2))
+    h.marker(4001n, false)
+    h.txnCommit({ producerId: 4002n }, at(50n, 3))
+    h.marker(4002n, true)
+    const loaded = new Harness()
+    loaded.loadFrom(h)
+    assert.equal(loaded.machine.committedOffset(G, T1, 0)?.offset, 3n)
+    assert.equal(loaded.machine.pendingOffset(PID, G, T1, 1)?.offset, 12n)
+    assert.equal(loaded.machine.committedOffset(G, T1, 2), undefined, 'aborted')
+    assert.equal(loaded.machine.committedOffset(G, T1, 3)?.offset, 50n, 'committed')
+    assert.deepEqual(loaded.stableFetch(T1, [0, 1, 3]).answer(), [
+      [-1n, ErrorCode.UnstableOffsetCommit],
+      [-1n, ErrorCode.UnstableOffsetCommit],
+      [50n, ErrorCode.None],
+    ])
+    loaded.nextOffset = h.nextOffset
+    loaded.marker(PID, true)
+    assert.equal(loaded.machine.committedOffset(G, T1, 0)?.offset, 12n)
+    assert.equal(loaded.machine.committedOffset(G, T1, 1)?.offset, 12n)
+  })
+
+  test('DeleteGroups and OffsetDelete write tombstones for pending offsets too, which drop them', () => {
+    const h = new Harness()
+    h.txnCommit({}, [...at(1n, 0), ...at(1n, 1)])
+    h.machine.deleteOffsets(900, { groupId: G, topics: [{ name: T1, partitions: [{ partitionIndex: 1 }] }] })
+    h.drain()
+    assert.deepEqual(
+      h.written.at(-1)!.map((r) => (r.kind === 'offset' ? [r.partition, r.value] : r.kind)),
+      [[1, null]],
+    )
+    assert.equal(h.machine.pendingOffset(PID, G, T1, 1), undefined)
+    h.machine.deleteGroups(901, [G])
+    h.drain()
+    assert.deepEqual(
+      h.written.at(-1)!.map((r) => (r.kind === 'offset' ? `${r.partition}:${r.value}` : `group:${r.value}`)),
+      ['0:null', 'group:null'],
+    )
+    h.marker(PID, true)
+    assert.equal(h.machine.committedOffset(G, T1, 0), undefined, 'nothing left to commit')
+    const loaded = new Harness()
+    loaded.loadFrom(h)
+    assert.equal(loaded.machine.committedOffset(G, T1, 0), undefined, 'the log says the same')
+  })
+
+  test('retention keeps an offset a transaction holds, and the group while it has open transactions', () => {
+    const retention = 60_000
+    const h = new Harness({ offsetsRetentionMs: retention })
+    h.commit({}, at(1n, 0))
+    h.txnCommit({}, at(2n, 0))
+    h.advance(retention)
+    h.machine.expireOffsets()
+    h.drain()
+    assert.equal(h.machine.committedOffset(G, T1, 0)?.offset, 1n)
+    h.txnCommit({ groupId: 'only-pending' as GroupId }, at(5n, 0))
+    h.advance(retention)
+    h.machine.expireOffsets()
+    h.drain()
+    assert.ok(h.machine.group('only-pending'), 'a group with an open transaction stays')
+    h.marker(PID, true)
+    assert.equal(h.machine.committedOffset(G, T1, 0)?.offset, 2n)
+    assert.equal(h.machine.committedOffset('only-pending' as GroupId, T1, 0)?.offset, 5n)
+  })
+})
+
+describe('GroupStateMachine: transactional offsets, a property', () => {
+  type Op =
+    | { op: 'commit'; partition: number; offset: bigint }
+    | { op: 'txnCommit'; producer: number; partition: number; offset: bigint }
+    | { op: 'marker'; producer: number; committed: boolean }
+    | { op: 'deleteOffset'; partition: number }
+  const partition = fc.integer({ min: 0, max: 2 })
+  const producer = fc.integer({ min: 0, max: 1 })
+  const offset = fc.bigInt({ min: 0n, max: 99n })
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ op: fc.constant('commit' as const), partition, offset }),
+    fc.record({ op: fc.constant('txnCommit' as const), producer, partition, offset }),
+    fc.record({ op: fc.constant('marker' as const), producer, committed: fc.boolean() }),
+    fc.record({ op: fc.constant('deleteOffset' as const), partition }),
+  )
+
+  test('what the coordinator holds is what loading its log gives, and a model of Kafka says the same', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+        const h = new Harness()
+        // Kafka's semantics, by record order: committed offsets, and each producer's pending ones.
+        const committed = new Map<number, { offset: bigint; at: number }>()
+        const pending = [new Map<number, { offset: bigint; at: number }>(), new Map()]
+        ops.forEach((o, at) => {
+          if (o.op === 'commit') {
+            h.commit({}, [{ topic: T1, partition: o.partition, offset: o.offset }])
+            committed.set(o.partition, { offset: o.offset, at })
+          } else if (o.op === 'txnCommit') {
+            h.txnCommit({ producerId: PID + BigInt(o.producer) }, [
+              { topic: T1, partition: o.partition, offset: o.offset },
+            ])
+            pending[o.producer]!.set(o.partition, { offset: o.offset, at })
+          } else if (o.op === 'marker') {
+            h.marker(PID + BigInt(o.producer), o.committed)
+            for (const [p, v] of pending[o.producer]!) {
+              if (o.committed && (committed.get(p)?.at ?? -1) < v.at) committed.set(p, v)
+            }
+            pending[o.producer]!.clear()
+          } else {
+            h.machine.deleteOffsets(100_000 + at, {
+              groupId: G,
+              topics: [{ name: T1, partitions: [{ partitionIndex: o.partition }] }],
+            })
+            h.drain()
+            committed.delete(o.partition)
+            for (const p of pending) p.delete(o.partition)
+          }
+        })
+        const loaded = new Harness()
+        loaded.loadFrom(h)
+        for (const machine of [h.machine, loaded.machine]) {
+          for (let p = 0; p <= 2; p++) {
+            assert.equal(
+              machine.committedOffset(G, T1, p)?.offset,
+              committed.get(p)?.offset,
+              `partition ${p}`,
+            )
+            for (let i = 0; i <= 1; i++) {
+              assert.equal(
+                machine.pendingOffset(PID + BigInt(i), G, T1, p)?.offset,
+                pending[i]!.get(p)?.offset,
+              )
+            }
+          }
+        }
+      }),
+      { numRuns: 300 },
+    )
   })
 })
 
@@ -981,9 +1360,7 @@ describe('GroupStateMachine: loading and moving', () => {
     ])
 
     const loaded = new Harness()
-    for (const batch of h.written) for (const r of batch) loaded.machine.replay(r)
-    loaded.machine.onLoaded()
-    loaded.drain()
+    loaded.loadFrom(h)
     assert.equal(loaded.state(), GroupState.Stable)
     assert.equal(loaded.machine.committedOffset(G, T1, 0)?.offset, 7n)
     const restarted = loaded.joinNow({ groupInstanceId: 'i-a' })
@@ -996,9 +1373,7 @@ describe('GroupStateMachine: loading and moving', () => {
     const h = new Harness()
     const { members } = h.stableGroup(1)
     const loaded = new Harness()
-    for (const batch of h.written) for (const r of batch) loaded.machine.replay(r)
-    loaded.machine.onLoaded()
-    loaded.drain()
+    loaded.loadFrom(h)
     assert.ok(loaded.machine.group(G)!.hasMember(members[0]!))
     loaded.advance(10_000)
     assert.equal(loaded.machine.group(G)!.size, 0)

@@ -15,7 +15,12 @@ import {
   type OffsetDeleteResponseData,
   type OffsetFetchResponseData,
 } from '../protocol/index.ts'
-import type { CoordinatorRecord, OffsetAndMetadata, PersistedGroup } from './coordinator-records.ts'
+import type {
+  CoordinatorRecord,
+  OffsetAndMetadata,
+  PersistedGroup,
+  TransactionalProducer,
+} from './coordinator-records.ts'
 import {
   ClassicGroup,
   EMPTY_ASSIGNMENT,
@@ -148,6 +153,21 @@ export interface CommitInput {
 
 export type CommitResult = readonly OffsetCommitResponseData.OffsetCommitResponseTopicIn[]
 
+/**
+ * TxnOffsetCommit: the offsets of a transaction, pending until its marker. The generation, member
+ * and instance id come from v3+ (KIP-447); older versions send -1, '' and null.
+ */
+export interface TxnCommitInput {
+  readonly groupId: GroupId
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  readonly generationId: number
+  readonly memberId: string
+  readonly groupInstanceId: string | null
+  /** As OffsetCommit's; `commitTimestamp` is -1 (the coordinator stamps it). */
+  readonly topics: CommitInput['topics']
+}
+
 export interface DeleteOffsetsInput {
   readonly groupId: GroupId
   readonly topics: readonly { name: TopicName; partitions: readonly { partitionIndex: number }[] }[]
@@ -166,6 +186,11 @@ export type Reply =
   | { readonly kind: 'join'; readonly token: number; readonly result: JoinResult }
   | { readonly kind: 'sync'; readonly token: number; readonly result: SyncResult }
   | { readonly kind: 'commit'; readonly token: number; readonly result: CommitResult }
+  | { readonly kind: 'txnCommit'; readonly token: number; readonly result: CommitResult }
+  /** A transaction marker is applied. */
+  | { readonly kind: 'txnCompleted'; readonly token: number }
+  /** OffsetFetch with requireStable, answered once the writes before it are done. */
+  | { readonly kind: 'fetch'; readonly token: number; readonly result: OffsetFetchGroupResult }
   | {
       readonly kind: 'deleteGroups'
       readonly token: number
@@ -179,8 +204,16 @@ export type Effect =
   /** Arm (or re-arm: replaces a pending timer of the same key) a timer; call `fire(key)` when due. */
   | { readonly kind: 'schedule'; readonly key: string; readonly delayMs: number }
   | { readonly kind: 'cancel'; readonly key: string }
-  /** Append these records as one batch; call `onWriteComplete(writeId, errorCode)` once known. */
-  | { readonly kind: 'write'; readonly writeId: number; readonly records: readonly CoordinatorRecord[] }
+  /**
+   * Append these records as one batch (transactional, with the producer's id and epoch, when
+   * `transaction` is set); call `onWriteComplete(writeId, errorCode, baseOffset)` once known.
+   */
+  | {
+      readonly kind: 'write'
+      readonly writeId: number
+      readonly records: readonly CoordinatorRecord[]
+      readonly transaction: TransactionalProducer | null
+    }
 
 export type LogLevel = 'info' | 'warn' | 'error'
 
@@ -207,6 +240,51 @@ interface OffsetKey {
   readonly groupId: GroupId
   readonly topic: TopicName
   readonly partition: number
+}
+
+/**
+ * An offset as held: with the log offset of its record, so that a transaction's offset committed
+ * after a newer plain commit does not replace it (Kafka keeps the most recent record).
+ */
+type StoredOffset = OffsetAndMetadata & { readonly recordOffset: bigint }
+
+/** Offsets by group, topic and partition. */
+class OffsetStore {
+  readonly byGroup = new Map<GroupId, Map<TopicName, Map<number, StoredOffset>>>()
+
+  get(k: OffsetKey): StoredOffset | undefined {
+    return this.byGroup.get(k.groupId)?.get(k.topic)?.get(k.partition)
+  }
+
+  put(k: OffsetKey, value: StoredOffset): void {
+    let byTopic = this.byGroup.get(k.groupId)
+    if (byTopic === undefined) {
+      byTopic = new Map()
+      this.byGroup.set(k.groupId, byTopic)
+    }
+    let parts = byTopic.get(k.topic)
+    if (parts === undefined) {
+      parts = new Map()
+      byTopic.set(k.topic, parts)
+    }
+    parts.set(k.partition, value)
+  }
+
+  remove(k: OffsetKey): void {
+    const byTopic = this.byGroup.get(k.groupId)
+    const parts = byTopic?.get(k.topic)
+    parts?.delete(k.partition)
+    if (parts?.size === 0) byTopic!.delete(k.topic)
+    if (byTopic?.size === 0) this.byGroup.delete(k.groupId)
+  }
+
+  *entries(): Generator<[OffsetKey, StoredOffset]> {
+    for (const [groupId, byTopic] of this.byGroup) {
+      for (const [topic, parts] of byTopic) {
+        for (const [partition, value] of parts) yield [{ groupId, topic, partition }, value]
+      }
+    }
+  }
 }
 
 /** What to do once a write completes; offsets and tombstones apply then, in write order. */
@@ -238,6 +316,26 @@ type PendingWrite =
       readonly token: number
       readonly offsets: readonly (OffsetKey & { value: OffsetAndMetadata })[]
       readonly result: CommitResult
+    }
+  | {
+      readonly kind: 'txnCommit'
+      readonly token: number
+      readonly producerId: bigint
+      readonly offsets: readonly (OffsetKey & { value: OffsetAndMetadata })[]
+      readonly result: CommitResult
+    }
+  /** Not a write: applied in order after the writes issued before it. */
+  | {
+      readonly kind: 'marker'
+      readonly token: number
+      readonly producerId: bigint
+      readonly committed: boolean
+    }
+  | {
+      readonly kind: 'stableFetch'
+      readonly token: number
+      readonly groupId: GroupId
+      readonly topics: readonly { name: TopicName; partitionIndexes: readonly number[] }[] | null
     }
   | {
       readonly kind: 'tombstones'
@@ -335,11 +433,24 @@ export class GroupStateMachine {
   readonly #random: Random
   readonly #log: (level: LogLevel, message: string) => void
   readonly #groups = new Map<string, ClassicGroup>()
-  /** Committed offsets: what the log holds, applied in log order. group -> topic -> partition. */
-  readonly #offsets = new Map<GroupId, Map<TopicName, Map<number, OffsetAndMetadata>>>()
+  /** Committed offsets: what the log holds, applied in log order. */
+  readonly #offsets = new OffsetStore()
+  /**
+   * Offsets of open transactions by producer id (Kafka's pendingTransactionalOffsets): written,
+   * not visible to OffsetFetch until the transaction's COMMIT marker, dropped by its ABORT.
+   */
+  readonly #pendingTxn = new Map<bigint, OffsetStore>()
+  /** The producer ids with pending offsets of each group (Kafka's openTransactionsByGroup). */
+  readonly #openTxnByGroup = new Map<GroupId, Set<bigint>>()
   readonly #timers = new Map<string, TimerTask>()
-  /** Writes in flight, in the order they were issued (and so appended). */
-  readonly #writes = new Map<number, { pending: PendingWrite; result: ErrorCode | null }>()
+  /**
+   * Writes in flight, in the order they were issued (and so appended), and the markers and stable
+   * fetches queued behind them (their result already set).
+   */
+  readonly #writes = new Map<
+    number,
+    { pending: PendingWrite; result: ErrorCode | null; baseOffset: bigint }
+  >()
   #nextWriteId = 1
   #effects: Effect[] = []
 
@@ -373,7 +484,17 @@ export class GroupStateMachine {
 
   /** The committed offset of a partition, if any. */
   committedOffset(groupId: GroupId, topic: TopicName, partition: number): OffsetAndMetadata | undefined {
-    return this.#offsets.get(groupId)?.get(topic)?.get(partition)
+    return this.#offsets.get({ groupId, topic, partition })
+  }
+
+  /** The offset a producer's open transaction holds for a partition, if any. */
+  pendingOffset(
+    producerId: bigint,
+    groupId: GroupId,
+    topic: TopicName,
+    partition: number,
+  ): OffsetAndMetadata | undefined {
+    return this.#pendingTxn.get(producerId)?.get({ groupId, topic, partition })
   }
 
   /** Pending timer keys (tests and metrics). */
@@ -1119,7 +1240,7 @@ export class GroupStateMachine {
       group = new ClassicGroup(input.groupId, this.#clock.nowMs())
       this.#groups.set(input.groupId, group)
     }
-    const invalid = this.#validateOffsetCommit(group, input)
+    const invalid = this.#validateOffsetCommit(group, input, false)
     if (invalid !== ErrorCode.None) {
       failAll(invalid)
       return
@@ -1131,9 +1252,96 @@ export class GroupStateMachine {
     }
     const nowMs = this.#clock.nowMs()
     const expireTimestampMs = input.retentionTimeMs === -1 ? null : nowMs + input.retentionTimeMs
+    const { offsets, result } = this.#offsetsToCommit(input.groupId, input.topics, expireTimestampMs)
+    if (offsets.length === 0) {
+      this.#reply({ kind: 'commit', token, result })
+      return
+    }
+    this.#write(
+      offsets.map((o) => ({ kind: 'offset', ...o })),
+      { kind: 'commit', token, offsets, result },
+    )
+  }
+
+  /**
+   * TxnOffsetCommit (Kafka's commitTransactionalOffset); the answer comes as a `txnCommit` reply
+   * once the offsets are written, in one transactional batch of the producer. They stay pending
+   * until `completeTransaction` for the producer.
+   */
+  commitTransactionalOffsets(token: number, input: TxnCommitInput): void {
+    const failAll = (errorCode: ErrorCode) =>
+      this.#reply({
+        kind: 'txnCommit',
+        token,
+        result: input.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })),
+        })),
+      })
+    if (input.groupId === '') {
+      failAll(ErrorCode.InvalidGroupId)
+      return
+    }
+    let group = this.#groups.get(input.groupId)
+    if (group === undefined) {
+      // Without a generation, a simple group is made, as for a plain commit; with one, the
+      // member's group is gone.
+      if (input.generationId >= 0) {
+        failAll(ErrorCode.IllegalGeneration)
+        return
+      }
+      group = new ClassicGroup(input.groupId, this.#clock.nowMs())
+      this.#groups.set(input.groupId, group)
+    }
+    const invalid = this.#validateOffsetCommit(group, input, true)
+    if (invalid !== ErrorCode.None) {
+      failAll(invalid)
+      return
+    }
+    const { offsets, result } = this.#offsetsToCommit(input.groupId, input.topics, null)
+    if (offsets.length === 0) {
+      this.#reply({ kind: 'txnCommit', token, result })
+      return
+    }
+    this.#write(
+      offsets.map((o) => ({ kind: 'offset', ...o })),
+      { kind: 'txnCommit', token, producerId: input.producerId, offsets, result },
+      { producerId: input.producerId, producerEpoch: input.producerEpoch },
+    )
+  }
+
+  /**
+   * A transaction ended on this partition (its marker is written): COMMIT makes the producer's
+   * pending offsets the committed ones, ABORT drops them (Kafka's replayEndTransactionMarker). It
+   * applies after the writes issued before it; a `txnCompleted` reply says it has. A marker
+   * repeated finds nothing pending and changes nothing.
+   */
+  completeTransaction(token: number, producerId: bigint, committed: boolean): void {
+    this.#afterWrites({ kind: 'marker', token, producerId, committed })
+  }
+
+  /**
+   * OffsetFetch with requireStable: answered (a `fetch` reply) once the writes issued before it are
+   * done, as Kafka answers it from a write operation; a partition with a pending transactional
+   * offset is UNSTABLE_OFFSET_COMMIT.
+   */
+  fetchStableOffsets(
+    token: number,
+    groupId: GroupId,
+    topics: readonly { name: TopicName; partitionIndexes: readonly number[] }[] | null,
+  ): void {
+    this.#afterWrites({ kind: 'stableFetch', token, groupId, topics })
+  }
+
+  #offsetsToCommit(
+    groupId: GroupId,
+    topics: CommitInput['topics'],
+    expireTimestampMs: number | null,
+  ): { offsets: (OffsetKey & { value: OffsetAndMetadata })[]; result: CommitResult } {
+    const nowMs = this.#clock.nowMs()
     const offsets: (OffsetKey & { value: OffsetAndMetadata })[] = []
     const result: OffsetCommitResponseData.OffsetCommitResponseTopicIn[] = []
-    for (const t of input.topics) {
+    for (const t of topics) {
       const partitions: OffsetCommitResponseData.OffsetCommitResponsePartitionIn[] = []
       for (const p of t.partitions) {
         const metadata = p.committedMetadata ?? ''
@@ -1143,7 +1351,7 @@ export class GroupStateMachine {
         }
         partitions.push({ partitionIndex: p.partitionIndex, errorCode: ErrorCode.None })
         offsets.push({
-          groupId: input.groupId,
+          groupId,
           topic: t.name,
           partition: p.partitionIndex,
           value: {
@@ -1157,18 +1365,18 @@ export class GroupStateMachine {
       }
       result.push({ name: t.name, partitions })
     }
-    if (offsets.length === 0) {
-      this.#reply({ kind: 'commit', token, result })
-      return
-    }
-    this.#write(
-      offsets.map((o) => ({ kind: 'offset', ...o })),
-      { kind: 'commit', token, offsets, result },
-    )
+    return { offsets, result }
   }
 
-  /** Kafka's ClassicGroup.validateOffsetCommit. */
-  #validateOffsetCommit(group: ClassicGroup, input: CommitInput): ErrorCode {
+  /**
+   * Kafka's ClassicGroup.validateOffsetCommit. A transactional commit may come without a member
+   * (TxnOffsetCommit before v3) and during CompletingRebalance.
+   */
+  #validateOffsetCommit(
+    group: ClassicGroup,
+    input: Pick<CommitInput, 'generationId' | 'memberId' | 'groupInstanceId'>,
+    transactional: boolean,
+  ): ErrorCode {
     if (group.is(GroupState.Dead)) return ErrorCode.CoordinatorNotAvailable
     // Admin clients and consumers without group management commit to an Empty group.
     if (input.generationId < 0 && group.is(GroupState.Empty)) return ErrorCode.None
@@ -1176,11 +1384,11 @@ export class GroupStateMachine {
       const invalid = this.#validateMember(group, input.memberId, input.groupInstanceId)
       if (invalid !== ErrorCode.None) return invalid
       if (input.generationId !== group.generationId) return ErrorCode.IllegalGeneration
-    } else if (!group.is(GroupState.Empty)) {
+    } else if (!transactional && !group.is(GroupState.Empty)) {
       return ErrorCode.UnknownMemberId
     }
     // The member has its generation from JoinGroup but no assignment yet.
-    if (group.is(GroupState.CompletingRebalance)) return ErrorCode.RebalanceInProgress
+    if (!transactional && group.is(GroupState.CompletingRebalance)) return ErrorCode.RebalanceInProgress
     return ErrorCode.None
   }
 
@@ -1191,9 +1399,19 @@ export class GroupStateMachine {
   fetchOffsets(
     groupId: GroupId,
     topics: readonly { name: TopicName; partitionIndexes: readonly number[] }[] | null,
+    requireStable = false,
   ): OffsetFetchGroupResult {
-    const byTopic = this.#offsets.get(groupId)
+    const byTopic = this.#offsets.byGroup.get(groupId)
     const partition = (topic: TopicName, partitionIndex: number) => {
+      if (requireStable && this.#hasPendingOffset({ groupId, topic, partition: partitionIndex })) {
+        return {
+          partitionIndex,
+          committedOffset: -1n,
+          committedLeaderEpoch: -1,
+          metadata: '',
+          errorCode: ErrorCode.UnstableOffsetCommit,
+        }
+      }
       const o = byTopic?.get(topic)?.get(partitionIndex)
       return {
         partitionIndex,
@@ -1207,12 +1425,10 @@ export class GroupStateMachine {
       return {
         groupId,
         errorCode: ErrorCode.None,
-        topics: [...(byTopic ?? new Map<TopicName, Map<number, OffsetAndMetadata>>())].map(
-          ([name, parts]) => ({
-            name,
-            partitions: [...parts.keys()].sort((a, b) => a - b).map((p) => partition(name, p)),
-          }),
-        ),
+        topics: [...(byTopic ?? new Map<TopicName, Map<number, StoredOffset>>())].map(([name, parts]) => ({
+          name,
+          partitions: [...parts.keys()].sort((a, b) => a - b).map((p) => partition(name, p)),
+        })),
       }
     }
     return {
@@ -1237,7 +1453,6 @@ export class GroupStateMachine {
       reply({ errorCode: ErrorCode.NonEmptyGroup, topics: [] })
       return
     }
-    const byTopic = this.#offsets.get(input.groupId)
     const tombstones: OffsetKey[] = []
     const result: DeleteOffsetsResult = {
       errorCode: ErrorCode.None,
@@ -1247,9 +1462,9 @@ export class GroupStateMachine {
           if (group.isSubscribedToTopic(t.name)) {
             return { partitionIndex: p.partitionIndex, errorCode: ErrorCode.GroupSubscribedToTopic }
           }
-          if (byTopic?.get(t.name)?.has(p.partitionIndex) === true) {
-            tombstones.push({ groupId: input.groupId, topic: t.name, partition: p.partitionIndex })
-          }
+          // A tombstone also for an offset only a transaction holds (it drops the pending one).
+          const key = { groupId: input.groupId, topic: t.name, partition: p.partitionIndex }
+          if (this.#offsets.get(key) !== undefined || this.#hasPendingOffset(key)) tombstones.push(key)
           return { partitionIndex: p.partitionIndex, errorCode: ErrorCode.None }
         }),
       })),
@@ -1297,18 +1512,39 @@ export class GroupStateMachine {
     })
   }
 
-  /** Committed offsets of a group and those of its commits still being written. */
+  /**
+   * Committed offsets of a group, those its open transactions hold, and those of its commits still
+   * being written (Kafka's deleteAllOffsets: pending offsets get a tombstone too).
+   */
   #offsetKeysIncludingInFlight(groupId: GroupId): OffsetKey[] {
     const keys = new Map<string, OffsetKey>()
     const add = (k: OffsetKey) => keys.set(JSON.stringify([k.topic, k.partition]), k)
-    for (const [topic, parts] of this.#offsets.get(groupId) ?? []) {
-      for (const partition of parts.keys()) add({ groupId, topic, partition })
+    const stores = [this.#offsets, ...this.#openStoresOf(groupId)]
+    for (const store of stores) {
+      for (const [topic, parts] of store.byGroup.get(groupId) ?? []) {
+        for (const partition of parts.keys()) add({ groupId, topic, partition })
+      }
     }
     for (const { pending } of this.#writes.values()) {
-      if (pending.kind !== 'commit') continue
+      if (pending.kind !== 'commit' && pending.kind !== 'txnCommit') continue
       for (const o of pending.offsets) if (o.groupId === groupId) add(o)
     }
     return [...keys.values()]
+  }
+
+  /** The pending offsets of the open transactions of a group. */
+  #openStoresOf(groupId: GroupId): OffsetStore[] {
+    const stores: OffsetStore[] = []
+    for (const producerId of this.#openTxnByGroup.get(groupId) ?? []) {
+      const store = this.#pendingTxn.get(producerId)
+      if (store !== undefined) stores.push(store)
+    }
+    return stores
+  }
+
+  /** Kafka's hasPendingTransactionalOffsets. */
+  #hasPendingOffset(key: OffsetKey): boolean {
+    return this.#openStoresOf(key.groupId).some((store) => store.get(key) !== undefined)
   }
 
   #removeGroup(group: ClassicGroup): void {
@@ -1333,7 +1569,7 @@ export class GroupStateMachine {
     const tombstones: OffsetKey[] = []
     for (const group of [...this.#groups.values()]) {
       const groupId = group.groupId
-      const byTopic = this.#offsets.get(groupId)
+      const byTopic = this.#offsets.byGroup.get(groupId)
       let allExpired = true
       if (byTopic !== undefined) {
         const since = this.#expirationBase(group)
@@ -1348,7 +1584,8 @@ export class GroupStateMachine {
               o.expireTimestampMs !== null
                 ? nowMs >= o.expireTimestampMs
                 : nowMs - (since === 'commit' ? o.commitTimestampMs : since) >= this.config.offsetsRetentionMs
-            if (!expired) {
+            // An offset a transaction is about to replace is kept until the transaction ends.
+            if (!expired || this.#hasPendingOffset({ groupId, topic, partition })) {
               allExpired = false
               continue
             }
@@ -1357,7 +1594,9 @@ export class GroupStateMachine {
           }
         }
       }
-      if (allExpired && group.is(GroupState.Empty) && !this.#hasCommitInFlight(groupId)) {
+      // A group with open transactions stays, as Kafka keeps it (its pending offsets may commit).
+      const open = this.#openTxnByGroup.has(groupId)
+      if (allExpired && !open && group.is(GroupState.Empty) && !this.#hasCommitInFlight(groupId)) {
         this.#log('info', `group ${groupId} is empty with no offsets left: deleting it`)
         records.push({ kind: 'group', groupId, value: null })
         this.#removeGroup(group)
@@ -1381,7 +1620,8 @@ export class GroupStateMachine {
 
   #hasCommitInFlight(groupId: GroupId): boolean {
     for (const { pending } of this.#writes.values()) {
-      if (pending.kind === 'commit' && pending.offsets.some((o) => o.groupId === groupId)) return true
+      if (pending.kind !== 'commit' && pending.kind !== 'txnCommit') continue
+      if (pending.offsets.some((o) => o.groupId === groupId)) return true
     }
     return false
   }
@@ -1493,21 +1733,33 @@ export class GroupStateMachine {
   }
 
   /**
-   * A write from a `write` effect is done (`errorCode` 0: appended and committed). Completions are
-   * applied in the order the writes were issued, whatever order they are reported in.
+   * A write from a `write` effect is done (`errorCode` 0: appended and committed at `baseOffset`,
+   * ignored on an error). Completions are applied in the order the writes were issued, whatever
+   * order they are reported in.
    */
-  onWriteComplete(writeId: number, errorCode: ErrorCode): void {
+  onWriteComplete(writeId: number, errorCode: ErrorCode, baseOffset: bigint): void {
     const entry = this.#writes.get(writeId)
     assert(entry !== undefined && entry.result === null, `write ${writeId} is not in flight`)
     entry.result = errorCode
+    entry.baseOffset = baseOffset
+    this.#completeWrites()
+  }
+
+  #completeWrites(): void {
     for (const [id, w] of this.#writes) {
       if (w.result === null) break
       this.#writes.delete(id)
-      this.#completeWrite(w.pending, w.result)
+      this.#completeWrite(w.pending, w.result, w.baseOffset)
     }
   }
 
-  #completeWrite(pending: PendingWrite, errorCode: ErrorCode): void {
+  /** Queues something that is no write behind the writes in flight, and applies what is due. */
+  #afterWrites(pending: PendingWrite): void {
+    this.#writes.set(this.#nextWriteId++, { pending, result: ErrorCode.None, baseOffset: -1n })
+    this.#completeWrites()
+  }
+
+  #completeWrite(pending: PendingWrite, errorCode: ErrorCode, baseOffset: bigint): void {
     const ok = errorCode === ErrorCode.None
     const responseError = writeErrorToResponseError(errorCode)
     switch (pending.kind) {
@@ -1540,7 +1792,9 @@ export class GroupStateMachine {
             ? ErrorCode.InvalidCommitOffsetSize
             : responseError
         if (ok) {
-          for (const o of pending.offsets) this.#applyOffset(o, o.value)
+          pending.offsets.forEach((o, i) => {
+            this.#applyOffset(o, { ...o.value, recordOffset: baseOffset + BigInt(i) })
+          })
           this.#reply({ kind: 'commit', token: pending.token, result: pending.result })
           return
         }
@@ -1557,6 +1811,44 @@ export class GroupStateMachine {
         })
         return
       }
+      case 'txnCommit': {
+        if (ok) {
+          pending.offsets.forEach((o, i) => {
+            this.#addPendingOffset(pending.producerId, o, {
+              ...o.value,
+              recordOffset: baseOffset + BigInt(i),
+            })
+          })
+        }
+        this.#reply({
+          kind: 'txnCommit',
+          token: pending.token,
+          result: ok
+            ? pending.result
+            : pending.result.map((t) => ({
+                name: t.name,
+                partitions: (t.partitions ?? []).map((p) => ({
+                  partitionIndex: p.partitionIndex,
+                  errorCode: p.errorCode === ErrorCode.None ? responseError : p.errorCode,
+                })),
+              })),
+        })
+        return
+      }
+      case 'marker':
+        // Not applied when the partition moves away: its next coordinator reads it from the log.
+        if (ok) this.replayEndTransactionMarker(pending.producerId, pending.committed)
+        this.#reply({ kind: 'txnCompleted', token: pending.token })
+        return
+      case 'stableFetch':
+        this.#reply({
+          kind: 'fetch',
+          token: pending.token,
+          result: ok
+            ? this.fetchOffsets(pending.groupId, pending.topics, true)
+            : { groupId: pending.groupId, errorCode: responseError, topics: [] },
+        })
+        return
       case 'tombstones': {
         if (ok) for (const k of pending.offsets) this.#applyOffset(k, null)
         const r = pending.reply
@@ -1632,37 +1924,76 @@ export class GroupStateMachine {
     })
   }
 
-  #applyOffset(key: OffsetKey, value: OffsetAndMetadata | null): void {
-    let byTopic = this.#offsets.get(key.groupId)
+  /** A committed offset, or a tombstone (which also drops what open transactions hold for it). */
+  #applyOffset(key: OffsetKey, value: StoredOffset | null): void {
     if (value === null) {
-      const parts = byTopic?.get(key.topic)
-      parts?.delete(key.partition)
-      if (parts?.size === 0) byTopic!.delete(key.topic)
-      if (byTopic?.size === 0) this.#offsets.delete(key.groupId)
+      this.#offsets.remove(key)
+      for (const store of this.#openStoresOf(key.groupId)) store.remove(key)
       return
     }
-    if (byTopic === undefined) {
-      byTopic = new Map()
-      this.#offsets.set(key.groupId, byTopic)
+    this.#offsets.put(key, value)
+    this.#ensureGroup(key.groupId)
+  }
+
+  #addPendingOffset(producerId: bigint, key: OffsetKey, value: StoredOffset): void {
+    let store = this.#pendingTxn.get(producerId)
+    if (store === undefined) {
+      store = new OffsetStore()
+      this.#pendingTxn.set(producerId, store)
     }
-    let parts = byTopic.get(key.topic)
-    if (parts === undefined) {
-      parts = new Map()
-      byTopic.set(key.topic, parts)
+    store.put(key, value)
+    let open = this.#openTxnByGroup.get(key.groupId)
+    if (open === undefined) {
+      open = new Set()
+      this.#openTxnByGroup.set(key.groupId, open)
     }
-    parts.set(key.partition, value)
-    // Offsets make a group exist (a simple group), as when Kafka replays them.
-    if (!this.#groups.has(key.groupId)) {
-      this.#groups.set(key.groupId, new ClassicGroup(key.groupId, this.#clock.nowMs()))
+    open.add(producerId)
+    this.#ensureGroup(key.groupId)
+  }
+
+  /** Offsets make a group exist (a simple group), as when Kafka replays them. */
+  #ensureGroup(groupId: GroupId): void {
+    if (!this.#groups.has(groupId)) {
+      this.#groups.set(groupId, new ClassicGroup(groupId, this.#clock.nowMs()))
+    }
+  }
+
+  /**
+   * A transaction's marker, live or read back from the log (Kafka's replayEndTransactionMarker):
+   * COMMIT moves the producer's pending offsets to the committed ones, except where a plain commit
+   * was written after them; ABORT drops them. Nothing pending: nothing to do.
+   */
+  replayEndTransactionMarker(producerId: bigint, committed: boolean): void {
+    const store = this.#pendingTxn.get(producerId)
+    if (store === undefined) return
+    this.#pendingTxn.delete(producerId)
+    for (const groupId of store.byGroup.keys()) {
+      const open = this.#openTxnByGroup.get(groupId)
+      open?.delete(producerId)
+      if (open?.size === 0) this.#openTxnByGroup.delete(groupId)
+    }
+    if (!committed) return
+    for (const [key, value] of store.entries()) {
+      const existing = this.#offsets.get(key)
+      if (existing === undefined || value.recordOffset > existing.recordOffset) this.#applyOffset(key, value)
     }
   }
 
   // ------------------------------------------------------------------------------- loading
 
-  /** Applies one record read back from the log (loading); records must come in log order. */
-  replay(record: CoordinatorRecord): void {
+  /**
+   * Applies one record read back from the log (loading), at its log offset; records must come in
+   * log order. An offset of a transactional batch (`producerId` not -1) is pending until the
+   * producer's marker (`replayEndTransactionMarker`).
+   */
+  replay(record: CoordinatorRecord, offset: bigint, producerId = -1n): void {
     if (record.kind === 'offset') {
-      this.#applyOffset(record, record.value)
+      const { value } = record
+      if (value !== null && producerId !== -1n) {
+        this.#addPendingOffset(producerId, record, { ...value, recordOffset: offset })
+        return
+      }
+      this.#applyOffset(record, value === null ? null : { ...value, recordOffset: offset })
       return
     }
     if (record.value === null) {
@@ -1703,12 +2034,18 @@ export class GroupStateMachine {
     }
     // With the groups gone first, failing the writes only answers their requests.
     this.#groups.clear()
+    for (const w of this.#writes.values()) {
+      if (w.pending.kind === 'marker' || w.pending.kind === 'stableFetch')
+        w.result = ErrorCode.NotLeaderOrFollower
+    }
     for (const [id, w] of [...this.#writes]) {
-      if (w.result === null) this.onWriteComplete(id, ErrorCode.NotLeaderOrFollower)
+      if (w.result === null) this.onWriteComplete(id, ErrorCode.NotLeaderOrFollower, -1n)
     }
     for (const key of this.#timers.keys()) this.#effects.push({ kind: 'cancel', key })
     this.#timers.clear()
-    this.#offsets.clear()
+    this.#offsets.byGroup.clear()
+    this.#pendingTxn.clear()
+    this.#openTxnByGroup.clear()
   }
 
   // ------------------------------------------------------------------------------- effects
@@ -1728,10 +2065,14 @@ export class GroupStateMachine {
     this.#effects.push({ kind: 'cancel', key })
   }
 
-  #write(records: readonly CoordinatorRecord[], pending: PendingWrite): void {
+  #write(
+    records: readonly CoordinatorRecord[],
+    pending: PendingWrite,
+    transaction: TransactionalProducer | null = null,
+  ): void {
     const writeId = this.#nextWriteId++
-    this.#writes.set(writeId, { pending, result: null })
-    this.#effects.push({ kind: 'write', writeId, records })
+    this.#writes.set(writeId, { pending, result: null, baseOffset: -1n })
+    this.#effects.push({ kind: 'write', writeId, records, transaction })
   }
 
   /** For tests: the state of every group, to compare after loading. */

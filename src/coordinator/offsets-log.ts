@@ -80,7 +80,7 @@ export class LocalOffsetsLog implements OffsetsLog {
 }
 
 /**
- * OffsetsLog over the replica manager: appends as a producer with acks=all (answered once the ISR
+ * OffsetsLog over the replica manager: appends as the coordinator with acks=all (answered once the ISR
  * has the batch, durable with `flush.on.ack`, or REQUEST_TIMED_OUT after `commitTimeoutMs`, Kafka's
  * offsets.commit.timeout.ms); reads and bounds up to the leader's log end, as Kafka's coordinator
  * loads: a new (or restarted) leader's high watermark can lag behind commits already acknowledged,
@@ -96,9 +96,12 @@ export class ReplicaOffsetsLog implements OffsetsLog {
   }
 
   async append(partition: number, batch: Buffer): Promise<OffsetsLogAppendResult> {
+    // Kafka's AppendOrigin.COORDINATOR: the coordinator's transactional batches (TxnOffsetCommit)
+    // all start at sequence 0, so they get no duplicate or sequence check, only the epoch check.
+    const options = { acks: -1, timeoutMs: this.#commitTimeoutMs, origin: 'coordinator' as const }
     const [r] = await this.#replicas.appendRecords(
       [{ topic: GROUP_METADATA_TOPIC_NAME, partition, records: batch }],
-      { acks: -1, timeoutMs: this.#commitTimeoutMs },
+      options,
     )
     if (r === undefined) return { errorCode: ErrorCode.UnknownServerError }
     if (r.errorCode !== ErrorCode.None) {

@@ -48,15 +48,22 @@ export interface ConnectionInfo {
 export interface DispatcherOptions {
   /** The node's current authorizer, read once per request; absent or null: no ACL checks. */
   readonly authorizer?: () => StandardAuthorizer | null
+  /**
+   * Told of every request its handler answered (or chose not to answer), with the milliseconds from
+   * decoding to the response encoded: the node's request metrics. `now` is the node's monotonic clock.
+   */
+  readonly observe?: { readonly now: () => number; readonly answered: (api: string, ms: number) => void }
 }
 
 export class Dispatcher {
   readonly registry: HandlerRegistry
   readonly #authorizer: () => StandardAuthorizer | null
+  readonly #observe: DispatcherOptions['observe']
 
   constructor(registry: HandlerRegistry, options: DispatcherOptions = {}) {
     this.registry = registry
     this.#authorizer = options.authorizer ?? (() => null)
+    this.#observe = options.observe
   }
 
   async dispatch(frame: Buffer, conn: ConnectionInfo): Promise<DispatchResult> {
@@ -121,6 +128,8 @@ export class Dispatcher {
       after = null
       if (fns !== null) for (const fn of fns) fn()
     }
+    const observe = this.#observe
+    const startedMs = observe?.now() ?? 0
     let result: unknown
     try {
       result = await handler.handle(decoded.body, ctx)
@@ -130,10 +139,12 @@ export class Dispatcher {
     }
     if (result === NO_RESPONSE) {
       done()
+      observe?.answered(handler.api.name, observe.now() - startedMs)
       return { kind: 'none' }
     }
     try {
       const frame = encodeResponse(handler.api as ErasedApi, apiVersion, correlationId, result)
+      observe?.answered(handler.api.name, observe.now() - startedMs)
       return after === null ? { kind: 'response', frame } : { kind: 'response', frame, done }
     } catch (e) {
       done()

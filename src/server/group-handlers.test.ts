@@ -26,6 +26,7 @@ import { makeOffsetCommitHandler } from './handlers/offset-commit.ts'
 import { makeOffsetDeleteHandler } from './handlers/offset-delete.ts'
 import { makeOffsetFetchHandler } from './handlers/offset-fetch.ts'
 import { makeSyncGroupHandler } from './handlers/sync-group.ts'
+import { makeTxnOffsetCommitHandler } from './handlers/txn-offset-commit.ts'
 import { HandlerRegistry } from './registry.ts'
 
 const CONN = { connectionId: 1, clientAddress: '127.0.0.1:50000', listenerName: 'PLAINTEXT' }
@@ -73,7 +74,14 @@ async function startNode(): Promise<Node> {
     makeHeartbeatHandler(c),
     makeLeaveGroupHandler(c),
     makeOffsetCommitHandler({ commitOffsets: (i) => c.commitOffsets(i), partitionExists }),
-    makeOffsetFetchHandler(c),
+    makeOffsetFetchHandler({
+      fetchOffsets: (g, t, requireStable) =>
+        requireStable ? c.fetchStableOffsets(g, t) : c.fetchOffsets(g, t),
+    }),
+    makeTxnOffsetCommitHandler({
+      commitTransactionalOffsets: (i) => c.commitTransactionalOffsets(i),
+      partitionExists,
+    }),
     makeDescribeGroupsHandler(c),
     makeListGroupsHandler(c),
     makeDeleteGroupsHandler(c),
@@ -329,6 +337,132 @@ describe('group handlers (injected frames)', () => {
     )
     const lost2 = await call(node, apis.OffsetFetch, 2, { groupId: G, topics: null })
     assert.equal(lost2.errorCode, ErrorCode.NotCoordinator)
+    node.coordinator.close()
+  })
+
+  test('TxnOffsetCommit: pending (UNSTABLE_OFFSET_COMMIT with requireStable, unseen without) until the COMMIT marker', async () => {
+    const node = await startNode()
+    const txn = {
+      transactionalId: 'tx' as never,
+      groupId: G,
+      producerId: 7n as never,
+      producerEpoch: 2,
+    }
+    const t3 = await call(node, apis.TxnOffsetCommit, 3, {
+      ...txn,
+      generationId: -1,
+      memberId: '',
+      groupInstanceId: null,
+      topics: [
+        {
+          name: TOPIC,
+          partitions: [
+            { partitionIndex: 0, committedOffset: 12n, committedLeaderEpoch: 1, committedMetadata: 'x' },
+            { partitionIndex: 7, committedOffset: 1n, committedMetadata: null },
+          ],
+        },
+      ],
+    })
+    assert.deepEqual(
+      t3.topics[0]!.partitions.map((p) => [p.partitionIndex, p.errorCode]),
+      [
+        [0, ErrorCode.None],
+        [7, ErrorCode.UnknownTopicOrPartition],
+      ],
+    )
+    const stable = (version: number) =>
+      call(
+        node,
+        apis.OffsetFetch,
+        version,
+        version >= 8
+          ? {
+              groups: [{ groupId: G, topics: [{ name: TOPIC, partitionIndexes: [0, 1] }] }],
+              requireStable: true,
+            }
+          : { groupId: G, topics: [{ name: TOPIC, partitionIndexes: [0, 1] }], requireStable: true },
+      )
+    const f7 = await stable(7)
+    assert.equal(f7.errorCode, ErrorCode.None)
+    assert.deepEqual(
+      f7.topics[0]!.partitions.map((p) => [p.committedOffset, p.errorCode]),
+      [
+        [-1n, ErrorCode.UnstableOffsetCommit],
+        [-1n, ErrorCode.None],
+      ],
+    )
+    const f8 = await stable(8)
+    assert.equal(f8.groups[0]!.errorCode, ErrorCode.None, 'per partition, not for the group')
+    assert.equal(f8.groups[0]!.topics[0]!.partitions[0]!.errorCode, ErrorCode.UnstableOffsetCommit)
+    const plain = await call(node, apis.OffsetFetch, 6, { groupId: G, topics: null })
+    assert.deepEqual(plain.topics, [], 'not visible before the marker')
+    // A member's commit with a generation the group does not have (KIP-447, v3+).
+    const fenced = await call(node, apis.TxnOffsetCommit, 3, {
+      ...txn,
+      generationId: 4,
+      memberId: 'm',
+      groupInstanceId: null,
+      topics: [
+        { name: TOPIC, partitions: [{ partitionIndex: 1, committedOffset: 1n, committedMetadata: null }] },
+      ],
+    })
+    assert.equal(fenced.topics[0]!.partitions[0]!.errorCode, ErrorCode.UnknownMemberId)
+    await node.coordinator.completeTransaction(0, 7n, true)
+    const after = await stable(7)
+    assert.deepEqual(
+      after.topics[0]!.partitions.map((p) => [
+        p.committedOffset,
+        p.committedLeaderEpoch,
+        p.metadata,
+        p.errorCode,
+      ]),
+      [
+        [12n, 1, 'x', ErrorCode.None],
+        [-1n, -1, '', ErrorCode.None],
+      ],
+    )
+    // A partition about to load here: COORDINATOR_LOAD_IN_PROGRESS, which v0-1 clients get as
+    // COORDINATOR_NOT_AVAILABLE (they predate KAFKA-7296).
+    const loading = new GroupCoordinator({
+      config: DEFAULT_GROUP_CONFIG,
+      partitionCount: 1,
+      retentionCheckIntervalMs: 600_000,
+      log: new LocalOffsetsLog(() => undefined),
+      clock: node.clock,
+      random: new SeededRandom(1),
+      leadsPartition: () => true,
+    })
+    const registry = new HandlerRegistry()
+    registry.register(
+      makeTxnOffsetCommitHandler({
+        commitTransactionalOffsets: (i) => loading.commitTransactionalOffsets(i),
+        partitionExists: () => true,
+      }),
+    )
+    const loadingNode = { ...node, dispatcher: new Dispatcher(registry), coordinator: loading }
+    const body = {
+      ...txn,
+      topics: [
+        { name: TOPIC, partitions: [{ partitionIndex: 0, committedOffset: 1n, committedMetadata: null }] },
+      ],
+    }
+    for (const [version, errorCode] of [
+      [0, ErrorCode.CoordinatorNotAvailable],
+      [1, ErrorCode.CoordinatorNotAvailable],
+      [2, ErrorCode.CoordinatorLoadInProgress],
+    ] as const) {
+      const r = await call(loadingNode, apis.TxnOffsetCommit, version, body)
+      assert.equal(r.topics[0]!.partitions[0]!.errorCode, errorCode, `v${version}`)
+    }
+    loading.close()
+    node.coordinator.onResignation(0)
+    const v0 = await call(node, apis.TxnOffsetCommit, 0, {
+      ...txn,
+      topics: [
+        { name: TOPIC, partitions: [{ partitionIndex: 0, committedOffset: 1n, committedMetadata: null }] },
+      ],
+    })
+    assert.equal(v0.topics[0]!.partitions[0]!.errorCode, ErrorCode.NotCoordinator)
     node.coordinator.close()
   })
 

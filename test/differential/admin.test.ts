@@ -123,6 +123,14 @@ scenario(
       { name: topic('p-zero'), numPartitions: 0, replicationFactor: 1 },
       { name: topic('p-minus-two'), numPartitions: -2, replicationFactor: 1 },
     ])
+    // More records than one atomic controller batch (10,000): the whole request is refused.
+    await create('excessive-batch', [
+      { name: topic('p-ten-thousand'), numPartitions: 10_000, replicationFactor: 1 },
+    ])
+    await create('excessive-batch-together', [
+      { name: topic('p-six-thousand-a'), numPartitions: 6_000, replicationFactor: 1 },
+      { name: topic('p-six-thousand-b'), numPartitions: 6_000, replicationFactor: 1 },
+    ])
     await create('bad-config', [
       {
         name: topic('bad-config-value'),

@@ -34,7 +34,6 @@ const NOT_SERVED: readonly [number, string, number, number][] = [
   [24, 'AddPartitionsToTxn', 0, 5],
   [25, 'AddOffsetsToTxn', 0, 4],
   [26, 'EndTxn', 0, 5],
-  [28, 'TxnOffsetCommit', 0, 5],
   [34, 'AlterReplicaLogDirs', 1, 2],
   [36, 'SaslAuthenticate', 0, 2],
   [38, 'CreateDelegationToken', 1, 3],

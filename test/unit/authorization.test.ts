@@ -15,6 +15,7 @@ import { after, before, describe, test } from 'node:test'
 import kafkajs from 'kafkajs'
 import { WeirNode } from '../../src/broker/index.ts'
 import type { KafkaConnection } from '../../src/client/index.ts'
+import { partitionForGroup } from '../../src/coordinator/index.ts'
 import { type EmbeddedCluster, startCluster } from '../../src/index.ts'
 import type { BrokerId, ProducerId, TopicName, TransactionalId } from '../../src/model/index.ts'
 import {
@@ -561,6 +562,93 @@ describe('ACLs in every handler, one node', () => {
       deleted.results.map((r) => [r.groupId, r.errorCode]),
       [['g1', ErrorCode.GroupAuthorizationFailed]],
     )
+  })
+
+  /** A TxnOffsetCommit v3 of offset 7 on partition 0 of each topic, as producer 9000 epoch 0. */
+  const txnCommit = (c: KafkaConnection, transactionalId: string, groupId: string, topics: string[]) =>
+    c.request(apis.TxnOffsetCommit, 3, {
+      transactionalId: transactionalId as TransactionalId,
+      groupId: groupId as never,
+      producerId: 9000n as ProducerId,
+      producerEpoch: 0,
+      generationId: -1,
+      memberId: '',
+      groupInstanceId: null,
+      topics: topics.map((name) => ({
+        name: name as TopicName,
+        partitions: [
+          { partitionIndex: 0, committedOffset: 7n, committedLeaderEpoch: -1, committedMetadata: '' },
+        ],
+      })),
+    })
+  const txnCommitErrors = (r: Awaited<ReturnType<typeof txnCommit>>) =>
+    r.topics.map((t) => [t.name, t.partitions[0]!.errorCode])
+  const txnAcls: Acl[] = [
+    { resourceType: ResourceType.TransactionalId, resourceName: 'tx-a', operation: AclOperation.Write },
+    { resourceType: ResourceType.Group, resourceName: 'tg', operation: AclOperation.Read },
+    { resourceType: ResourceType.Topic, resourceName: 'open', operation: AclOperation.Read },
+  ]
+
+  test('TxnOffsetCommit: WRITE on the transactional id, then READ on the group, then READ on each topic', async () => {
+    await createAcls(admin, txnAcls)
+    const alice = await login('alice')
+    const bob = await login('bob')
+    await eventually(async () => {
+      assert.deepEqual(txnCommitErrors(await txnCommit(alice, 'tx-a', 'tg', ['secret'])), [
+        ['secret', ErrorCode.TopicAuthorizationFailed],
+      ])
+    })
+    assert.deepEqual(txnCommitErrors(await txnCommit(bob, 'tx-a', 'tg', ['open'])), [
+      ['open', ErrorCode.TransactionalIdAuthorizationFailed],
+    ])
+    assert.deepEqual(txnCommitErrors(await txnCommit(alice, 'tx-b', 'tg', ['open'])), [
+      ['open', ErrorCode.TransactionalIdAuthorizationFailed],
+    ])
+    assert.deepEqual(txnCommitErrors(await txnCommit(alice, 'tx-a', 'tg-other', ['open'])), [
+      ['open', ErrorCode.GroupAuthorizationFailed],
+    ])
+  })
+
+  test('TxnOffsetCommit over the wire: its offsets pending (UNSTABLE_OFFSET_COMMIT for OffsetFetch requireStable) until the COMMIT marker', {
+    skip: 'needs partitions that accept transactional batches and WriteTxnMarkers wired to the group coordinator',
+  }, async () => {
+    await createAcls(admin, txnAcls)
+    const alice = await login('alice')
+    await eventually(async () => {
+      const found = await alice.request(apis.FindCoordinator, 4, { keyType: 0, coordinatorKeys: ['tg'] })
+      assert.equal(found.coordinators[0]!.errorCode, ErrorCode.None)
+      assert.deepEqual(txnCommitErrors(await txnCommit(alice, 'tx-a', 'tg', ['open', 'secret'])), [
+        ['open', ErrorCode.None],
+        ['secret', ErrorCode.TopicAuthorizationFailed],
+      ])
+    })
+    const fetched = (requireStable: boolean) =>
+      alice.request(apis.OffsetFetch, 8, {
+        groups: [{ groupId: 'tg' as never, topics: [{ name: 'open' as TopicName, partitionIndexes: [0] }] }],
+        requireStable,
+      })
+    const partition = (r: Awaited<ReturnType<typeof fetched>>) => {
+      const p = r.groups[0]!.topics[0]!.partitions[0]!
+      return [r.groups[0]!.errorCode, p.committedOffset, p.errorCode]
+    }
+    assert.deepEqual(partition(await fetched(true)), [ErrorCode.None, -1n, ErrorCode.UnstableOffsetCommit])
+    assert.deepEqual(partition(await fetched(false)), [ErrorCode.None, -1n, ErrorCode.None])
+    // The transaction commits: its marker on the group's partition makes the offset committed.
+    const markers = await admin.request(apis.WriteTxnMarkers, 1, {
+      markers: [
+        {
+          producerId: 9000n as ProducerId,
+          producerEpoch: 0,
+          transactionResult: true,
+          topics: [
+            { name: '__consumer_offsets' as TopicName, partitionIndexes: [partitionForGroup('tg', 50)] },
+          ],
+          coordinatorEpoch: 0,
+        },
+      ],
+    })
+    assert.equal(markers.markers[0]!.topics[0]!.partitions[0]!.errorCode, ErrorCode.None)
+    assert.deepEqual(partition(await fetched(true)), [ErrorCode.None, 7n, ErrorCode.None])
   })
 
   test('configs, ACLs, log dirs, elections, the quorum, records: each refused with its error without the ACL', async () => {

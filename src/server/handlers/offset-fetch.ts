@@ -1,7 +1,8 @@
 /**
  * OffsetFetch v1-9: committed offsets with leader epoch (v5+) and metadata; all of a group's offsets
- * when topics are null (v2+); several groups at once (v8+, KIP-709). `requireStable` has nothing to
- * wait for (no transactional offsets yet) and v9's member epochs (KIP-848) are not checked. DESCRIBE
+ * when topics are null (v2+); several groups at once (v8+, KIP-709). With `requireStable` (v7+) a
+ * partition a transaction holds a pending offset for answers UNSTABLE_OFFSET_COMMIT (per partition,
+ * in every version, as Kafka), which the client retries. v9's member epochs (KIP-848) are not checked. DESCRIBE
  * on each group (else GROUP_AUTHORIZATION_FAILED) and on each topic: a named one denied answers
  * TOPIC_AUTHORIZATION_FAILED, all of a group's offsets leave the denied topics out.
  */
@@ -15,6 +16,7 @@ export interface OffsetFetchView {
   fetchOffsets(
     groupId: GroupId,
     topics: readonly { name: TopicName; partitionIndexes: readonly number[] }[] | null,
+    requireStable: boolean,
   ): OffsetFetchGroupResult | Promise<OffsetFetchGroupResult>
 }
 
@@ -22,10 +24,11 @@ export function makeOffsetFetchHandler(view: OffsetFetchView): Handler {
   return defineHandler(apis.OffsetFetch, {}, async (req, ctx) => {
     const v = ctx.apiVersion
     const authz = authorize(ctx)
+    const requireStable = v >= 7 && req.requireStable
     const fetch = (groupId: GroupId, topics: Parameters<OffsetFetchView['fetchOffsets']>[1]) =>
       authz.authorizer === null
-        ? view.fetchOffsets(groupId, topics)
-        : authorizedFetch(view, authz, groupId, topics)
+        ? view.fetchOffsets(groupId, topics, requireStable)
+        : authorizedFetch(view, authz, groupId, topics, requireStable)
     if (v >= 8) {
       return {
         throttleTimeMs: 0,
@@ -60,16 +63,17 @@ async function authorizedFetch(
   authz: RequestAuthorization,
   groupId: GroupId,
   topics: Parameters<OffsetFetchView['fetchOffsets']>[1],
+  requireStable: boolean,
 ): Promise<OffsetFetchGroupResult> {
   if (!authz.allowed(AclOperation.Describe, ResourceType.Group, groupId))
     return { groupId, errorCode: ErrorCode.GroupAuthorizationFailed, topics: [] }
   const describable = (name: string) => authz.allowed(AclOperation.Describe, ResourceType.Topic, name)
   if (topics === null) {
-    const r = await view.fetchOffsets(groupId, null)
+    const r = await view.fetchOffsets(groupId, null, requireStable)
     return { ...r, topics: r.topics.filter((t) => describable(t.name ?? '')) }
   }
   const allowed = topics.filter((t) => describable(t.name))
-  const r = await view.fetchOffsets(groupId, allowed)
+  const r = await view.fetchOffsets(groupId, allowed, requireStable)
   if (r.errorCode !== ErrorCode.None) return r
   const denied = topics
     .filter((t) => !describable(t.name))

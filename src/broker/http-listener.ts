@@ -1,0 +1,144 @@
+/**
+ * A node's HTTP listeners (`http.listeners`): Prometheus metrics and health checks for
+ * orchestrators and load balancers. GET (and HEAD) only, no request bodies; unknown paths are 404,
+ * other methods 405; connections, header size and time are bounded so a misbehaving scraper cannot
+ * hold the node's memory or sockets.
+ *
+ *   GET /metrics           Prometheus text 0.0.4, or OpenMetrics 1.0 when the Accept header asks
+ *   GET /v1/health/live    200 while the process serves HTTP at all
+ *   GET /v1/health/ready   200 once the node serves clients (metadata caught up), else 503
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+/** One `http.listeners` entry: `http://host:port`. */
+export interface HttpListenerSpec {
+  readonly host: string
+  readonly port: number
+}
+
+export class HttpListenersError extends Error {
+  override name = 'HttpListenersError'
+}
+
+/** Parses `http.listeners` (comma-separated `http://host:port`); throws HttpListenersError. */
+export function parseHttpListeners(value: string): HttpListenerSpec[] {
+  const out: HttpListenerSpec[] = []
+  for (const raw of value.split(',')) {
+    const entry = raw.trim()
+    if (entry === '') continue
+    const m = /^http:\/\/(\[[0-9a-fA-F:.]+\]|[^:/[\]]*):(\d{1,5})$/.exec(entry)
+    if (m === null) {
+      throw new HttpListenersError(
+        `http.listeners: '${entry}' is not http://host:port (https is not served yet)`,
+      )
+    }
+    const port = Number(m[2])
+    if (port > 65_535) throw new HttpListenersError(`http.listeners: port ${port} is out of range`)
+    const host = m[1]!.replace(/^\[|\]$/g, '')
+    out.push({ host: host === '' ? '0.0.0.0' : host, port })
+  }
+  return out
+}
+
+export interface HttpRoutes {
+  /** The exposition for `/metrics`. */
+  readonly metrics: (openMetrics: boolean) => Promise<{ contentType: string; body: string }>
+  /** Whether the node serves clients. */
+  readonly ready: () => boolean
+}
+
+/** Concurrent connections one HTTP listener accepts; more are refused by the kernel's backlog. */
+export const HTTP_CONNECTIONS_MAX = 64
+/** Bounds on what a client may send: headers (bytes) and the time to send them. */
+const HEADER_BYTES_MAX = 8192
+const HEADERS_TIMEOUT_MS = 10_000
+const REQUEST_TIMEOUT_MS = 30_000
+const IDLE_TIMEOUT_MS = 60_000
+
+export class HttpListener {
+  readonly #server: Server
+  readonly #routes: HttpRoutes
+
+  private constructor(server: Server, routes: HttpRoutes) {
+    this.#server = server
+    this.#routes = routes
+  }
+
+  /** Binds `spec`; rejects when the address cannot be bound. */
+  static async open(spec: HttpListenerSpec, routes: HttpRoutes): Promise<HttpListener> {
+    const server = createServer({
+      maxHeaderSize: HEADER_BYTES_MAX,
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      keepAliveTimeout: 5_000,
+    })
+    server.maxConnections = HTTP_CONNECTIONS_MAX
+    server.setTimeout(IDLE_TIMEOUT_MS)
+    const listener = new HttpListener(server, routes)
+    server.on('request', (req, res) => listener.#serve(req, res))
+    server.on('clientError', (_e, socket) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
+      else socket.destroy()
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(spec.port, spec.host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+    return listener
+  }
+
+  /** The bound address (the real port when `http.listeners` asked for 0). */
+  get address(): { host: string; port: number } {
+    const a = this.#server.address() as AddressInfo
+    return { host: a.address, port: a.port }
+  }
+
+  #serve(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? '/').split('?')[0]!
+    const known = path === '/metrics' || path === '/v1/health/live' || path === '/v1/health/ready'
+    // A body is never read: its bytes are drained so that keep-alive stays in step, up to a bound.
+    let bodyBytes = 0
+    req.on('data', (chunk: Buffer) => {
+      bodyBytes += chunk.length
+      if (bodyBytes > HEADER_BYTES_MAX) req.destroy()
+    })
+    if (!known) return send(res, 404, 'text/plain; charset=utf-8', 'not found\n')
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', 'GET, HEAD')
+      return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n')
+    }
+    if (path === '/v1/health/live') return send(res, 200, JSON_TYPE, '{"status":"live"}\n')
+    if (path === '/v1/health/ready') {
+      return this.#routes.ready()
+        ? send(res, 200, JSON_TYPE, '{"status":"ready"}\n')
+        : send(res, 503, JSON_TYPE, '{"status":"not ready"}\n')
+    }
+    const openMetrics = (req.headers.accept ?? '').includes('application/openmetrics-text')
+    this.#routes.metrics(openMetrics).then(
+      (m) => send(res, 200, m.contentType, m.body),
+      (e: unknown) =>
+        send(res, 500, 'text/plain; charset=utf-8', `metrics failed: ${(e as Error).message}\n`),
+    )
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#server.close(() => resolve())
+      this.#server.closeAllConnections()
+    })
+  }
+}
+
+const JSON_TYPE = 'application/json'
+
+function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+  if (res.headersSent || res.destroyed) return
+  res.statusCode = status
+  res.setHeader('Content-Type', contentType)
+  res.setHeader('Cache-Control', 'no-store')
+  res.end(res.req.method === 'HEAD' ? undefined : body)
+}

@@ -1,0 +1,167 @@
+/**
+ * A real `weir start` with `http.listeners`: health checks and Prometheus metrics over real HTTP,
+ * the metrics following what a client does (requests counted by API, a created topic's partitions
+ * counted), both expositions (text 0.0.4 and OpenMetrics) in turn, and the refusals (404, 405).
+ */
+import assert from 'node:assert/strict'
+import { request } from 'node:http'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { startCluster } from '../../src/index.ts'
+import type { TopicName } from '../../src/model/index.ts'
+import { apis, ErrorCode } from '../../src/protocol/index.ts'
+import { openConnection } from '../support/connection.ts'
+import { freePorts, tempDir, WeirProcess, writeProperties } from '../support/weir-process.ts'
+
+const dir = tempDir('weir-http-')
+let node: WeirProcess
+let kafkaPort: number
+let httpPort: number
+
+before(async () => {
+  const [client, controller, http] = (await freePorts(3)) as [number, number, number]
+  kafkaPort = client
+  httpPort = http
+  const config = writeProperties(dir.path, 'weir.properties', {
+    listeners: `PLAINTEXT://127.0.0.1:${client},CONTROLLER://127.0.0.1:${controller}`,
+    'controller.quorum.voters': `1@127.0.0.1:${controller}`,
+    'http.listeners': `http://127.0.0.1:${http}`,
+  })
+  node = new WeirProcess(['--config', config, '--data-dir', join(dir.path, 'data')])
+  await node.start()
+})
+
+after(async () => {
+  await node?.stop()
+  dir.remove()
+})
+
+function get(
+  path: string,
+  options: { method?: string; accept?: string; port?: number } = {},
+): Promise<{ status: number; type: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: options.port ?? httpPort,
+        path,
+        method: options.method ?? 'GET',
+        headers: options.accept === undefined ? {} : { accept: options.accept },
+      },
+      (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (d: string) => {
+          body += d
+        })
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }),
+        )
+      },
+    )
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+/** The value of a sample line `name{labels} value` (labels as written, or none). */
+function sample(body: string, name: string, labels = ''): number | undefined {
+  const prefix = labels === '' ? `${name} ` : `${name}{${labels}} `
+  const line = body.split('\n').find((l) => l.startsWith(prefix))
+  return line === undefined ? undefined : Number(line.slice(prefix.length))
+}
+
+test('health: live and ready once the node serves', async () => {
+  assert.deepEqual(await get('/v1/health/live'), {
+    status: 200,
+    type: 'application/json',
+    body: '{"status":"live"}\n',
+  })
+  const ready = await get('/v1/health/ready')
+  assert.equal(ready.status, 200)
+  assert.equal(ready.body, '{"status":"ready"}\n')
+})
+
+test('metrics follow what clients do, in both expositions', async () => {
+  const conn = await openConnection({ host: '127.0.0.1', port: kafkaPort }, 'http-test')
+  try {
+    const before = await get('/metrics')
+    assert.equal(before.status, 200)
+    assert.match(before.type, /^text\/plain; version=0\.0\.4/)
+    assert.equal(sample(before.body, 'kafka_controller_kafkacontroller_activecontrollercount'), 1)
+    assert.equal(sample(before.body, 'kafka_server_raftmetrics_current_leader'), 1)
+    assert.equal(sample(before.body, 'weir_node_ready'), 1)
+    assert.ok((sample(before.body, 'nodejs_heap_size_used_bytes') ?? 0) > 0, "Node's own metrics")
+    const metadataBefore =
+      sample(before.body, 'kafka_network_requestmetrics_requests_total', 'request="Metadata"') ?? 0
+    const created = await conn.request(apis.CreateTopics, 7, {
+      topics: [
+        {
+          name: 'metered' as TopicName,
+          numPartitions: 5,
+          replicationFactor: 1,
+          assignments: [],
+          configs: [],
+        },
+      ],
+      timeoutMs: 30_000,
+      validateOnly: false,
+    })
+    assert.equal(created.topics[0]?.errorCode, ErrorCode.None)
+    for (let i = 0; i < 3; i++) {
+      await conn.request(apis.Metadata, 12, { topics: null, allowAutoTopicCreation: false })
+    }
+    const m = (await get('/metrics')).body
+    assert.equal(
+      sample(m, 'kafka_network_requestmetrics_requests_total', 'request="Metadata"'),
+      metadataBefore + 3,
+    )
+    assert.equal(sample(m, 'kafka_network_requestmetrics_totaltimems_count', 'request="CreateTopics"'), 1)
+    assert.equal(sample(m, 'kafka_server_replicamanager_leadercount'), 5)
+    assert.equal(sample(m, 'kafka_server_replicamanager_partitioncount'), 5)
+    assert.equal(sample(m, 'kafka_server_replicamanager_underreplicatedpartitions'), 0)
+    assert.equal(sample(m, 'kafka_controller_kafkacontroller_offlinepartitionscount'), 0)
+    assert.equal(sample(m, 'kafka_controller_kafkacontroller_globaltopiccount'), 1)
+    const open = await get('/metrics', { accept: 'application/openmetrics-text; version=1.0.0' })
+    assert.match(open.type, /^application\/openmetrics-text/)
+    assert.ok(open.body.endsWith('# EOF\n'))
+    assert.match(open.body, /^# TYPE kafka_network_requestmetrics_requests counter$/m)
+    assert.ok(sample(open.body, 'kafka_network_requestmetrics_requests_total', 'request="Metadata"'))
+    // The text exposition after an OpenMetrics one still names counters with _total.
+    const again = (await get('/metrics')).body
+    assert.match(again, /^# TYPE kafka_network_requestmetrics_requests_total counter$/m)
+  } finally {
+    conn.close()
+  }
+})
+
+test('unknown paths are 404, other methods 405', async () => {
+  assert.equal((await get('/nope')).status, 404)
+  assert.equal((await get('/metrics/../etc/passwd')).status, 404)
+  const post = await get('/metrics', { method: 'POST' })
+  assert.equal(post.status, 405)
+  assert.equal((await get('/v1/health/ready', { method: 'DELETE' })).status, 405)
+  const head = await get('/v1/health/live', { method: 'HEAD' })
+  assert.equal(head.status, 200)
+  assert.equal(head.body, '')
+})
+
+test('startCluster serves HTTP on every node unless told not to', async () => {
+  const cluster = await startCluster({ nodes: 1 })
+  try {
+    const port = cluster.nodes[0]!.httpPort
+    assert.ok(port !== null)
+    assert.equal((await get('/v1/health/ready', { port })).status, 200)
+    const m = (await get('/metrics', { port })).body
+    assert.equal(sample(m, 'kafka_controller_kafkacontroller_activecontrollercount'), 1)
+  } finally {
+    await cluster.stop()
+  }
+  const off = await startCluster({ nodes: 1, config: { 'http.listeners': '' } })
+  try {
+    assert.equal(off.nodes[0]!.httpPort, null)
+  } finally {
+    await off.stop()
+  }
+})
