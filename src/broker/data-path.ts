@@ -2,7 +2,7 @@
  * The broker's data path, wired: the replica manager (hosted partitions, reconciled to metadata),
  * producer-id blocks from the controller, the fetch-session cache, and the handlers that serve
  * them (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords, InitProducerId,
- * DescribeLogDirs, DescribeProducers), each given a small view. No logic of its own.
+ * DescribeLogDirs, DescribeProducers, WriteTxnMarkers), each given a small view. No logic of its own.
  */
 import { statfs } from 'node:fs/promises'
 import type { ClientSecurity } from '../client/index.ts'
@@ -10,7 +10,7 @@ import { type EffectiveConfig, resolveTopicConfig } from '../config/index.ts'
 import { type NodeConfigSource, topicConfigLayers } from '../controller/index.ts'
 import type { Clock, Disk, Random, TimerHandle, Transport } from '../io/index.ts'
 import type { ImagePublication, MetadataImage } from '../metadata/index.ts'
-import type { BrokerId } from '../model/index.ts'
+import type { BrokerId, TopicName } from '../model/index.ts'
 import {
   type AllocateProducerIdsResponseData,
   type AlterPartitionRequestData,
@@ -31,6 +31,7 @@ import {
   makeListOffsetsHandler,
   makeOffsetForLeaderEpochHandler,
   makeProduceHandler,
+  makeWriteTxnMarkersHandler,
 } from '../server/index.ts'
 import {
   type LogManager,
@@ -72,7 +73,20 @@ export interface DataPathOptions {
    * (`logManagerOptions`); default: one of the data path's own.
    */
   readonly pool?: ReadBufferPool
+  /**
+   * A transaction marker was written (committed) to a `__consumer_offsets` partition: the group
+   * coordinator completes the transaction's offsets, awaited before WriteTxnMarkers answers it.
+   */
+  readonly onTransactionCompleted?: (
+    topic: TopicName,
+    partition: number,
+    producerId: bigint,
+    producerEpoch: number,
+    committed: boolean,
+  ) => void | Promise<void>
 }
+
+const GROUP_METADATA_TOPIC = '__consumer_offsets'
 
 /** A pooled read buffer unused for 5-10 s is dropped: a consumer reading old data reuses its own. */
 const READ_BUFFER_TRIM_MS = 5000
@@ -153,7 +167,7 @@ export class DataPath {
     return {
       pool: this.readBuffers,
       hooksFor: (topic, partition) => this.replicas.hooksFor(topic, partition),
-      cleanerUpperBound: (topic, partition) => this.replicas.highWatermark(topic, partition),
+      cleanerUpperBound: (topic, partition) => this.replicas.lastStableOffset(topic, partition),
       config: logManagerConfigFrom(this.#o.effective),
     }
   }
@@ -205,6 +219,15 @@ export class DataPath {
       }),
       makeDescribeLogDirsHandler({ describeLogDirs: () => replicas.describeLogDirs(), volumeBytes }),
       makeDescribeProducersHandler(replicas),
+      makeWriteTxnMarkersHandler({
+        appendTxnMarkers: (entries, timeoutMs) => replicas.appendTxnMarkers(entries, timeoutMs),
+        markerWritten: async (topic, partition, m) => {
+          const completed = this.#o.onTransactionCompleted
+          if (completed === undefined || topic !== GROUP_METADATA_TOPIC) return
+          await completed(topic, partition, m.producerId, m.producerEpoch, m.committed)
+        },
+        timeoutMs: e.int('request.timeout.ms'),
+      }),
     ]
   }
 

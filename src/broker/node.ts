@@ -495,6 +495,9 @@ export class WeirNode {
         interBrokerSecurity: io.security.interBroker,
         log: this.#log,
         pool: this.#pool,
+        // The group coordinator commits or drops a producer's pending offsets at its marker.
+        onTransactionCompleted: (_topic, partition, producerId, producerEpoch, committed) =>
+          this.#groups?.onTransactionCompleted(partition, producerId, producerEpoch, committed),
       })
       this.#dataPath = dataPath
       this.#loader.subscribe((p) => dataPath.onPublish(p))

@@ -7,13 +7,17 @@ import type { Clock } from '../io/index.ts'
 import type { TopicName } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import type { DelayedOperations, WaitOutcome } from './delayed-operations.ts'
-import type { Partition } from './partition.ts'
+import type { LeaderAppendResult, Partition } from './partition.ts'
+import type { MarkerInfo } from './producer-state.ts'
 import type { ReplicaReconciler } from './replica-reconciler.ts'
 import type { ReplicationStats } from './replication-stats.ts'
 
-export interface ProduceEntry {
+interface TopicPartitionEntry {
   readonly topic: TopicName
   readonly partition: number
+}
+
+export interface ProduceEntry extends TopicPartitionEntry {
   /** Exactly one record batch, as the producer sent it. */
   readonly records: Buffer
 }
@@ -25,6 +29,17 @@ export interface ProduceResult {
   readonly baseOffset: bigint
   readonly logAppendTimeMs: number
   readonly logStartOffset: bigint
+}
+
+export interface AppendRecordsOptions {
+  readonly acks: number
+  readonly timeoutMs: number
+  /**
+   * `client` (default): a producer's batches. `coordinator`: a coordinator's own write (a
+   * transactional offset commit), whose producer batches get no duplicate or sequence check, as
+   * Kafka's `AppendOrigin.COORDINATOR`.
+   */
+  readonly origin?: 'client' | 'coordinator'
 }
 
 /** What the produce path reads of the replica manager (made once, with it). */
@@ -66,12 +81,26 @@ const ERRORS_WITHOUT_LOG_START: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.UnknownTopicId,
 ])
 
-async function appendOne(replicas: ReplicaReconciler, e: ProduceEntry, acks: number): Promise<Appended> {
+/** A COMMIT or ABORT marker for one partition (WriteTxnMarkers). */
+export interface TxnMarkerEntry {
+  readonly topic: TopicName
+  readonly partition: number
+  readonly marker: MarkerInfo
+}
+
+type AppendTo<E> = (p: Partition, e: E, acks: number) => Promise<LeaderAppendResult>
+
+async function appendOne<E extends TopicPartitionEntry>(
+  replicas: ReplicaReconciler,
+  e: E,
+  acks: number,
+  appendTo: AppendTo<E>,
+): Promise<Appended> {
   const p = replicas.getPartition(e.topic, e.partition)
   if (p === undefined) return { p, r: produceError(replicas.unhosted(e.topic, e.partition)) }
   // An offline partition (its log dir failed) is Kafka's HostedPartition.Offline, whatever its role.
   if (p.log.offlineCause !== null) return { p, r: produceError(ErrorCode.KafkaStorageError) }
-  const a = await p.appendAsLeader(e.records, acks)
+  const a = await appendTo(p, e, acks)
   if (a.errorCode !== ErrorCode.None || !('firstOffset' in a)) {
     const logStart = ERRORS_WITHOUT_LOG_START.has(a.errorCode) ? -1n : p.log.logStartOffset
     return { p, r: produceError(a.errorCode, 'errorMessage' in a ? a.errorMessage : null, logStart) }
@@ -104,10 +133,37 @@ function isWaiting(a: Appended): a is Waiting {
  * answer waits until the ISR has every appended batch (the high watermark passes it; with
  * `flush.on.ack` that includes the fsync) or `timeoutMs` passes (REQUEST_TIMED_OUT).
  */
-export async function appendRecords(
+export function appendRecords(
   c: AppendContext,
   entries: readonly ProduceEntry[],
+  options: AppendRecordsOptions,
+): Promise<ProduceResult[]> {
+  let bytes = 0
+  for (const e of entries) bytes += e.records.length
+  const origin = options.origin ?? 'client'
+  return appendAll(c, entries, options, bytes, (p, e, acks) => p.appendAsLeader(e.records, acks, origin))
+}
+
+/**
+ * Appends each marker to its partition as leader, answered once the ISR has it (acks=-1), as
+ * Kafka's WriteTxnMarkers appends with `AppendOrigin.COORDINATOR`.
+ */
+export function appendTxnMarkers(
+  c: AppendContext,
+  entries: readonly TxnMarkerEntry[],
+  timeoutMs: number,
+): Promise<ProduceResult[]> {
+  return appendAll(c, entries, { acks: -1, timeoutMs }, 0, (p, e, acks) =>
+    p.appendTxnMarkerAsLeader(e.marker, acks),
+  )
+}
+
+async function appendAll<E extends TopicPartitionEntry>(
+  c: AppendContext,
+  entries: readonly E[],
   options: { readonly acks: number; readonly timeoutMs: number },
+  bytes: number,
+  appendTo: AppendTo<E>,
 ): Promise<ProduceResult[]> {
   const startMs = c.clock.monotonicMs()
   const serving = c.replicas.whenServed(entries, options.timeoutMs)
@@ -115,16 +171,16 @@ export async function appendRecords(
   // Every entry settles before an error is thrown: the records are views of the request's frame,
   // which its connection gives back (to the node's pool) once the handler is done, so no append
   // may still be on its way to a log then.
-  const settled = await Promise.allSettled(entries.map((e) => appendOne(c.replicas, e, options.acks)))
+  const settled = await Promise.allSettled(
+    entries.map((e) => appendOne(c.replicas, e, options.acks, appendTo)),
+  )
   const appended = settled.map(appendedOrThrow)
   if (options.acks !== -1) return appended.map(resultOf)
   const waiting = appended.filter(isWaiting)
   if (waiting.length === 0) return appended.map(resultOf)
   const appendedMs = c.clock.monotonicMs()
   const elapsedMs = appendedMs - startMs
-  let bytes = 0
-  for (const e of entries) bytes += e.records.length
-  c.stats.produceAllBytes.add(bytes)
+  if (bytes > 0) c.stats.produceAllBytes.add(bytes)
   const outcome = await c.delayed.wait(
     waiting.map((w) => w.p.watchers),
     () => waiting.every((w) => w.p.checkEnoughReplicasReachOffset(w.required).done),

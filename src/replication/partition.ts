@@ -10,11 +10,15 @@ import { assert, type BrokerId, NO_NODE, type TopicName, type Uuid } from '../mo
 import {
   BATCH_HEADER_BYTES,
   type BatchHeader,
+  BatchOffsets,
+  batchSizeAt,
+  ControlRecordType,
   ErrorCode,
-  isTransactional,
+  encodeEndTxnMarkerBatch,
   readBatchHeader,
 } from '../protocol/index.ts'
 import {
+  type AbortedTxn,
   BROKER_TAIL_BYTES_MAX,
   ListOffsetsTimestamp,
   type LogConfig,
@@ -25,6 +29,7 @@ import {
 } from '../storage/index.ts'
 import { Watchers } from './delayed-operations.ts'
 import { UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET } from './leader-epoch-cache.ts'
+import type { MarkerInfo } from './producer-state.ts'
 import { readError } from './read-outcome.ts'
 import { producerInfo, type ReplicaLogState } from './replica-log-state.ts'
 import type { ReplicationStats } from './replication-stats.ts'
@@ -129,6 +134,8 @@ export interface ReadOutcome {
   readonly divergingEpoch: { readonly epoch: number; readonly endOffset: bigint } | null
   /** KIP-392: the consumer should fetch from this follower instead (no records then). */
   readonly preferredReadReplica?: BrokerId
+  /** A read up to the LSO: the aborted transactions overlapping the records (from `.txnindex`). */
+  readonly abortedTransactions?: readonly AbortedTxn[]
 }
 
 export interface OffsetForTimestamp {
@@ -139,6 +146,15 @@ export interface OffsetForTimestamp {
 }
 
 const EMPTY = Buffer.alloc(0)
+
+/** The offset after the last of whole batches (a read's upper bound for its aborted transactions). */
+function endOfBatches(records: Buffer): bigint {
+  let last = -1n
+  for (let at = 0; at + BATCH_HEADER_BYTES <= records.length; at += batchSizeAt(records, at)) {
+    last = records.readBigInt64BE(at) + BigInt(records.readInt32BE(at + BatchOffsets.lastOffsetDelta))
+  }
+  return last + 1n
+}
 
 function min(a: bigint, b: bigint): bigint {
   return a < b ? a : b
@@ -257,9 +273,14 @@ export class Partition {
     return this.#highWatermark
   }
 
-  /** No transactions yet: nothing is open, so the last stable offset is the high watermark. */
+  /**
+   * The last stable offset (Kafka's `UnifiedLog.lastStableOffset`): the first offset of the oldest
+   * open transaction, or of a completed one whose marker the high watermark has not passed, when
+   * that is below the high watermark; else the high watermark. Leaders and followers alike.
+   */
   get lastStableOffset(): bigint {
-    return this.#highWatermark
+    const unstable = this.state.producers.firstUnstableOffset(this.#highWatermark)
+    return unstable !== null && unstable < this.#highWatermark ? unstable : this.#highWatermark
   }
 
   get logEndOffset(): bigint {
@@ -463,8 +484,8 @@ export class Partition {
 
   /**
    * After an unclean election (leaderRecoveryState RECOVERING) the leader reports its recovery done
-   * with an AlterPartition of its own ISR and RECOVERED (KIP-704; with no transactions there is
-   * nothing to recover). Returns the proposal, now pending, or null.
+   * with an AlterPartition of its own ISR and RECOVERED (KIP-704). Returns the proposal, now pending,
+   * or null.
    */
   maybeCompleteRecovery(): PendingIsrChange | null {
     if (this.#role !== 'leader' || !this.#recovering || this.#pendingIsr !== null) return null
@@ -585,6 +606,8 @@ export class Partition {
     await this.log.truncateTo(offset)
     assert(this.log.logEndOffset <= offset, 'a truncation left offsets at or past its cut')
     if (this.#highWatermark > this.log.logEndOffset) this.#highWatermark = this.log.logEndOffset
+    // A cut marker reopens its transaction: producer state is rebuilt from the log.
+    await this.state.reloadProducers()
     this.watchers.wake()
   }
 
@@ -638,29 +661,61 @@ export class Partition {
    * place). Idempotent batches are checked against producer state first: a retry of a recent batch
    * answers its original offsets, a gap or stale epoch is refused.
    */
-  appendAsLeader(batch: Buffer, requiredAcks: number): Promise<LeaderAppendResult> {
+  appendAsLeader(
+    batch: Buffer,
+    requiredAcks: number,
+    origin: 'client' | 'coordinator' = 'client',
+  ): Promise<LeaderAppendResult> {
     if (this.#role !== 'leader') return Promise.resolve(this.#notLeader())
-    if (requiredAcks === -1 && this.#isr.length < this.#settings.insyncReplicasMin) {
-      return Promise.resolve({
-        errorCode: ErrorCode.NotEnoughReplicas,
-        errorMessage: `The size of the current ISR ${this.#isr.length} is insufficient to satisfy the min.isr requirement of ${this.#settings.insyncReplicasMin} for partition ${this.topic}-${this.partition}`,
-      })
-    }
+    const refused = this.#checkInsyncReplicas(requiredAcks)
+    if (refused !== null) return Promise.resolve(refused)
     if (batch.length < BATCH_HEADER_BYTES) {
       return Promise.resolve({ errorCode: ErrorCode.CorruptMessage, errorMessage: 'the batch is truncated' })
     }
     const header = readBatchHeader(batch, 0)
-    if (isTransactional(header.attributes)) {
-      return Promise.resolve({
-        errorCode: ErrorCode.InvalidTxnState,
-        errorMessage: 'Weir does not support transactions yet',
+    if (header.producerId < 0n) return this.#append(batch, null, origin)
+    return this.#inProducerOrder(header.producerId, () => this.#append(batch, header, origin))
+  }
+
+  /**
+   * Append a COMMIT or ABORT marker for a transaction of this partition (the WriteTxnMarkers of
+   * the transaction coordinator, Kafka's `AppendOrigin.COORDINATOR`): a control batch with the
+   * producer's id and epoch, checked against producer state first (INVALID_PRODUCER_EPOCH,
+   * TRANSACTION_COORDINATOR_FENCED). Producer state and `.txnindex` follow through the log's hooks.
+   */
+  appendTxnMarkerAsLeader(marker: MarkerInfo, requiredAcks: number): Promise<LeaderAppendResult> {
+    if (this.#role !== 'leader') return Promise.resolve(this.#notLeader())
+    const refused = this.#checkInsyncReplicas(requiredAcks)
+    if (refused !== null) return Promise.resolve(refused)
+    return this.#inProducerOrder(marker.producerId, async () => {
+      if (this.#role !== 'leader') return this.#notLeader()
+      const check = this.state.producers.checkMarker(marker)
+      if (check.kind === 'error') return { errorCode: check.errorCode, errorMessage: check.message }
+      const batch = encodeEndTxnMarkerBatch({
+        marker: {
+          type: marker.committed ? ControlRecordType.commit : ControlRecordType.abort,
+          coordinatorEpoch: marker.coordinatorEpoch,
+        },
+        producerId: marker.producerId,
+        producerEpoch: marker.producerEpoch,
+        timestamp: BigInt(this.#clock.nowMs()),
       })
+      return this.#appendToLog(batch, 'coordinator')
+    })
+  }
+
+  #checkInsyncReplicas(requiredAcks: number): LeaderAppendResult | null {
+    if (requiredAcks !== -1 || this.#isr.length >= this.#settings.insyncReplicasMin) return null
+    return {
+      errorCode: ErrorCode.NotEnoughReplicas,
+      errorMessage: `The size of the current ISR ${this.#isr.length} is insufficient to satisfy the min.isr requirement of ${this.#settings.insyncReplicasMin} for partition ${this.topic}-${this.partition}`,
     }
-    if (header.producerId < 0n) return this.#append(batch, null)
-    // One producer's batches are checked and appended in turn, so two never pass the same check.
-    const pid = header.producerId
+  }
+
+  /** One producer's appends are checked and appended in turn, so two never pass the same check. */
+  #inProducerOrder(pid: bigint, append: () => Promise<LeaderAppendResult>): Promise<LeaderAppendResult> {
     const previous = this.#producerTails.get(pid) ?? Promise.resolve()
-    const run = previous.then(() => this.#append(batch, header))
+    const run = previous.then(append)
     const tail = run.then(
       () => undefined,
       () => undefined,
@@ -679,10 +734,14 @@ export class Partition {
     }
   }
 
-  async #append(batch: Buffer, producer: BatchHeader | null): Promise<LeaderAppendResult> {
+  async #append(
+    batch: Buffer,
+    producer: BatchHeader | null,
+    origin: 'client' | 'coordinator',
+  ): Promise<LeaderAppendResult> {
     if (this.#role !== 'leader') return this.#notLeader()
     if (producer !== null) {
-      const check = this.state.producers.check(producerInfo(producer))
+      const check = this.state.producers.check(producerInfo(producer), origin)
       if (check.kind === 'error') return { errorCode: check.errorCode, errorMessage: check.message }
       if (check.kind === 'duplicate') {
         return {
@@ -695,9 +754,13 @@ export class Partition {
         }
       }
     }
+    return this.#appendToLog(batch, origin)
+  }
+
+  async #appendToLog(batch: Buffer, origin: 'client' | 'coordinator'): Promise<LeaderAppendResult> {
     let r: Awaited<ReturnType<PartitionLog['append']>>
     try {
-      r = await this.log.append(batch, { origin: 'client', leaderEpoch: this.#leaderEpoch })
+      r = await this.log.append(batch, { origin, leaderEpoch: this.#leaderEpoch })
     } catch (e) {
       if (!(e instanceof LogOfflineError)) throw e
       if (this.role === 'stopped') return this.#notLeader()
@@ -783,7 +846,16 @@ export class Partition {
       return readError(this.role === 'stopped' ? ErrorCode.NotLeaderOrFollower : ErrorCode.KafkaStorageError)
     }
     if (r.errorCode !== ErrorCode.None) return readError(r.errorCode)
-    return { ...base, errorCode: ErrorCode.None, records: r.records, divergingEpoch: null }
+    const out = { ...base, errorCode: ErrorCode.None, records: r.records, divergingEpoch: null }
+    if (p.upTo !== 'lastStableOffset' || r.records.length === 0) return out
+    try {
+      const abortedTransactions = await this.log.collectAbortedTxns(p.fetchOffset, endOfBatches(r.records))
+      return { ...out, abortedTransactions }
+    } catch (e) {
+      p.buffers?.release(r.records)
+      if (!(e instanceof LogOfflineError)) throw e
+      return readError(this.role === 'stopped' ? ErrorCode.NotLeaderOrFollower : ErrorCode.KafkaStorageError)
+    }
   }
 
   /**

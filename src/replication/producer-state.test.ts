@@ -92,3 +92,84 @@ test('truncation forgets batches past the new end; expiry forgets idle producers
   assert.equal(psm.expire(10, 5), 1)
   assert.equal(psm.size, 0)
 })
+
+const txnBatch = (seq: number, count: number, pid: bigint, epoch = 0): ProducerBatchInfo => ({
+  ...batch(seq, count, epoch, pid),
+  isTransactional: true,
+})
+const marker = (pid: bigint, committed: boolean, epoch = 0, coordinatorEpoch = 0) => ({
+  producerId: pid,
+  producerEpoch: epoch,
+  coordinatorEpoch,
+  committed,
+})
+
+test('open transactions are kept by first offset; a marker ends one, unstable until the high watermark passes it', () => {
+  const psm = new ProducerStateManager()
+  const log = { next: 0n }
+  append(psm, batch(0, 2, 0, 9n), log) // 0-1: idempotent, no transaction
+  append(psm, txnBatch(0, 2, 1n), log) // 2-3
+  append(psm, txnBatch(0, 1, 2n), log) // 4
+  append(psm, txnBatch(2, 1, 1n), log) // 5: producer 1's transaction goes on
+  assert.deepEqual(psm.ongoingTxns(), [
+    { producerId: 1n, firstOffset: 2n },
+    { producerId: 2n, firstOffset: 4n },
+  ])
+  assert.equal(psm.get(1n)?.currentTxnFirstOffset, 2n)
+  assert.equal(psm.firstUnstableOffset(6n), 2n)
+  // An abort of producer 1 at offset 6: the next open transaction gives its last stable offset.
+  const aborted = psm.completeTxn(marker(1n, false), 6n, 0)
+  assert.deepEqual(aborted, {
+    producerId: 1n,
+    firstOffset: 2n,
+    lastOffset: 6n,
+    aborted: true,
+    lastStableOffset: 4n,
+  })
+  assert.equal(psm.get(1n)?.currentTxnFirstOffset, -1n)
+  assert.equal(psm.firstUnstableOffset(6n), 2n, 'its marker is not below the high watermark yet')
+  assert.equal(psm.firstUnstableOffset(7n), 4n)
+  const committed = psm.completeTxn(marker(2n, true), 7n, 0)
+  assert.equal(committed?.lastStableOffset, 8n, 'none open: the offset after the marker')
+  assert.equal(psm.firstUnstableOffset(8n), null)
+  assert.equal(psm.completeTxn(marker(2n, true), 8n, 0), null, 'a marker with no open transaction ends none')
+})
+
+test('transactional checks: a plain batch in an open transaction, stale epochs and fenced coordinators', () => {
+  const psm = new ProducerStateManager()
+  const log = { next: 0n }
+  append(psm, txnBatch(0, 1, 1n, 3), log)
+  const plain = psm.check(batch(1, 1, 3, 1n))
+  assert.equal(plain.kind === 'error' && plain.errorCode, ErrorCode.InvalidTxnState)
+  const older = psm.check(txnBatch(1, 1, 1n, 2))
+  assert.equal(older.kind === 'error' && older.errorCode, ErrorCode.InvalidProducerEpoch)
+  assert.equal(psm.check(txnBatch(1, 1, 1n, 3)).kind, 'append')
+  const staleMarker = psm.checkMarker(marker(1n, true, 2, 5))
+  assert.equal(staleMarker.kind === 'error' && staleMarker.errorCode, ErrorCode.InvalidProducerEpoch)
+  assert.equal(psm.checkMarker(marker(1n, true, 3, 5)).kind, 'append')
+  psm.completeTxn(marker(1n, true, 3, 5), 1n, 0)
+  const fenced = psm.checkMarker(marker(1n, false, 3, 4))
+  assert.equal(fenced.kind === 'error' && fenced.errorCode, ErrorCode.TransactionCoordinatorFenced)
+  assert.equal(psm.checkMarker(marker(1n, false, 3, 5)).kind, 'append')
+  assert.equal(psm.check(batch(1, 1, 3, 1n)).kind, 'append', 'after the marker a plain batch is fine')
+})
+
+test('a snapshot keeps open transactions and coordinator epochs; truncation drops a transaction it cuts', () => {
+  const psm = new ProducerStateManager()
+  const log = { next: 0n }
+  append(psm, txnBatch(0, 2, 5n), log) // 0-1
+  append(psm, txnBatch(0, 1, 4n), log) // 2
+  psm.completeTxn(marker(4n, true, 0, 7), 3n, 0)
+  log.next = 4n
+  append(psm, txnBatch(1, 1, 4n), log) // 4: producer 4's next transaction
+  const loaded = ProducerStateManager.fromSnapshot(psm.snapshot(crc32c), crc32c, 0)
+  assert.deepEqual(loaded.ongoingTxns(), [
+    { producerId: 5n, firstOffset: 0n },
+    { producerId: 4n, firstOffset: 4n },
+  ])
+  assert.equal(loaded.get(4n)?.coordinatorEpoch, 7)
+  assert.equal(loaded.firstUnstableOffset(5n), 0n)
+  loaded.truncateTo(4n)
+  assert.deepEqual(loaded.ongoingTxns(), [{ producerId: 5n, firstOffset: 0n }])
+  assert.equal(loaded.get(4n)?.currentTxnFirstOffset ?? -1n, -1n)
+})

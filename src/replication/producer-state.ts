@@ -1,7 +1,10 @@
 /**
- * Idempotent-producer state of one partition, as Kafka's ProducerStateManager: per producer id its
- * epoch and the last five batches (sequence range and offsets), so a retried batch is answered with
- * its original offsets and a gap or a stale epoch is refused. Pure; persisted by snapshots.
+ * Producer state of one partition, as Kafka's ProducerStateManager: per producer id its epoch, the
+ * last five batches (sequence range and offsets), so a retried batch is answered with its original
+ * offsets and a gap or a stale epoch is refused, the coordinator epoch of its last marker and its
+ * open transaction; the open transactions ordered by first offset (Kafka's `ongoingTxns`) and the
+ * completed ones whose marker is not yet below the high watermark (`unreplicatedTxns`), which
+ * together give the first unstable offset. Pure; persisted by snapshots.
  */
 import { assert } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
@@ -42,6 +45,25 @@ export interface ProducerEntry {
   readonly lastUpdatedMs: number
 }
 
+/** A transaction a marker ended (Kafka's CompletedTxn). */
+export interface CompletedTxn {
+  readonly producerId: bigint
+  readonly firstOffset: bigint
+  /** The marker's offset. */
+  readonly lastOffset: bigint
+  readonly aborted: boolean
+  /** The last stable offset once it completed: an aborted transaction's `.txnindex` entry keeps it. */
+  readonly lastStableOffset: bigint
+}
+
+/** A COMMIT or ABORT marker's producer fields. */
+export interface MarkerInfo {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  readonly coordinatorEpoch: number
+  readonly committed: boolean
+}
+
 export type ProducerCheck =
   | { readonly kind: 'append' }
   /** A retry of a batch already in the log: answer with its original offsets, append nothing. */
@@ -60,6 +82,13 @@ function inSequence(lastSeq: number, nextSeq: number): boolean {
 
 export class ProducerStateManager {
   readonly #producers = new Map<bigint, ProducerEntry>()
+  /**
+   * Producer id to the first offset of its open transaction, in first-offset order (a transaction
+   * opens at the log end, so insertion keeps the order; a snapshot's are sorted on load).
+   */
+  readonly #ongoing = new Map<bigint, bigint>()
+  /** Completed transactions whose marker is not yet below the high watermark, in marker order. */
+  #unreplicated: { producerId: bigint; firstOffset: bigint; lastOffset: bigint }[] = []
 
   get size(): number {
     return this.#producers.size
@@ -74,10 +103,13 @@ export class ProducerStateManager {
   }
 
   /**
-   * Checks a client's batch before it is appended (Kafka's duplicate check, then
-   * `ProducerAppendInfo.checkSequence` and the epoch fence). Batches without a producer id pass.
+   * Checks a batch before the leader appends it (Kafka's duplicate check, then
+   * `ProducerAppendInfo.checkSequence` and the epoch fence, then the transaction state). A
+   * coordinator's batch (`origin` coordinator: a transactional offset commit) gets neither the
+   * duplicate nor the sequence check, as Kafka's `AppendOrigin.COORDINATOR`. Batches without a
+   * producer id pass.
    */
-  check(info: ProducerBatchInfo): ProducerCheck {
+  check(info: ProducerBatchInfo, origin: 'client' | 'coordinator' = 'client'): ProducerCheck {
     if (info.producerId < 0n) return { kind: 'append' }
     const entry = this.#producers.get(info.producerId)
     if (entry === undefined) {
@@ -91,6 +123,7 @@ export class ProducerStateManager {
         message: `Epoch of producer ${info.producerId} is ${info.producerEpoch}, which is smaller than the last seen epoch ${entry.epoch}`,
       }
     }
+    if (origin === 'coordinator') return this.#checkTxnState(info, entry)
     const lastSeq = lastSeqOf(info)
     if (info.producerEpoch === entry.epoch) {
       const dup = entry.batches.find((b) => b.firstSeq === info.baseSequence && b.lastSeq === lastSeq)
@@ -104,7 +137,7 @@ export class ProducerStateManager {
           message: `Invalid sequence number for new epoch of producer ${info.producerId} at epoch ${info.producerEpoch}: ${info.baseSequence} (request epoch), 0 (expected)`,
         }
       }
-      return { kind: 'append' }
+      return this.#checkTxnState(info, entry)
     }
     const currentLast = entry.batches.at(-1)?.lastSeq ?? NO_SEQUENCE
     if (currentLast !== NO_SEQUENCE && !inSequence(currentLast, info.baseSequence)) {
@@ -114,7 +147,93 @@ export class ProducerStateManager {
         message: `Out of order sequence number for producer ${info.producerId} at epoch ${info.producerEpoch}: ${info.baseSequence} (incoming seq. number), ${currentLast} (current end sequence number)`,
       }
     }
+    return this.#checkTxnState(info, entry)
+  }
+
+  /** Kafka's `appendDataBatch`: a producer with an open transaction writes only transactional batches. */
+  #checkTxnState(info: ProducerBatchInfo, entry: ProducerEntry): ProducerCheck {
+    if (entry.currentTxnFirstOffset >= 0n && !info.isTransactional) {
+      return {
+        kind: 'error',
+        errorCode: ErrorCode.InvalidTxnState,
+        message: `Expected transactional write from producer ${info.producerId} at epoch ${info.producerEpoch}: its transaction is open from offset ${entry.currentTxnFirstOffset}`,
+      }
+    }
     return { kind: 'append' }
+  }
+
+  /**
+   * Checks a marker before the leader appends it (Kafka's `ProducerAppendInfo.appendEndTxnMarker`):
+   * INVALID_PRODUCER_EPOCH for an epoch older than the producer's, TRANSACTION_COORDINATOR_FENCED
+   * for a coordinator epoch older than the last marker's.
+   */
+  checkMarker(m: MarkerInfo): ProducerCheck {
+    const entry = this.#producers.get(m.producerId)
+    if (entry === undefined) return { kind: 'append' }
+    if (m.producerEpoch < entry.epoch) {
+      return {
+        kind: 'error',
+        errorCode: ErrorCode.InvalidProducerEpoch,
+        message: `Epoch of producer ${m.producerId} is ${m.producerEpoch}, which is smaller than the last seen epoch ${entry.epoch}`,
+      }
+    }
+    if (m.coordinatorEpoch < entry.coordinatorEpoch) {
+      return {
+        kind: 'error',
+        errorCode: ErrorCode.TransactionCoordinatorFenced,
+        message: `Invalid coordinator epoch for producer ${m.producerId}: ${m.coordinatorEpoch} (zombie), ${entry.coordinatorEpoch} (current)`,
+      }
+    }
+    return { kind: 'append' }
+  }
+
+  /**
+   * Records a marker at `offset` (appended, replicated or replayed): the producer's open
+   * transaction, if any, ends, and stays unstable until the high watermark passes the marker.
+   * Returns the transaction it ended, or null when none was open.
+   */
+  completeTxn(m: MarkerInfo, offset: bigint, nowMs: number): CompletedTxn | null {
+    const entry = this.#producers.get(m.producerId)
+    const firstOffset = entry?.currentTxnFirstOffset ?? -1n
+    const sameEpoch = entry !== undefined && entry.epoch === m.producerEpoch
+    this.#producers.set(m.producerId, {
+      producerId: m.producerId,
+      epoch: m.producerEpoch,
+      batches: sameEpoch ? entry.batches : [],
+      coordinatorEpoch: m.coordinatorEpoch,
+      currentTxnFirstOffset: -1n,
+      lastUpdatedMs: nowMs,
+    })
+    if (firstOffset < 0n) return null
+    this.#ongoing.delete(m.producerId)
+    this.#unreplicated.push({ producerId: m.producerId, firstOffset, lastOffset: offset })
+    const next = this.#ongoing.values().next()
+    return {
+      producerId: m.producerId,
+      firstOffset,
+      lastOffset: offset,
+      aborted: !m.committed,
+      lastStableOffset: next.done === true ? offset + 1n : next.value,
+    }
+  }
+
+  /**
+   * The first offset no read_committed consumer may pass yet: the first offset of the oldest open
+   * transaction, or of a completed one whose marker is not below `highWatermark` (those below it
+   * are forgotten now); null when there is none.
+   */
+  firstUnstableOffset(highWatermark: bigint): bigint | null {
+    while (this.#unreplicated.length > 0 && this.#unreplicated[0]!.lastOffset < highWatermark)
+      this.#unreplicated.shift()
+    const ongoing = this.#ongoing.values().next()
+    let first: bigint | null = ongoing.done === true ? null : ongoing.value
+    for (const t of this.#unreplicated) if (first === null || t.firstOffset < first) first = t.firstOffset
+    return first
+  }
+
+  /** The open transactions, oldest first: producer id and first offset. */
+  ongoingTxns(): { producerId: bigint; firstOffset: bigint }[] {
+    return [...this.#ongoing].map(([producerId, firstOffset]) => ({ producerId, firstOffset }))
   }
 
   /**
@@ -133,16 +252,17 @@ export class ProducerStateManager {
       timestamp: info.maxTimestamp,
     }
     const batches = sameEpoch ? [...entry.batches, batch].slice(-BATCHES_PER_PRODUCER_MAX) : [batch]
+    const open = entry !== undefined && entry.currentTxnFirstOffset >= 0n
+    // A transactional batch opens the producer's transaction unless one is open; a batch without
+    // the flag leaves an open one as it is (Kafka keeps currentTxnFirstOffset until the marker).
+    const txnFirstOffset = open ? entry.currentTxnFirstOffset : info.isTransactional ? firstOffset : -1n
+    if (!open && info.isTransactional) this.#ongoing.set(info.producerId, firstOffset)
     this.#producers.set(info.producerId, {
       producerId: info.producerId,
       epoch: info.producerEpoch,
       batches,
       coordinatorEpoch: entry?.coordinatorEpoch ?? -1,
-      currentTxnFirstOffset: info.isTransactional
-        ? entry !== undefined && entry.currentTxnFirstOffset >= 0n
-          ? entry.currentTxnFirstOffset
-          : firstOffset
-        : -1n,
+      currentTxnFirstOffset: txnFirstOffset,
       lastUpdatedMs: nowMs,
     })
   }
@@ -164,16 +284,22 @@ export class ProducerStateManager {
     let dirty = false
     for (const [id, e] of this.#producers) {
       const kept = e.batches.filter((b) => b.lastOffset < offset)
-      if (kept.length === e.batches.length) continue
+      const txnGone = e.currentTxnFirstOffset >= offset
+      if (kept.length === e.batches.length && !txnGone) continue
       dirty = true
-      if (kept.length === 0) this.#producers.delete(id)
-      else this.#producers.set(id, { ...e, batches: kept })
+      const txnFirstOffset = txnGone ? -1n : e.currentTxnFirstOffset
+      if (txnGone) this.#ongoing.delete(id)
+      if (kept.length === 0 && txnFirstOffset < 0n) this.#producers.delete(id)
+      else this.#producers.set(id, { ...e, batches: kept, currentTxnFirstOffset: txnFirstOffset })
     }
+    this.#unreplicated = this.#unreplicated.filter((t) => t.lastOffset < offset)
     return dirty
   }
 
   clear(): void {
     this.#producers.clear()
+    this.#ongoing.clear()
+    this.#unreplicated = []
   }
 
   /**
@@ -183,11 +309,13 @@ export class ProducerStateManager {
    * Kafka keeps only the last batch per producer in a snapshot, and so do we.
    */
   snapshot(crc32c: (data: Buffer) => number): Buffer {
-    const entries = [...this.#producers.values()].filter((e) => e.batches.length > 0)
+    // Kafka writes every entry; one with no batch (only a marker since its epoch began) has
+    // sequence and offsets -1.
+    const entries = [...this.#producers.values()]
     const body = Buffer.alloc(4 + entries.length * ENTRY_BYTES)
     let at = body.writeInt32BE(entries.length, 0)
     for (const e of entries) {
-      const last = e.batches.at(-1)!
+      const last = e.batches.at(-1) ?? NO_BATCH
       at = body.writeBigInt64BE(e.producerId, at)
       at = body.writeInt16BE(e.epoch, at)
       at = body.writeInt32BE(last.lastSeq, at)
@@ -230,19 +358,30 @@ export class ProducerStateManager {
       psm.#producers.set(producerId, {
         producerId,
         epoch,
-        batches: [
-          { firstSeq, lastSeq, firstOffset: lastOffset - BigInt(offsetDelta), lastOffset, timestamp },
-        ],
+        batches:
+          lastOffset < 0n
+            ? []
+            : [{ firstSeq, lastSeq, firstOffset: lastOffset - BigInt(offsetDelta), lastOffset, timestamp }],
         coordinatorEpoch,
         currentTxnFirstOffset,
         lastUpdatedMs: nowMs,
       })
     }
+    const open = [...psm.#producers.values()].filter((e) => e.currentTxnFirstOffset >= 0n)
+    open.sort((a, b) => (a.currentTxnFirstOffset < b.currentTxnFirstOffset ? -1 : 1))
+    for (const e of open) psm.#ongoing.set(e.producerId, e.currentTxnFirstOffset)
     return psm
   }
 }
 
 const SNAPSHOT_VERSION = 1
+const NO_BATCH: BatchMetadata = {
+  firstSeq: -1,
+  lastSeq: -1,
+  firstOffset: -1n,
+  lastOffset: -1n,
+  timestamp: -1n,
+}
 const ENTRY_BYTES = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8
 
 export class ProducerSnapshotError extends Error {

@@ -387,6 +387,62 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     await c.close()
   })
 
+  test("a follower's last stable offset follows the transactions and markers it replicates; as new leader it keeps the open ones and their .txnindex", async () => {
+    const c = new Cluster()
+    await c.start([1, 2], { replicas: [1, 2], isr: [1, 2], leader: 1 })
+    const txn = (pid: bigint, prefix: string) =>
+      encodeBatch({
+        records: [{ value: Buffer.from(prefix), timestamp: 1_000_000n }],
+        producerId: pid,
+        producerEpoch: 0,
+        baseSequence: 0,
+        transactional: true,
+      })
+    const marker = (pid: bigint, committed: boolean) =>
+      c.node(1).rm.appendTxnMarkers(
+        [
+          {
+            topic: TOPIC,
+            partition: 0,
+            marker: { producerId: pid, producerEpoch: 0, coordinatorEpoch: 0, committed },
+          },
+        ],
+        30_000,
+      )
+    await c.produce(1, txn(1n, 'a')) // 0
+    await c.produce(1, txn(2n, 'b')) // 1
+    await c.produce(1, batch(1, 'c')) // 2
+    await c.run(500)
+    assert.deepEqual([c.partition(2).highWatermark, c.partition(2).lastStableOffset], [3n, 0n])
+    const aborted = marker(1n, false) // 3
+    await c.run(500)
+    assert.equal((await aborted)[0]!.errorCode, ErrorCode.None, 'answered once the follower has it')
+    assert.deepEqual([c.partition(2).highWatermark, c.partition(2).lastStableOffset], [4n, 1n])
+    // The follower takes over with producer 2's transaction open, and the aborted one indexed.
+    await c.elect(2, [1, 2])
+    await c.run(300)
+    assert.ok(c.partition(2).isLeader)
+    assert.equal(c.partition(2).lastStableOffset, 1n)
+    assert.deepEqual(await c.partition(2).log.collectAbortedTxns(0n, 4n), [
+      { producerId: 1n, firstOffset: 0n, lastOffset: 3n, lastStableOffset: 1n },
+    ])
+    const committed = c.node(2).rm.appendTxnMarkers(
+      [
+        {
+          topic: TOPIC,
+          partition: 0,
+          marker: { producerId: 2n, producerEpoch: 0, coordinatorEpoch: 0, committed: true },
+        },
+      ],
+      30_000,
+    )
+    await c.run(500)
+    assert.equal((await committed)[0]!.baseOffset, 4n)
+    assert.equal(c.partition(2).lastStableOffset, 5n)
+    assert.equal(c.partition(1).lastStableOffset, 5n, 'and the old leader, now following, with it')
+    await c.close()
+  })
+
   test('a follower with a divergent uncommitted tail (an older epoch) truncates it and converges', async () => {
     const c = new Cluster()
     await c.start([1, 2], { replicas: [1, 2], isr: [1, 2], leader: 1 })

@@ -6,7 +6,15 @@
  */
 import { type Clock, type Disk, isNotFound, joinPath } from '../io/index.ts'
 import { assert } from '../model/index.ts'
-import { type BatchHeader, crc32c, isControl, isTransactional, LOG_OVERHEAD } from '../protocol/index.ts'
+import {
+  type BatchHeader,
+  ControlRecordType,
+  crc32c,
+  type EndTxnMarker,
+  isControl,
+  isTransactional,
+  LOG_OVERHEAD,
+} from '../protocol/index.ts'
 import {
   type LogHooks,
   offsetFileName,
@@ -133,7 +141,7 @@ export class ReplicaLogState {
     this.#clock = options.clock
     this.#options = options
     this.hooks = {
-      onBatch: (h, source) => this.#onBatch(h, source),
+      onBatch: (h, source, marker) => this.#onBatch(h, source, marker),
       onTruncateTo: (end) => this.#onTruncateTo(end),
       onTruncateFully: (start) => this.#onTruncateFully(start),
       onLogStartOffset: (start) => {
@@ -165,7 +173,7 @@ export class ReplicaLogState {
     return joinPath(this.#log.dir, name)
   }
 
-  #onBatch(h: BatchHeader, source: 'append' | 'recovery'): void {
+  #onBatch(h: BatchHeader, source: 'append' | 'recovery', marker: EndTxnMarker | null): void {
     if (source === 'recovery' && !this.#loaded) {
       // Kafka's recovery assigns an epoch only when newer than every known one.
       const last = this.#recoveredEpochs.at(-1)
@@ -179,10 +187,41 @@ export class ReplicaLogState {
     if (h.partitionLeaderEpoch >= 0 && this.epochs.assign(h.partitionLeaderEpoch, h.baseOffset)) {
       this.#queueEpochWrite()
     }
-    if (h.producerId >= 0n && !isControl(h.attributes)) {
-      this.#producers.update(producerInfo(h), h.baseOffset, lastOffset, this.#clock.nowMs())
-    }
+    this.#updateProducers(h, marker, this.#clock.nowMs())
     this.#appended.push(lastOffset + 1n, LOG_OVERHEAD + h.batchLength)
+  }
+
+  /**
+   * Producer state follows a batch (Kafka's `UnifiedLog.updateProducers`): a data batch with a
+   * producer id, or a marker ending its producer's transaction; an aborted transaction goes to the
+   * `.txnindex` of the marker's segment. Other control batches (KRaft's) carry no producer.
+   */
+  #updateProducers(h: BatchHeader, marker: EndTxnMarker | null, nowMs: number): void {
+    if (h.producerId < 0n) return
+    if (!isControl(h.attributes)) {
+      this.#producers.update(producerInfo(h), h.baseOffset, h.baseOffset + BigInt(h.lastOffsetDelta), nowMs)
+      return
+    }
+    if (marker === null) return
+    const completed = this.#producers.completeTxn(
+      {
+        producerId: h.producerId,
+        producerEpoch: h.producerEpoch,
+        coordinatorEpoch: marker.coordinatorEpoch,
+        committed: marker.type === ControlRecordType.commit,
+      },
+      h.baseOffset,
+      nowMs,
+    )
+    const log = this.#log
+    if (completed === null || !completed.aborted || log === null) return
+    const txn = {
+      producerId: completed.producerId,
+      firstOffset: completed.firstOffset,
+      lastOffset: completed.lastOffset,
+      lastStableOffset: completed.lastStableOffset,
+    }
+    this.#queueFile(() => log.appendAbortedTxn(txn))
   }
 
   #onTruncateTo(end: bigint): void {
@@ -281,24 +320,43 @@ export class ReplicaLogState {
     const scanFrom = rebuildEpochs ? log.logStartOffset : producersFrom
     if (scanFrom < end) {
       const nowMs = this.#clock.nowMs()
-      await log.scanBatchHeaders(scanFrom, (h) => {
+      await log.scanBatchHeaders(scanFrom, (h, marker) => {
         if (h.baseOffset < scanFrom) return
         if (rebuildEpochs && this.epochs.assignIfNewer(h.partitionLeaderEpoch, h.baseOffset))
           epochsChanged = true
-        if (h.baseOffset >= producersFrom && h.producerId >= 0n && !isControl(h.attributes)) {
-          this.#producers.update(
-            producerInfo(h),
-            h.baseOffset,
-            h.baseOffset + BigInt(h.lastOffsetDelta),
-            nowMs,
-          )
-        }
+        // Replaying the markers also writes back `.txnindex` entries a crash or a recovery cut.
+        if (h.baseOffset >= producersFrom) this.#updateProducers(h, marker, nowMs)
       })
     }
     if (this.epochs.truncateFromStart(log.logStartOffset)) epochsChanged = true
     this.#appended.reset(end)
     this.#loaded = true
     if (epochsChanged || rebuildEpochs) await this.#runFile(() => this.#writeEpochCheckpoint())
+  }
+
+  /**
+   * Rebuilds producer state after a truncation (Kafka's `truncateAndReload`): from the newest good
+   * snapshot at or below the new log end, replaying the batches after it, so a transaction whose
+   * marker the truncation cut is open again. The hooks' quick cut (`onTruncateTo`) only drops
+   * what lies past the end.
+   */
+  async reloadProducers(): Promise<void> {
+    const log = this.#log
+    if (!this.#loaded || log === null) return
+    const end = log.logEndOffset
+    try {
+      const snapshotOffset = await this.#runFile(() => this.#loadProducerSnapshot(end))
+      if (snapshotOffset === null) this.#producers = new ProducerStateManager()
+      const from = snapshotOffset ?? log.logStartOffset
+      const nowMs = this.#clock.nowMs()
+      await log.scanBatchHeaders(from, (h, marker) => {
+        if (h.baseOffset >= from && h.baseOffset < end) this.#updateProducers(h, marker, nowMs)
+      })
+    } catch (e) {
+      // The quick cut stands; a failing disk takes the log dir offline.
+      this.#warn(`${log.dir}: reloading producer state after a truncation: ${String(e)}`)
+      this.#options.onDiskError?.(e)
+    }
   }
 
   /** Loads the newest good snapshot at or below `end`; deletes later and damaged ones. */

@@ -27,7 +27,14 @@ async function settle(rounds = 20): Promise<void> {
 
 function batch(
   n: number,
-  options: { prefix?: string; ts?: number; producerId?: bigint; seq?: number; epoch?: number } = {},
+  options: {
+    prefix?: string
+    ts?: number
+    producerId?: bigint
+    seq?: number
+    epoch?: number
+    transactional?: boolean
+  } = {},
 ): Buffer {
   return encodeBatch({
     records: Array.from({ length: n }, (_, i) => ({
@@ -38,6 +45,7 @@ function batch(
     ...(options.producerId !== undefined
       ? { producerId: options.producerId, producerEpoch: options.epoch ?? 0, baseSequence: options.seq ?? 0 }
       : {}),
+    ...(options.transactional === true ? { transactional: true } : {}),
   })
 }
 
@@ -160,7 +168,10 @@ class Harness {
     return this.rm.appendRecords([{ topic: TOPIC, partition: 0, records }], { acks, timeoutMs })
   }
 
-  fetch(fetchOffset: bigint, options: { maxWaitMs?: number; minBytes?: number; maxBytes?: number } = {}) {
+  fetch(
+    fetchOffset: bigint,
+    options: { maxWaitMs?: number; minBytes?: number; maxBytes?: number; isolationLevel?: number } = {},
+  ) {
     return this.rm.fetchMessages(
       [
         {
@@ -177,9 +188,35 @@ class Harness {
         maxWaitMs: options.maxWaitMs ?? 0,
         minBytes: options.minBytes ?? 1,
         maxBytes: options.maxBytes ?? 1 << 20,
-        isolationLevel: 0,
+        isolationLevel: options.isolationLevel ?? 0,
       },
     )
+  }
+
+  /** WriteTxnMarkers' append of one marker to partition 0. */
+  async marker(
+    producerId: bigint,
+    committed: boolean,
+    options: { epoch?: number; coordinatorEpoch?: number } = {},
+  ) {
+    const marker = {
+      producerId,
+      producerEpoch: options.epoch ?? 0,
+      coordinatorEpoch: options.coordinatorEpoch ?? 0,
+      committed,
+    }
+    return (await this.rm.appendTxnMarkers([{ topic: TOPIC, partition: 0, marker }], 30_000))[0]!
+  }
+
+  /** ListOffsets latest (-1) under `isolationLevel`. */
+  async latest(isolationLevel: number): Promise<bigint> {
+    const r = await this.rm.listOffset(TOPIC, 0, {
+      timestamp: -1n,
+      currentLeaderEpoch: -1,
+      isolationLevel,
+      replicaId: -1,
+    })
+    return r.offset
   }
 
   /** Follower `replicaId`'s fetch from offset 0 of partition 0 of each of `topics`. */
@@ -701,5 +738,110 @@ describe('replica manager', () => {
     assert.equal(r[0]!.logAppendTimeMs, h.clock.nowMs())
     const read = (await h.fetch(0n))[0]!.records
     assert.equal(decodeBatch(read, 0).header.maxTimestamp, BigInt(h.clock.nowMs()))
+  })
+
+  test('transactions: open ones hold the LSO; COMMIT and ABORT markers end them; read_committed stops at the LSO with the aborted list; a restart and a crash keep it all', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    const txn = (pid: bigint, n: number, seq = 0) => batch(n, { producerId: pid, seq, transactional: true })
+    assert.equal((await h.produce(txn(1n, 3)))[0]!.baseOffset, 0n) // 0-2
+    assert.equal((await h.produce(txn(2n, 2)))[0]!.baseOffset, 3n) // 3-4
+    assert.equal((await h.produce(batch(1)))[0]!.baseOffset, 5n)
+    assert.deepEqual([h.partition.highWatermark, h.partition.lastStableOffset], [6n, 0n])
+    const held = (await h.fetch(0n, { isolationLevel: 1 }))[0]!
+    assert.deepEqual([held.records.length, held.lastStableOffset], [0, 0n], 'read_committed stops at the LSO')
+    assert.equal((await h.fetch(0n))[0]!.lastStableOffset, 0n, 'every fetch answers the LSO')
+    assert.deepEqual([await h.latest(1), await h.latest(0)], [0n, 6n])
+    const producers = await h.rm.activeProducers(TOPIC, 0)
+    assert.deepEqual(
+      producers.producers.map((p) => [p.producerId, p.currentTxnFirstOffset]),
+      [
+        [1n, 0n],
+        [2n, 3n],
+      ],
+    )
+    const plain = await h.produce(batch(1, { producerId: 1n, seq: 3 }))
+    assert.equal(plain[0]!.errorCode, ErrorCode.InvalidTxnState, 'a plain batch inside an open transaction')
+
+    // A parked read_committed long poll wakes once the LSO moves.
+    const parked = h.fetch(0n, { isolationLevel: 1, maxWaitMs: 10_000 })
+    const commit = await h.marker(1n, true, { coordinatorEpoch: 5 })
+    assert.deepEqual([commit.errorCode, commit.baseOffset], [ErrorCode.None, 6n])
+    const woken = (await parked)[0]!
+    assert.equal(woken.lastStableOffset, 3n, "producer 2's transaction still holds it")
+    assert.deepEqual(values(woken.records), ['v0', 'v1', 'v2'])
+    assert.equal(
+      (await h.marker(1n, false, { coordinatorEpoch: 4 })).errorCode,
+      ErrorCode.TransactionCoordinatorFenced,
+    )
+    assert.equal((await h.marker(2n, false, { epoch: -1 })).errorCode, ErrorCode.InvalidProducerEpoch)
+    assert.equal((await h.marker(2n, false)).baseOffset, 7n)
+    assert.deepEqual([h.partition.highWatermark, h.partition.lastStableOffset], [8n, 8n])
+    // Producer 3 opens a transaction that stays open across the restarts.
+    assert.equal((await h.produce(txn(3n, 1)))[0]!.baseOffset, 8n)
+
+    const check = async (when: string) => {
+      assert.equal(h.partition.lastStableOffset, 8n, when)
+      assert.equal(await h.latest(1), 8n, when)
+      const r = (await h.fetch(0n, { isolationLevel: 1 }))[0]!
+      assert.deepEqual(
+        r.abortedTransactions,
+        [{ producerId: 2n, firstOffset: 3n, lastOffset: 7n, lastStableOffset: 8n }],
+        when,
+      )
+      // Batches 0-2, 3-4, 5, and the two markers (6, 7): everything below the LSO.
+      const read = values(r.records)
+      assert.deepEqual(read.slice(0, 6), ['v0', 'v1', 'v2', 'v0', 'v1', 'v0'], when)
+      assert.equal(read.length, 8, when)
+      // From the commit marker on, the abort marker is still ahead: the transaction is still listed.
+      assert.equal((await h.fetch(6n, { isolationLevel: 1 }))[0]!.abortedTransactions?.length, 1, when)
+      assert.equal(h.partition.state.producers.get(3n)?.currentTxnFirstOffset, 8n, when)
+    }
+    await check('before a restart')
+    assert.ok((await h.disk.list(`${DIR}/${TOPIC}-0`)).includes('00000000000000000000.txnindex'))
+    await h.restart()
+    await check('after a restart')
+    await h.restart(true)
+    await check('after a crash (producer state and .txnindex replayed from the log)')
+    assert.equal((await h.marker(3n, true)).baseOffset, 9n)
+    assert.equal(h.partition.lastStableOffset, 10n)
+  })
+
+  test("a coordinator's transactional batches (origin coordinator) get no duplicate or sequence check, only the epoch's", async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    const commit = (epoch = 0) => batch(1, { producerId: 4n, seq: 0, epoch, transactional: true })
+    const write = async (records: Buffer) =>
+      (
+        await h.rm.appendRecords([{ topic: TOPIC, partition: 0, records }], {
+          acks: -1,
+          timeoutMs: 30_000,
+          origin: 'coordinator',
+        })
+      )[0]!
+    assert.equal((await write(commit())).baseOffset, 0n)
+    assert.equal((await write(commit())).baseOffset, 1n, 'sequence 0 again is a new batch, not a retry')
+    const retry = (await h.produce(commit()))[0]!
+    assert.equal(
+      retry.baseOffset,
+      0n,
+      "a client's is Kafka's duplicate (of the first batch with its sequences)",
+    )
+    assert.equal(h.partition.logEndOffset, 2n)
+    await h.marker(4n, true, { epoch: 1 })
+    assert.equal((await write(commit(0))).errorCode, ErrorCode.InvalidProducerEpoch)
+  })
+
+  test('a truncation that cuts a marker reopens its transaction (producer state reloaded from the log)', async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    await h.produce(batch(2, { producerId: 1n, transactional: true })) // 0-1
+    await h.marker(1n, true) // 2
+    assert.equal(h.partition.lastStableOffset, 3n)
+    await h.partition.truncateTo(2n)
+    assert.equal(h.partition.state.producers.get(1n)?.currentTxnFirstOffset, 0n)
+    assert.equal(h.partition.lastStableOffset, 0n)
+    assert.equal((await h.marker(1n, false)).baseOffset, 2n, 'the coordinator ends it again')
+    assert.equal(h.partition.lastStableOffset, 3n)
   })
 })

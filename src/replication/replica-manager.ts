@@ -12,7 +12,15 @@ import { type BrokerId, TopicName } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import type { LogHooks, LogManager } from '../storage/index.ts'
 import { AlterPartitionManager, type AlterPartitionManagerOptions } from './alter-partition-manager.ts'
-import { type AppendContext, appendRecords, type ProduceEntry, type ProduceResult } from './append-records.ts'
+import {
+  type AppendContext,
+  type AppendRecordsOptions,
+  appendRecords,
+  appendTxnMarkers,
+  type ProduceEntry,
+  type ProduceResult,
+  type TxnMarkerEntry,
+} from './append-records.ts'
 import { DelayedOperations } from './delayed-operations.ts'
 import {
   CONSUMER_REPLICA_ID,
@@ -32,7 +40,7 @@ import { ReplicaReconciler } from './replica-reconciler.ts'
 import { ReplicationStats } from './replication-stats.ts'
 
 // The data path's types and Kafka's names, as the replica manager's API has them.
-export type { ProduceEntry, ProduceResult } from './append-records.ts'
+export type { AppendRecordsOptions, ProduceEntry, ProduceResult, TxnMarkerEntry } from './append-records.ts'
 export {
   CONSUMER_REPLICA_ID,
   DEBUGGING_REPLICA_ID,
@@ -293,11 +301,24 @@ export class ReplicaManager {
    * answer waits until the ISR has every appended batch (the high watermark passes it; with
    * `flush.on.ack` that includes the fsync) or `timeoutMs` passes (REQUEST_TIMED_OUT).
    */
-  appendRecords(
-    entries: readonly ProduceEntry[],
-    options: { readonly acks: number; readonly timeoutMs: number },
-  ): Promise<ProduceResult[]> {
+  appendRecords(entries: readonly ProduceEntry[], options: AppendRecordsOptions): Promise<ProduceResult[]> {
     return appendRecords(this.#produce, entries, options)
+  }
+
+  /**
+   * WriteTxnMarkers: each marker appended as a control batch to its partition as leader, answered
+   * once the ISR has it or `timeoutMs` passed. A partition not hosted here, or offline, is
+   * UNKNOWN_TOPIC_OR_PARTITION (Kafka's `onlinePartition` finds none); a follower answers
+   * NOT_LEADER_OR_FOLLOWER.
+   */
+  async appendTxnMarkers(entries: readonly TxnMarkerEntry[], timeoutMs: number): Promise<ProduceResult[]> {
+    const results = await appendTxnMarkers(this.#produce, entries, timeoutMs)
+    return results.map((r, i) => {
+      const e = entries[i]!
+      const p = this.getPartition(e.topic, e.partition)
+      if (r.errorCode === ErrorCode.None || (p !== undefined && p.log.offlineCause === null)) return r
+      return { ...r, errorCode: ErrorCode.UnknownTopicOrPartition, errorMessage: null }
+    })
   }
 
   /**
@@ -399,9 +420,18 @@ export class ReplicaManager {
     }))
   }
 
-  /** The high watermark of a hosted partition (the cleaner's upper bound), or undefined. */
+  /** The high watermark of a hosted partition, or undefined. */
   highWatermark(topic: string, partition: number): bigint | undefined {
     return this.getPartition(topic, partition)?.highWatermark
+  }
+
+  /**
+   * The last stable offset of a hosted partition, or undefined: the cleaner's upper bound (Kafka's
+   * first uncleanable offset is below the first unstable offset and the high watermark), so it
+   * never compacts records of a transaction still open.
+   */
+  lastStableOffset(topic: string, partition: number): bigint | undefined {
+    return this.getPartition(topic, partition)?.lastStableOffset
   }
 
   // ---------------------------------------------------------------- periodic tasks

@@ -54,6 +54,7 @@ export * from './handlers/scram-credentials.ts'
 export * from './handlers/sync-group.ts'
 export * from './handlers/transactions.ts'
 export * from './handlers/txn-offset-commit.ts'
+export * from './handlers/write-txn-markers.ts'
 export { Listener, type ListenerOptions, type ListenerTls, type SslClientAuth } from './listener.ts'
 export {
   type MallocInfo,

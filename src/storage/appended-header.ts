@@ -8,7 +8,15 @@
  */
 
 import { assert } from '../model/index.ts'
-import { BATCH_HEADER_BYTES, type BatchHeader, BatchOffsets } from '../protocol/index.ts'
+import {
+  BATCH_HEADER_BYTES,
+  type BatchHeader,
+  BatchOffsets,
+  decodeBatch,
+  decodeEndTxnMarker,
+  type EndTxnMarker,
+  isControl,
+} from '../protocol/index.ts'
 
 const MINUS_ONE = -1n
 /** An int64 whose high int32 is in [-2^21, 2^21) is a safe integer: hi * 2^32 + lo is exact. */
@@ -43,5 +51,21 @@ export function appendedHeader(buf: Buffer, at: number, baseOffset?: bigint): Ba
     producerEpoch: buf.readInt16BE(at + BatchOffsets.producerEpoch),
     baseSequence: buf.readInt32BE(at + BatchOffsets.baseSequence),
     recordCount: buf.readInt32BE(at + BatchOffsets.recordCount),
+  }
+}
+
+/**
+ * The COMMIT or ABORT marker a control batch at `buf[at]` holds (its first record, Kafka's
+ * EndTransactionMarker), or null: not a control batch, another control type (KRaft's), or a record
+ * that does not parse as a marker. Control batches are rare and small: decoding one costs nothing
+ * that matters.
+ */
+export function endTxnMarkerAt(buf: Buffer, at: number, attributes: number): EndTxnMarker | null {
+  if (!isControl(attributes)) return null
+  try {
+    const record = decodeBatch(buf, at, { verifyCrc: false }).records[0]
+    return record === undefined ? null : decodeEndTxnMarker(record)
+  } catch {
+    return null
   }
 }

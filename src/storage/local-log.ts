@@ -5,7 +5,8 @@
  * are the caller's (`PartitionLog`): errors propagate.
  */
 import type { Clock, Disk, TimerHandle } from '../io/index.ts'
-import type { BatchHeader } from '../protocol/index.ts'
+import { type BatchHeader, type EndTxnMarker, isControl } from '../protocol/index.ts'
+import { endTxnMarkerAt } from './appended-header.ts'
 import { FileBatchReader, isProblem } from './file-batch-reader.ts'
 import type { LogConfig } from './log-config.ts'
 import { LogSegment, SegmentFile, type SegmentSettings } from './log-segment.ts'
@@ -183,7 +184,7 @@ export class LocalLog {
 export async function scanBatchHeaders(
   segments: readonly LogSegment[],
   fromOffset: bigint,
-  fn: (header: BatchHeader) => void,
+  fn: (header: BatchHeader, marker: EndTxnMarker | null) => void,
   readBufferBytes: number,
 ): Promise<void> {
   for (const s of segments) {
@@ -194,7 +195,13 @@ export async function scanBatchHeaders(
     for (;;) {
       const b = await reader.next('header')
       if (b === null || isProblem(b)) break
-      fn(b.header)
+      let marker: EndTxnMarker | null = null
+      if (isControl(b.header.attributes)) {
+        const bytes = Buffer.allocUnsafe(b.size)
+        if ((await s.file.read(bytes, b.position, b.size)) === b.size)
+          marker = endTxnMarkerAt(bytes, 0, b.header.attributes)
+      }
+      fn(b.header, marker)
     }
   }
 }

@@ -4,7 +4,10 @@ import { batch, config, decodeAll, type ReadRecord, readAll } from '../../test/s
 import { ManualClock, SeededRandom, SimDisk } from '../io/index.ts'
 import {
   Compression,
+  ControlRecordType,
   decodeBatch,
+  encodeBatch,
+  encodeEndTxnMarkerBatch,
   hasDeleteHorizon,
   LOG_OVERHEAD,
   readBatchHeader,
@@ -180,6 +183,85 @@ describe('log cleaner', () => {
     await writeUpdates(log, 30, 2, clock.nowMs())
     assert.ok((await m.runCleanerOnce()) !== null)
     assert.ok(!(await readAll(log)).some((r) => r.key === 'gone'))
+    await m.close()
+  })
+
+  it("drops an aborted transaction's records, which never shadow the committed value; its .txnindex entry moves with its marker", async () => {
+    const { m, log } = await setup(compactConfig())
+    await log.append(batch([{ key: 'k', value: 'committed' }])) // 0
+    const txn = encodeBatch({
+      records: [{ key: Buffer.from('k'), value: Buffer.from('aborted'), timestamp: 1000n }],
+      producerId: 7n,
+      producerEpoch: 0,
+      baseSequence: 0,
+      transactional: true,
+    })
+    await log.append(txn) // 1
+    const abort = encodeEndTxnMarkerBatch({
+      marker: { type: ControlRecordType.abort, coordinatorEpoch: 0 },
+      producerId: 7n,
+      producerEpoch: 0,
+      timestamp: 1000n,
+    })
+    await log.append(abort, { origin: 'coordinator' }) // 2
+    const entry = { producerId: 7n, firstOffset: 1n, lastOffset: 2n, lastStableOffset: 3n }
+    await log.appendAbortedTxn(entry)
+    await writeUpdates(log, 20, 3, 1000)
+    assert.ok((await m.runCleanerOnce()) !== null)
+    const records = await readAll(log)
+    assert.deepEqual(
+      records.filter((r) => r.key === 'k').map((r) => r.value),
+      ['committed'],
+    )
+    assert.ok(
+      records.some((r) => r.offset === 2n),
+      'the marker stays',
+    )
+    assert.deepEqual(await log.collectAbortedTxns(0n, log.logEndOffset), [entry])
+    await m.close()
+  })
+
+  it('an ABORT marker whose data is gone gets a delete horizon, then goes with its .txnindex entry', async () => {
+    const { m, log, clock } = await setup(compactConfig())
+    const txn = (value: string, seq: number) =>
+      encodeBatch({
+        records: [{ key: Buffer.from('k'), value: Buffer.from(value), timestamp: 1000n }],
+        producerId: 7n,
+        producerEpoch: 0,
+        baseSequence: seq,
+        transactional: true,
+      })
+    await log.append(txn('aborted', 0)) // 0
+    const abort = encodeEndTxnMarkerBatch({
+      marker: { type: ControlRecordType.abort, coordinatorEpoch: 0 },
+      producerId: 7n,
+      producerEpoch: 0,
+      timestamp: 1000n,
+    })
+    await log.append(abort, { origin: 'coordinator' }) // 1
+    await log.appendAbortedTxn({ producerId: 7n, firstOffset: 0n, lastOffset: 1n, lastStableOffset: 2n })
+    const markerAt1 = async () => {
+      const r = await log.read(1n, 1 << 16, { offsetMax: 2n })
+      return 'records' in r && r.records.length > 0 ? readBatchHeader(r.records, 0) : null
+    }
+    const clean = async () => {
+      // The producer writes again in the dirty part each time: the cleaner, which knows a producer's
+      // last batch only from there, then knows the marker is not its last.
+      await log.append(batch([{ key: 'p', value: `${log.logEndOffset}` }], { producerId: 7n }))
+      await writeUpdates(log, 20, 3, 1000)
+      assert.ok((await m.runCleanerOnce()) !== null)
+    }
+    await clean()
+    assert.ok(!(await readAll(log)).some((r) => r.offset === 0n), 'the aborted data goes first')
+    assert.equal((await markerAt1())?.baseOffset, 1n, 'the marker stays while its data was still there')
+    await clean()
+    const stamped = await markerAt1()
+    assert.ok(stamped !== null && hasDeleteHorizon(stamped.attributes), 'found empty: a delete horizon')
+    assert.equal((await log.collectAbortedTxns(0n, 3n)).length, 1)
+    clock.advance(10_001)
+    await clean()
+    assert.equal(await markerAt1(), null, 'past delete.retention.ms it is gone')
+    assert.deepEqual(await log.collectAbortedTxns(0n, 3n), [])
     await m.close()
   })
 

@@ -25,6 +25,7 @@ import { NEVER_MS } from './log-config.ts'
 import type { LogSegment } from './log-segment.ts'
 import { OffsetMap } from './offset-map.ts'
 import type { PartitionLog } from './partition-log.ts'
+import type { AbortedTxn } from './transaction-index.ts'
 
 const INT32_MAX = 0x7fffffff
 /** Producers tracked for "is this its last batch" before the cleaner keeps every empty idempotent batch. */
@@ -44,7 +45,7 @@ export interface CleanerCandidate {
   readonly log: PartitionLog
   /** From cleaner-offset-checkpoint (or the log start). */
   readonly firstDirty: bigint
-  /** Nothing at or above it is cleaned (the high watermark); default the log end. */
+  /** Nothing at or above it is cleaned (the last stable offset); default the log end. */
   readonly upperBound?: bigint
 }
 
@@ -160,6 +161,9 @@ export class LogCleaner {
     const segments = log.segments
     const dirty = dirtySegments(segments, firstDirtyOffset, firstUncleanableOffset)
     const lastBatchOfProducer = new Map<bigint, bigint>()
+    // Aborted transactions' records neither enter the map nor survive (Kafka's
+    // CleanedTransactionMetadata): an aborted write of a key never shadows its committed value.
+    const aborted = abortedRanges(await log.collectAbortedTxns(log.logStartOffset, firstUncleanableOffset))
     let endOffset = firstDirtyOffset
     // 1. The map: every key in the dirty part, to its latest offset, until the memory is full.
     build: for (const segment of dirty) {
@@ -180,7 +184,7 @@ export class LogCleaner {
         if (b.lastOffset < firstDirtyOffset) continue
         if (b.lastOffset >= firstUncleanableOffset) break build
         stats.bytesRead += b.size
-        if (!isControl(b.header.attributes)) {
+        if (!isControl(b.header.attributes) && !isAbortedData(aborted, b.header)) {
           const { records } = decodeBatch(b.bytes!, 0, { verifyCrc: false })
           if (records.length > map.remaining) break build
           for (const r of records)
@@ -200,11 +204,14 @@ export class LogCleaner {
     // 2. Rewrite every closed segment below endOffset, in groups that fit one segment.
     const toClean = segments.slice(0, -1).filter((_, i) => segments[i + 1]!.baseOffset <= endOffset)
     const deleteHorizonMs = nowMs + log.config.deleteRetentionMs
+    const markers = new MarkerTracker(aborted)
     for (const group of groupSegments(toClean, segments, log.config.segmentBytes)) {
       const retain = (header: BatchHeader, isLastBatchOfGroup: boolean) => ({
         map,
         nowMs,
         deleteHorizonMs,
+        abortedData: markers.onBatch(header),
+        emptyMarker: markers.emptyMarker(header),
         keepEmpty:
           isLastBatchOfGroup ||
           (header.producerId !== NO_PRODUCER_ID &&
@@ -212,7 +219,7 @@ export class LogCleaner {
               (lastBatchOfProducer.get(header.producerId) ?? header.baseOffset) <=
                 header.baseOffset + BigInt(header.lastOffsetDelta))),
       })
-      const cleaned = await this.#cleanGroup(log, group, retain, stats)
+      const cleaned = await this.#cleanGroup(log, group, retain, stats, markers.dropped)
       if (cleaned === null) return null
       if (!(await log.replaceSegments(group, cleaned))) return null
       stats.segmentsCleaned += group.length
@@ -228,6 +235,7 @@ export class LogCleaner {
     group: readonly LogSegment[],
     retain: (header: BatchHeader, isLastBatchOfGroup: boolean) => RetainRule,
     stats: CleanerStats,
+    droppedMarkers: Set<bigint>,
   ): Promise<LogSegment | null> {
     const cleaned = await log.createCleanedSegment(group[0]!.baseOffset)
     let pending: Buffer[] = []
@@ -255,7 +263,10 @@ export class LogCleaner {
           b = await reader.next('bytes')
           const isLast = g === group.length - 1 && b === null
           const out = filterBatch(bytes, header, retain(header, isLast), stats)
-          if (out === null) continue
+          if (out === null) {
+            if (isControl(header.attributes)) droppedMarkers.add(header.baseOffset)
+            continue
+          }
           cleaned.registerAppend(
             out.length,
             cleaned.relative(header.baseOffset + BigInt(header.lastOffsetDelta)),
@@ -267,6 +278,15 @@ export class LogCleaner {
         }
       }
       await flushPending()
+      // The group's aborted transactions go with their markers into the cleaned segment's index
+      // (not those whose marker was removed).
+      for (const segment of group) {
+        const entries = (await segment.transactionIndex()).entries
+        if (entries.length > 0) {
+          const index = await cleaned.transactionIndex()
+          for (const txn of entries) if (!droppedMarkers.has(txn.lastOffset)) await index.append(txn)
+        }
+      }
       await cleaned.seal()
     } catch (e) {
       await cleaned.deleteFiles().catch(() => undefined)
@@ -283,6 +303,63 @@ interface RetainRule {
   readonly deleteHorizonMs: number
   /** Keep the batch header even when no record survives (producer state, segment end). */
   readonly keepEmpty: boolean
+  /** A batch of an aborted transaction: none of its records is kept. */
+  readonly abortedData: boolean
+  /**
+   * A COMMIT or ABORT marker none of whose transaction's batches this cleaning met: it gets a
+   * delete horizon, and once past it goes (unless it may be its producer's last batch).
+   */
+  readonly emptyMarker: boolean
+}
+
+/**
+ * Kafka's CleanedTransactionMetadata over one cleaning, batch by batch in offset order (which
+ * covers the log from its start): which batches are aborted data, and which markers end a
+ * transaction whose batches are all gone.
+ */
+class MarkerTracker {
+  readonly #aborted: AbortedRanges
+  /** Producers whose current transaction showed a batch in this cleaning. */
+  readonly #withBatches = new Set<bigint>()
+  /** Offsets of the markers this cleaning removed. */
+  readonly dropped = new Set<bigint>()
+
+  constructor(aborted: AbortedRanges) {
+    this.#aborted = aborted
+  }
+
+  /** Notes a data batch; whether it is aborted data. */
+  onBatch(header: BatchHeader): boolean {
+    if (!isTransactional(header.attributes) || isControl(header.attributes)) return false
+    this.#withBatches.add(header.producerId)
+    return isAbortedData(this.#aborted, header)
+  }
+
+  /** Notes a marker; whether its transaction showed no batch (an empty marker). */
+  emptyMarker(header: BatchHeader): boolean {
+    if (!isControl(header.attributes) || !isTransactional(header.attributes)) return false
+    return !this.#withBatches.delete(header.producerId)
+  }
+}
+
+/** Per producer, the offset ranges of its aborted transactions (first offset to marker). */
+type AbortedRanges = ReadonlyMap<bigint, readonly AbortedTxn[]>
+
+function abortedRanges(txns: readonly AbortedTxn[]): AbortedRanges {
+  const out = new Map<bigint, AbortedTxn[]>()
+  for (const t of txns) {
+    const list = out.get(t.producerId)
+    if (list === undefined) out.set(t.producerId, [t])
+    else list.push(t)
+  }
+  return out
+}
+
+/** A transactional data batch inside one of its producer's aborted transactions. */
+function isAbortedData(aborted: AbortedRanges, header: BatchHeader): boolean {
+  if (aborted.size === 0 || !isTransactional(header.attributes) || isControl(header.attributes)) return false
+  const ranges = aborted.get(header.producerId)
+  return ranges?.some((t) => t.firstOffset <= header.baseOffset && header.baseOffset < t.lastOffset) === true
 }
 
 /**
@@ -295,14 +372,14 @@ function filterBatch(
   rule: RetainRule,
   stats: CleanerStats,
 ): Buffer | null {
-  if (isControl(header.attributes)) return bytes // transaction markers: kept (transactions are not implemented yet)
+  if (isControl(header.attributes)) return filterMarker(bytes, header, rule)
   const { records } = decodeBatch(bytes, 0, { verifyCrc: false })
   stats.recordsRead += records.length
   const horizonMs = hasDeleteHorizon(header.attributes) ? Number(header.baseTimestamp) : null
   const kept: KafkaRecord[] = []
   let tombstones = 0
   for (const r of records) {
-    if (r.key === null) continue
+    if (r.key === null || rule.abortedData) continue
     const latest = rule.map.get(r.key)
     if (latest > Number(r.offset)) continue
     if (r.value === null) {
@@ -344,6 +421,35 @@ function filterBatch(
     ...(logAppendTime
       ? { timestampType: TimestampType.logAppendTime, logAppendTime: header.maxTimestamp }
       : {}),
+  })
+}
+
+/**
+ * A control batch: kept unless it is an empty marker (Kafka's rule: `delete.retention.ms` after the
+ * cleaning that first found it empty, stamped as its delete horizon), and always when it may be
+ * its producer's last batch.
+ */
+function filterMarker(bytes: Buffer, header: BatchHeader, rule: RetainRule): Buffer | null {
+  if (!rule.emptyMarker || rule.keepEmpty) return bytes
+  if (hasDeleteHorizon(header.attributes)) return rule.nowMs >= Number(header.baseTimestamp) ? null : bytes
+  const { records } = decodeBatch(bytes, 0, { verifyCrc: false })
+  return encodeBatch({
+    records: records.map((r) => ({
+      key: r.key,
+      value: r.value,
+      headers: r.headers,
+      timestamp: r.timestamp,
+      offsetDelta: r.offsetDelta,
+    })),
+    baseOffset: header.baseOffset,
+    partitionLeaderEpoch: header.partitionLeaderEpoch,
+    producerId: header.producerId,
+    producerEpoch: header.producerEpoch,
+    baseSequence: header.baseSequence,
+    transactional: true,
+    control: true,
+    lastOffsetDelta: header.lastOffsetDelta,
+    deleteHorizonMs: BigInt(rule.deleteHorizonMs),
   })
 }
 

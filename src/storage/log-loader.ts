@@ -5,7 +5,7 @@
  * the first bad byte, later segments deleted and indexes rebuilt.
  */
 import { type Clock, type Disk, isNotFound, joinPath, parentDir } from '../io/index.ts'
-import type { BatchHeader } from '../protocol/index.ts'
+import type { BatchHeader, EndTxnMarker } from '../protocol/index.ts'
 import { scanBatchHeaders } from './local-log.ts'
 import { LogSegment, parseSegmentFileName, SegmentFile, type SegmentSettings } from './log-segment.ts'
 
@@ -29,7 +29,7 @@ export interface LogLoaderOptions {
   /** The directory's clean-shutdown marker was present: skip the scan. */
   readonly hadCleanShutdown?: boolean | undefined
   /** Called for every batch found from the recovery point on (`LogHooks.onBatch`). */
-  readonly onBatch?: ((header: BatchHeader) => void) | undefined
+  readonly onBatch?: ((header: BatchHeader, marker: EndTxnMarker | null) => void) | undefined
   readonly warn: (message: string) => void
 }
 
@@ -108,7 +108,7 @@ export class LogLoader {
       } else if (ext === SegmentFile.log) {
         logBases.push(baseOffset)
       } else if (
-        (ext === SegmentFile.index || ext === SegmentFile.timeIndex) &&
+        (ext === SegmentFile.index || ext === SegmentFile.timeIndex || ext === SegmentFile.txnIndex) &&
         !present.has(name.replace(ext, SegmentFile.log))
       ) {
         await removeIfExists(disk, joinPath(this.#dir, name)) // an index without its log

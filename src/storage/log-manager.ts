@@ -61,8 +61,9 @@ export interface LogManagerOptions {
   /** Leader-epoch and producer-state hooks for a partition (replication's). */
   readonly hooksFor?: (topic: string, partition: number) => LogHooks
   /**
-   * How far the cleaner may go in a partition (exclusive): its high watermark, so records not yet
-   * committed are never compacted. Default: up to the active segment.
+   * How far the cleaner may go in a partition (exclusive): its last stable offset, so records not
+   * yet committed, and those of a transaction still open, are never compacted. Default: up to the
+   * active segment.
    */
   readonly cleanerUpperBound?: (topic: string, partition: number) => bigint | undefined
   /** Non-fatal events. */
@@ -611,7 +612,7 @@ export class LogManager {
   /**
    * One pass of the cleaner: clean the compacted log with the highest dirty ratio at or above its
    * `min.cleanable.dirty.ratio` (or past `max.compaction.lag.ms`). Returns what it did, or null.
-   * `upperBound` caps what may be cleaned (the high watermark), per partition.
+   * `upperBound` caps what may be cleaned (the last stable offset), per partition.
    */
   async runCleanerOnce(
     upperBound: ((topic: string, partition: number) => bigint | undefined) | undefined = this.#options

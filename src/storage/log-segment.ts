@@ -10,6 +10,7 @@ import { type FileBatch, FileBatchReader, isProblem, type ReadMode } from './fil
 import { OFFSET_INDEX_ENTRY_BYTES, OffsetIndex } from './offset-index.ts'
 import type { ReadBuffers } from './read-buffer-pool.ts'
 import { TIME_INDEX_ENTRY_BYTES, TimeIndex } from './time-index.ts'
+import { type AbortedTxn, CorruptTransactionIndexError, TransactionIndex } from './transaction-index.ts'
 import type { WriteTail } from './write-tail.ts'
 
 /** File name parts, as Kafka names them. */
@@ -17,6 +18,8 @@ export const SegmentFile = {
   log: '.log',
   index: '.index',
   timeIndex: '.timeindex',
+  /** The aborted-transaction index (`transaction-index.ts`), present once the segment holds an ABORT marker. */
+  txnIndex: '.txnindex',
   /** Renamed to on deletion, removed after `file.delete.delay.ms`. */
   deleted: '.deleted',
   /** A segment the cleaner is writing. */
@@ -92,6 +95,12 @@ export class LogSegment {
   #suffix: string
   #offsetIndex: OffsetIndex | null = null
   #timeIndex: TimeIndex | null = null
+  /** The `.txnindex`, opened on first use (most segments never have one). */
+  #txnIndex: Promise<TransactionIndex> | null = null
+  /** The same once open (a sync flushes it only when it holds entries: no await otherwise). */
+  #txnIndexOpen: TransactionIndex | null = null
+  /** The last `appendAbortedTxn`: truncation, renames and closing wait for it. */
+  #txnWrites: Promise<void> = Promise.resolve()
   #loadingIndexes: Promise<void> | null = null
   /** Bytes registered, including appends not yet written. */
   size: number
@@ -446,6 +455,13 @@ export class LogSegment {
       // the size before the cut would later vouch for unsynced appends that reach that length.
       await this.sync()
     }
+    // Aborted transactions whose markers the cut took go with them (the log's replay adds back
+    // what the batches left still say).
+    const next = this.nextOffset
+    await this.#txnWrites
+    const txnIndex = await this.transactionIndex()
+    if (next === null) await txnIndex.reset()
+    else await txnIndex.truncateTo(next)
     return { truncatedBytes, problem }
   }
 
@@ -885,6 +901,8 @@ export class LogSegment {
     if (files !== null && cutOffsetFile) await files.offset.truncate(offsetEntries * OFFSET_INDEX_ENTRY_BYTES)
     if (files !== null && cutTimeFile) await files.time.truncate(timeEntries * TIME_INDEX_ENTRY_BYTES)
     await this.#truncateFile(found.position)
+    await this.#txnWrites
+    await (await this.transactionIndex()).truncateTo(offset)
     this.size = this.writtenSize = this.#issuedSize = found.position
     this.indexFilesCurrent = false
     // Recompute the end and timestamps from the last index entry on.
@@ -968,6 +986,8 @@ export class LogSegment {
     const upTo = this.writtenSize
     const truncations = this.#truncations
     await this.#file.sync()
+    const txnIndex = this.#txnIndexOpen
+    if (txnIndex !== null && txnIndex.entries.length > 0) await txnIndex.flush()
     if (truncations === this.#truncations && upTo > this.#syncedSize) this.#syncedSize = upTo
   }
 
@@ -988,7 +1008,8 @@ export class LogSegment {
 
   /** Rename all files from the current suffix to `suffix` (`.deleted`, `.swap`, '' ...). */
   async changeSuffix(suffix: string): Promise<void> {
-    const exts = [SegmentFile.log, SegmentFile.index, SegmentFile.timeIndex]
+    await this.#closeTxnIndex()
+    const exts = [SegmentFile.log, SegmentFile.index, SegmentFile.timeIndex, SegmentFile.txnIndex]
     for (const ext of exts) {
       const from = this.path(ext)
       const to = joinPath(this.dir, `${offsetFileName(this.baseOffset)}${ext}${suffix}`)
@@ -1005,8 +1026,9 @@ export class LogSegment {
   async deleteFiles(): Promise<void> {
     this.#settings.tail?.cut(this)
     await this.#closeIndexFiles().catch(NOTHING) // the files go: a failed index write no longer matters
+    await this.#closeTxnIndex().catch(NOTHING)
     await this.#file.close()
-    for (const ext of [SegmentFile.log, SegmentFile.index, SegmentFile.timeIndex]) {
+    for (const ext of [SegmentFile.log, SegmentFile.index, SegmentFile.timeIndex, SegmentFile.txnIndex]) {
       await removeIfExists(this.#disk, this.path(ext))
     }
   }
@@ -1016,9 +1038,59 @@ export class LogSegment {
     this.#settings.tail?.cut(this)
     try {
       await this.#closeIndexFiles()
+      await this.#closeTxnIndex()
     } finally {
       await this.#file.close()
     }
+  }
+
+  /**
+   * The segment's aborted-transaction index (`.txnindex`), opened on first use. One Kafka would
+   * refuse is removed and starts empty: the log's replay of its markers rebuilds what it needs.
+   */
+  transactionIndex(): Promise<TransactionIndex> {
+    this.#txnIndex ??= this.#openTxnIndex()
+    return this.#txnIndex
+  }
+
+  async #openTxnIndex(): Promise<TransactionIndex> {
+    const path = this.path(SegmentFile.txnIndex)
+    let index: TransactionIndex
+    try {
+      index = await TransactionIndex.open(this.#disk, path, this.baseOffset)
+    } catch (e) {
+      if (!(e instanceof CorruptTransactionIndexError)) throw e
+      await removeIfExists(this.#disk, path)
+      index = await TransactionIndex.open(this.#disk, path, this.baseOffset)
+    }
+    this.#txnIndexOpen = index
+    return index
+  }
+
+  /**
+   * Appends an aborted transaction to this segment's `.txnindex`, durably (aborts are rare: one
+   * fsync each, so no later producer snapshot vouches for an entry a crash could lose). An entry at
+   * or below the index's last one is there already (a replay at load) and is skipped. Serialized
+   * with truncation, renames and closing, without the log's lock.
+   */
+  appendAbortedTxn(txn: AbortedTxn): Promise<void> {
+    const run = this.#txnWrites.then(async () => {
+      const index = await this.transactionIndex()
+      const last = index.lastOffset
+      if (last !== null && last >= txn.lastOffset) return
+      await index.append(txn)
+      await index.flush()
+    })
+    this.#txnWrites = run.catch(() => undefined)
+    return run
+  }
+
+  async #closeTxnIndex(): Promise<void> {
+    await this.#txnWrites
+    const opening = this.#txnIndex
+    this.#txnIndex = null
+    this.#txnIndexOpen = null
+    if (opening !== null) await (await opening).close()
   }
 
   /** Drop the in-memory indexes of a closed segment whose files are current (memory bound). */

@@ -6,8 +6,8 @@
  */
 import type { Clock, Disk } from '../io/index.ts'
 import { assert } from '../model/index.ts'
-import { type BatchHeader, BatchOffsets, ErrorCode } from '../protocol/index.ts'
-import { appendedHeader } from './appended-header.ts'
+import { type BatchHeader, BatchOffsets, type EndTxnMarker, ErrorCode } from '../protocol/index.ts'
+import { appendedHeader, endTxnMarkerAt } from './appended-header.ts'
 import { LocalLog, scanBatchHeaders } from './local-log.ts'
 import type { LogConfig } from './log-config.ts'
 import { LogLoader, type RecoveryReport } from './log-loader.ts'
@@ -16,6 +16,7 @@ import { LogValidator } from './log-validator.ts'
 import { type InFlightRound, PendingAppend, releaseAll, settle } from './pending-append.ts'
 import type { ReadBuffers } from './read-buffer-pool.ts'
 import { type AppendScan, batchSize, readInt64AsNumber } from './scan-append.ts'
+import type { AbortedTxn } from './transaction-index.ts'
 import { TAIL_BYTES_MAX_DEFAULT, TailBudget, WriteTail } from './write-tail.ts'
 
 export type { RecoveryReport } from './log-loader.ts'
@@ -33,8 +34,11 @@ export const ListOffsetsTimestamp = {
  * log's serialization, before the call that caused them resolves.
  */
 export interface LogHooks {
-  /** A batch appended (`append`) or found past the recovery point at startup (`recovery`). */
-  onBatch?(header: BatchHeader, source: 'append' | 'recovery'): void
+  /**
+   * A batch appended (`append`) or found past the recovery point at startup (`recovery`); `marker`
+   * is the COMMIT or ABORT a transaction marker (a control batch) holds, else null.
+   */
+  onBatch?(header: BatchHeader, source: 'append' | 'recovery', marker: EndTxnMarker | null): void
   /** Offsets at or after `endOffset` are gone (truncateTo). */
   onTruncateTo?(endOffset: bigint): void
   /** Everything is gone; the log restarts at `startOffset` (truncateFullyAndStartAt). */
@@ -233,6 +237,8 @@ export class PartitionLog {
   #logEndOffset = 0n
   #recoveryPoint = 0n
   #offline: Error | null = null
+  /** The last `appendAbortedTxn`: reads of the index wait for it. */
+  #abortedTxnWrites: Promise<void> = Promise.resolve()
   #closed = false
   #closing = false
   /** Reports from the recovery at open. */
@@ -440,7 +446,7 @@ export class PartitionLog {
       recoveryPoint: options.recoveryPoint,
       logStartOffset: options.logStartOffset,
       hadCleanShutdown: options.hadCleanShutdown,
-      onBatch: onBatch === undefined ? undefined : (h) => this.#hooks.onBatch?.(h, 'recovery'),
+      onBatch: onBatch === undefined ? undefined : (h, m) => this.#hooks.onBatch?.(h, 'recovery', m),
       warn: (message) => this.#warn(message),
     }).load()
     this.recoveryReports.push(...loaded.recoveryReports)
@@ -461,12 +467,47 @@ export class PartitionLog {
   }
 
   /**
+   * Records an aborted transaction in the `.txnindex` of the segment holding its marker
+   * (`txn.lastOffset`), durably, as Kafka's `UnifiedLog.updateProducers` does; an entry the index
+   * has already (a replay at load) is skipped (`LogSegment.appendAbortedTxn`). Not under the log's
+   * lock: the hooks that call it run inside it, and a roll waits for them.
+   */
+  appendAbortedTxn(txn: AbortedTxn): Promise<void> {
+    this.#checkUsable()
+    const segments = this.#local.segments
+    const at = segments.floorIndex(txn.lastOffset)
+    if (at < 0 || txn.lastOffset < this.#logStartOffset) return Promise.resolve()
+    const run = segments.all[at]!.appendAbortedTxn(txn)
+    this.#abortedTxnWrites = run.catch(() => undefined)
+    return run
+  }
+
+  /**
+   * The aborted transactions a read of `[fetchOffset, upperBoundOffset)` must report to a
+   * read_committed consumer (Kafka's `collectAbortedTransactions`): from the segment holding
+   * `fetchOffset` on, until an entry's last stable offset reaches the bound.
+   */
+  async collectAbortedTxns(fetchOffset: bigint, upperBoundOffset: bigint): Promise<AbortedTxn[]> {
+    await this.#abortedTxnWrites
+    const segments = this.#local.segments.all
+    const out: AbortedTxn[] = []
+    for (let i = Math.max(0, this.#local.segments.floorIndex(fetchOffset)); i < segments.length; i++) {
+      const s = segments[i]!
+      if (s.baseOffset >= upperBoundOffset) break
+      const found = (await s.transactionIndex()).collectAbortedTxns(fetchOffset, upperBoundOffset)
+      out.push(...found.abortedTransactions)
+      if (found.isComplete) break
+    }
+    return out
+  }
+
+  /**
    * Call `fn` with the header of every batch from the one holding `fromOffset` to the end: how
    * leader-epoch and producer state rebuild past their own snapshots.
    */
   scanBatchHeaders(
     fromOffset: bigint,
-    fn: (header: BatchHeader) => void,
+    fn: (header: BatchHeader, marker: EndTxnMarker | null) => void,
     segments: readonly LogSegment[] = this.#local.segments.all,
   ): Promise<void> {
     return scanBatchHeaders(segments, fromOffset, fn, this.#local.settings.readBufferBytes)
@@ -782,7 +823,7 @@ export class PartitionLog {
         if (p.leaderEpoch !== undefined) setInt32(buf, BatchOffsets.partitionLeaderEpoch, p.leaderEpoch)
         next += p.offsetCount
         segment.registerAppend(buf.length, next - 1, p.maxTimestampMs)
-        if (onBatch !== undefined) onBatch(appendedHeader(buf, 0, nextOffset), 'append')
+        if (onBatch !== undefined) onAppended(onBatch, buf, 0, nextOffset)
       } else {
         for (let i = 0, at = 0; i < p.batchCount; i++) {
           const size = batchSize(buf, at)
@@ -794,7 +835,7 @@ export class PartitionLog {
           next += lastOffsetDelta
           segment.registerAppend(size, next, batchMsMax)
           next++
-          if (onBatch !== undefined) onBatch(appendedHeader(buf, at), 'append')
+          if (onBatch !== undefined) onAppended(onBatch, buf, at)
           at += size
         }
       }
@@ -908,7 +949,7 @@ export class PartitionLog {
         if (batchMsMax > maxTimestampMs) maxTimestampMs = batchMsMax
         if (i === 0) baseOffset = firstOffset ?? segment.baseOffset + BigInt(first)
         next = last + 1
-        if (onBatch !== undefined) onBatch(appendedHeader(buf, at), 'append')
+        if (onBatch !== undefined) onAppended(onBatch, buf, at)
         at += size
       }
       const tail = sliceStart === 0 ? buf : buf.subarray(sliceStart)
@@ -1318,3 +1359,14 @@ function segmentsToDelete(
 }
 
 assert(WRITE_ROUND_BYTES_MAX <= APPEND_QUEUE_BYTES_MAX_DEFAULT, 'a write round fits the append queue')
+
+/** Calls the hook for the appended batch at `buf[at]` (its marker decoded only for a control batch). */
+function onAppended(
+  onBatch: NonNullable<LogHooks['onBatch']>,
+  buf: Buffer,
+  at: number,
+  baseOffset?: bigint,
+): void {
+  const h = appendedHeader(buf, at, baseOffset)
+  onBatch(h, 'append', endTxnMarkerAt(buf, at, h.attributes))
+}

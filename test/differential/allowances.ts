@@ -31,7 +31,6 @@ export interface Allowance {
 /** The APIs Kafka 4.0 serves and Weir does not (yet), with Kafka's version ranges. */
 const NOT_SERVED: readonly [number, string, number, number][] = [
   [17, 'SaslHandshake', 0, 1],
-  [27, 'WriteTxnMarkers', 1, 1],
   [34, 'AlterReplicaLogDirs', 1, 2],
   [36, 'SaslAuthenticate', 0, 2],
   [38, 'CreateDelegationToken', 1, 3],
@@ -243,17 +242,26 @@ export const allowances: readonly Allowance[] = [
     path: 'responses[name=idempotent].partitionResponses[0].*',
     doc: 'a transactional batch',
     reason:
-      "Weir does not support transactions and refuses the batch with INVALID_TXN_STATE; Kafka's KIP-890 verification finds no open transaction and answers NOT_ENOUGH_REPLICAS (retriable).",
+      "Weir appends the batch (its producer's transaction opens in the partition); Kafka's KIP-890 verification finds the partition not added to a transaction and answers NOT_ENOUGH_REPLICAS (retriable). Weir does not verify with the coordinator.",
   },
   {
     api: 'Produce',
     step: '* Produce transactional *',
     path: 'responses.*.partitionResponses.0.errorCode',
     kafka: 49,
-    weir: 48,
+    weir: 0,
     doc: 'a transactional batch',
     reason:
-      "The authorization matrix: a principal with WRITE on the transactional id and the topic sends a batch of a partition it never added; Kafka's KIP-890 verification asks the transaction coordinator and answers INVALID_PRODUCER_ID_MAPPING, Weir's partitions refuse transactional batches (INVALID_TXN_STATE); denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
+      "The authorization matrix: a principal with WRITE on the transactional id and the topic sends a batch of a partition it never added; Kafka's KIP-890 verification asks the transaction coordinator and answers INVALID_PRODUCER_ID_MAPPING, Weir's brokers do not verify transactional batches with the coordinator and append it; denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
+  },
+  {
+    api: 'DescribeProducers',
+    step: '* DescribeProducers *',
+    path: 'topics.app-orders.partitions.0.activeProducers.2',
+    kafka: ABSENT,
+    doc: 'activeProducers after a transactional batch',
+    reason:
+      "The authorization matrix: the transactional batch Kafka's KIP-890 verification refused Weir appended, so its producer is one more active producer of the partition.",
   },
   {
     api: 'DescribeConfigs',

@@ -609,9 +609,7 @@ describe('ACLs in every handler, one node', () => {
     ])
   })
 
-  test('TxnOffsetCommit over the wire: its offsets pending (UNSTABLE_OFFSET_COMMIT for OffsetFetch requireStable) until the COMMIT marker', {
-    skip: 'needs partitions that accept transactional batches and WriteTxnMarkers wired to the group coordinator',
-  }, async () => {
+  test('TxnOffsetCommit over the wire: its offsets pending (UNSTABLE_OFFSET_COMMIT for OffsetFetch requireStable) until the COMMIT marker', async () => {
     await createAcls(admin, txnAcls)
     const alice = await login('alice')
     await eventually(async () => {
@@ -854,6 +852,24 @@ describe('ACLs in every handler, one node', () => {
         'AlterPartitionReassignments',
         async (c) =>
           (await c.request(apis.AlterPartitionReassignments, 0, { timeoutMs: 10_000, topics: [] })).errorCode,
+        ErrorCode.ClusterAuthorizationFailed,
+      ],
+      [
+        'WriteTxnMarkers',
+        async (c) =>
+          (
+            await c.request(apis.WriteTxnMarkers, 1, {
+              markers: [
+                {
+                  producerId: 1n as ProducerId,
+                  producerEpoch: 0,
+                  transactionResult: false,
+                  topics: [{ name: 'open' as TopicName, partitionIndexes: [0] }],
+                  coordinatorEpoch: 0,
+                },
+              ],
+            })
+          ).markers[0]!.topics[0]!.partitions[0]!.errorCode,
         ErrorCode.ClusterAuthorizationFailed,
       ],
       [

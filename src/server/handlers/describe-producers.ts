@@ -1,8 +1,8 @@
 /**
- * DescribeProducers v0: the idempotent producers a partition's leader knows (id, epoch, last
- * sequence and timestamp), as `kafka-transactions.sh describe-producers` shows them. Not
- * implemented: open transactions (none exist yet: currentTxnStartOffset is always -1). READ on each
- * topic, denied TOPIC_AUTHORIZATION_FAILED.
+ * DescribeProducers v0: the producers a partition's leader knows (id, epoch, last sequence and
+ * timestamp, the coordinator epoch of its last marker, the first offset of its open transaction or
+ * -1), as `kafka-transactions.sh describe-producers` shows them. READ on each topic, denied
+ * TOPIC_AUTHORIZATION_FAILED.
  */
 import { ProducerId, type TopicName } from '../../model/index.ts'
 import { apis, type DescribeProducersResponseData, ErrorCode, errorInfo } from '../../protocol/index.ts'

@@ -1,14 +1,14 @@
 /**
- * Fetch v4-17: log bytes as they are, up to the high watermark (the LSO under read_committed, which
- * is the same while there are no transactions), within `fetch.max.bytes` and each partition's max
- * bytes (the first batch whole even when larger), long-polled until `minBytes` or `maxWaitMs`;
- * KIP-227 incremental sessions; topic ids from v13; leader-epoch fencing and divergence; KIP-951
- * leader hints; KIP-392 from v11: a consumer's rackId lets the leader answer a preferredReadReplica
- * (`replica.selector.class`) and lets a follower serve it up to its high watermark. Not
- * implemented: aborted-transaction lists (always empty), quotas (throttle 0).
+ * Fetch v4-17: log bytes as they are, up to the high watermark (the last stable offset under
+ * read_committed, with the aborted transactions overlapping the records read, from the segments'
+ * `.txnindex`), within `fetch.max.bytes` and each partition's max bytes (the first batch whole
+ * even when larger), long-polled until `minBytes` or `maxWaitMs`; KIP-227 incremental sessions;
+ * topic ids from v13; leader-epoch fencing and divergence; KIP-951 leader hints; KIP-392 from v11:
+ * a consumer's rackId lets the leader answer a preferredReadReplica (`replica.selector.class`) and
+ * lets a follower serve it up to its high watermark. Not implemented: quotas (throttle 0).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
-import { type BrokerId, NO_NODE, TopicName, type Uuid } from '../../model/index.ts'
+import { type BrokerId, NO_NODE, ProducerId, TopicName, type Uuid } from '../../model/index.ts'
 import { apis, ErrorCode, errorCodeOf, type FetchResponseData } from '../../protocol/index.ts'
 import type { FetchParams, FetchSpec, ReadOutcome } from '../../replication/index.ts'
 import type { ReadBuffers } from '../../storage/index.ts'
@@ -185,8 +185,14 @@ function partitionData(
     highWatermark: r.highWatermark,
     lastStableOffset: r.lastStableOffset,
     logStartOffset: r.logStartOffset,
-    abortedTransactions:
-      unknown || (isolationLevel === READ_COMMITTED && r.errorCode === ErrorCode.None) ? [] : null,
+    abortedTransactions: unknown
+      ? []
+      : isolationLevel === READ_COMMITTED && r.errorCode === ErrorCode.None
+        ? (r.abortedTransactions ?? []).map((t) => ({
+            producerId: ProducerId(t.producerId),
+            firstOffset: t.firstOffset,
+          }))
+        : null,
     preferredReadReplica: v >= 11 ? (r.preferredReadReplica ?? NO_NODE) : NO_NODE,
     records: r.records,
   }

@@ -1,9 +1,11 @@
 /**
  * Produce v3-12: exactly one record batch (magic 2) per partition, appended as the producer's bytes
  * (compression kept); acks 0 (no response), 1 and -1 (waits for the ISR and, with flush.on.ack, the
- * fsync). Not implemented: transactions (transactional batches: INVALID_TXN_STATE), recompression
- * to a topic `compression.type` other than `producer`, closing the connection after a failed acks=0
- * request, quotas (throttle 0).
+ * fsync). Transactional batches need WRITE on the request's transactional id and open or continue
+ * their producer's transaction in the partition's producer state. Not implemented: KIP-890's
+ * verification of a transactional batch with its coordinator (`transaction.partition.verification.enable`),
+ * recompression to a topic `compression.type` other than `producer`, closing the connection after
+ * a failed acks=0 request, quotas (throttle 0).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
 import type { BrokerId, TopicName } from '../../model/index.ts'
@@ -90,13 +92,12 @@ export function makeProduceHandler(view: ProduceView): Handler {
     const acksValid = req.acks === -1 || req.acks === 0 || req.acks === 1
     const internalAllowed = ctx.header.clientId === ADMIN_CLIENT_ID
     const authz = authorize(ctx)
-    if (authz.authorizer !== null) {
-      const txn = transactionalIdDenied(req, authz)
-      if (txn)
-        return req.acks === 0
-          ? NO_RESPONSE
-          : deniedResponse(req, v, ErrorCode.TransactionalIdAuthorizationFailed)
-    }
+    // Without an authorizer too: transactional batches need a transactional id (Kafka's
+    // handleProduceRequest), the check one int16 per partition.
+    if (transactionalIdDenied(req, authz))
+      return req.acks === 0
+        ? NO_RESPONSE
+        : deniedResponse(req, v, ErrorCode.TransactionalIdAuthorizationFailed)
     /** Per request partition, in order: either an early answer or an index into `entries`. */
     const slots: Array<{ topic: TopicName; partition: number; early: PartitionOut | null; entry: number }> =
       []

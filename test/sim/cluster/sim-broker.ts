@@ -348,8 +348,8 @@ export class SimBroker implements SimEndpoint {
       mirror.complete = this.serving && !this.#reopening
       this.mirrors.set(`${topic}-${partition}`, mirror)
       return {
-        onBatch: (h, source) => {
-          inner.onBatch?.(h, source)
+        onBatch: (h, source, marker) => {
+          inner.onBatch?.(h, source, marker)
           mirror.add(h)
         },
         onTruncateTo: (end) => {
@@ -377,7 +377,7 @@ export class SimBroker implements SimEndpoint {
           topicLogConfig(topicConfigLayers(this.loader.image, topic, this.#configSource)),
         hooksFor,
         onWarning: (m) => this.log(`storage: ${m}`),
-        cleanerUpperBound: (topic, partition) => rm.highWatermark(topic, partition),
+        cleanerUpperBound: (topic, partition) => rm.lastStableOffset(topic, partition),
       })
       if (!alive()) return
       // Recovery reports only the batches past the recovery point: read every log back once.
