@@ -498,7 +498,10 @@ export class PartitionLog {
       out.push(...found.abortedTransactions)
       if (found.isComplete) break
     }
-    return out
+    // The index holds transactions in the order they completed; a consumer walks the list beside
+    // the records and kafkajs only ever looks at its head, so interleaved transactions are given
+    // in the order they began (Java and librdkafka sort them themselves, so this costs them nothing).
+    return out.sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0))
   }
 
   /**
