@@ -29,15 +29,15 @@ java_client() {
   libs=$("$root/tools/kafka/install.sh" | tail -n 1)
   out="$cache/java-classes"
   stamp="$out/.stamp"
-  want=$(extra="$libs $(javac -version 2>&1)" digest "$clients/java/CompatMatrix.java")
+  want=$(extra="$libs $(javac -version 2>&1)" digest "$clients/java/CompatMatrix.java" "$clients/java/TxnScenario.java")
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     rm -rf "$out.tmp"
     mkdir -p "$out.tmp"
-    javac -Xlint:all -Werror -d "$out.tmp" -cp "$libs/*" "$clients/java/CompatMatrix.java" >&2
+    javac -Xlint:all -Werror -d "$out.tmp" -cp "$libs/*" "$clients/java/CompatMatrix.java" "$clients/java/TxnScenario.java" >&2
     echo "$want" >"$out.tmp/.stamp"
     rm -rf "$out"
     mv "$out.tmp" "$out"
-    echo "compat-install.sh: compiled CompatMatrix.java against $libs" >&2
+    echo "compat-install.sh: compiled CompatMatrix.java and TxnScenario.java against $libs" >&2
   fi
   echo "$out:$libs/*"
 }

@@ -10,17 +10,26 @@
  *   weir.bootstrap              // "127.0.0.1:p1[,127.0.0.1:p2,...]"
  *   await weir.restart()        // clean stop of every node (exit 0), start on the same files/ports
  *   await weir.close()          // kill -9 whatever runs, remove the directory
+ *
+ * With `WEIR_COMPAT_TARGET=kafka` the same file runs against one Apache Kafka 4.0.0 KRaft node
+ * (tools/kafka/kafka.ts) with the same settings and one replica of every internal topic instead, to
+ * prove a test on the reference broker first (`start`, `bootstrap` and `close` only).
  */
 import assert from 'node:assert/strict'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { apis } from '../../src/protocol/index.ts'
+import { type KafkaBroker, startKafka } from '../../tools/kafka/kafka.ts'
 import { WeirCluster } from './cluster.ts'
 import { openConnection } from './connection.ts'
 import { freePorts, tempDir, WeirProcess, waitFor } from './weir-process.ts'
 
 /** How many nodes the compat tests run against (`WEIR_COMPAT_NODES`, default 1). */
 export const COMPAT_NODES = Math.max(1, Number(process.env.WEIR_COMPAT_NODES ?? '1') || 1)
+/** `kafka`: the compat tests run against Apache Kafka (`WEIR_COMPAT_TARGET`, default `weir`). */
+export const COMPAT_TARGET = process.env.WEIR_COMPAT_TARGET === 'kafka' ? 'kafka' : 'weir'
+/** The Kafka version of the `kafka` target. */
+export const COMPAT_KAFKA_VERSION = '4.0.0'
 /** True when the compat tests run against a replicated cluster. */
 export const CLUSTERED = COMPAT_NODES > 1
 
@@ -55,6 +64,7 @@ export class CompatTarget {
   #single: { dir: { path: string; remove: () => void }; port: number; process: WeirProcess | null } | null =
     null
   #cluster: WeirCluster | null = null
+  #kafka: { dir: { path: string; remove: () => void }; broker: KafkaBroker } | null = null
 
   /** `settings`: config keys every node gets (as `--set`). Nothing starts until `start()`. */
   constructor(prefix: string, settings: Readonly<Record<string, string | number>> = {}) {
@@ -73,6 +83,7 @@ export class CompatTarget {
 
   /** Every broker's "127.0.0.1:port". */
   get addresses(): string[] {
+    if (this.#kafka !== null) return [this.#kafka.broker.bootstrap]
     if (this.#cluster !== null) return this.#cluster.nodes.map((n) => n.address)
     assert.ok(this.#single !== null && this.#single.port !== 0, 'not started')
     return [`127.0.0.1:${this.#single.port}`]
@@ -96,6 +107,19 @@ export class CompatTarget {
 
   /** Starts (or starts again, after `stop()`) every node and waits until every broker registered. */
   async start(): Promise<void> {
+    if (COMPAT_TARGET === 'kafka') {
+      assert.ok(!this.clustered && this.#kafka === null, 'the kafka target is one node, started once')
+      const dir = tempDir(`${this.#prefix}kafka-`)
+      const broker = await startKafka({
+        port: 0,
+        dataDir: dir.path,
+        version: COMPAT_KAFKA_VERSION,
+        quiet: true,
+        config: Object.fromEntries(Object.entries(this.#settings).map(([k, v]) => [k, String(v)])),
+      })
+      this.#kafka = { dir, broker }
+      return
+    }
     if (!this.clustered) {
       if (this.#single === null) this.#single = { dir: tempDir(this.#prefix), port: 0, process: null }
       const s = this.#single
@@ -221,6 +245,10 @@ export class CompatTarget {
 
   /** SIGKILL whatever runs and remove the data. */
   async close(): Promise<void> {
+    if (this.#kafka !== null) {
+      await this.#kafka.broker.stop()
+      this.#kafka.dir.remove()
+    }
     if (this.#cluster !== null) await this.#cluster.kill()
     if (this.#single !== null) {
       await this.#single.process?.kill()

@@ -46,6 +46,8 @@ export interface KafkaOptions {
   startTimeoutMs?: number
   /** true: the broker's warnings go to its log file only, not to this process's stdout/stderr. */
   quiet?: boolean
+  /** The Kafka version to run (default: tools/kafka/version.sh's, or KAFKA_VERSION). */
+  version?: string
 }
 
 export interface KafkaBroker {
@@ -73,9 +75,10 @@ export function kafkaVersion(): string {
 }
 
 /** Runs install.sh (a no-op once installed) and returns the libs directory. */
-export function installKafka(): string {
+export function installKafka(version?: string): string {
   const out = execFileSync(join(toolsDir, 'install.sh'), {
     encoding: 'utf8',
+    env: version === undefined ? process.env : { ...process.env, KAFKA_VERSION: version },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   const libs = out.trim().split('\n').at(-1)
@@ -151,7 +154,7 @@ function java(libs: string, args: string[], heapMb: number, logsDir: string): st
 
 /** Formats `dataDir` as a single-node KRaft cluster (unless restarting on it) and starts Kafka there. */
 export async function startKafka(options: KafkaOptions): Promise<KafkaBroker> {
-  const libs = installKafka()
+  const libs = installKafka(options.version)
   const dataDir = resolve(options.dataDir)
   const port = options.port === 0 ? await freePort() : options.port
   const controllerPort = options.controllerPort ? options.controllerPort : await freePort()

@@ -25,6 +25,7 @@ case "$name" in
   kafka-cluster) class=org.apache.kafka.tools.ClusterTool ;;
   kafka-features) class=org.apache.kafka.tools.FeatureCommand ;;
   kafka-log-dirs) class=org.apache.kafka.tools.LogDirsCommand ;;
+  kafka-transactions) class=org.apache.kafka.tools.TransactionsCommand ;;
   kafka-reassign-partitions) class=org.apache.kafka.tools.reassign.ReassignPartitionsCommand ;;
   kafka-storage) class=kafka.tools.StorageTool ;;
   kafka-server-start) class=kafka.Kafka ;;
