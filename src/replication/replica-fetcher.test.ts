@@ -418,6 +418,18 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     await c.run(500)
     assert.equal((await aborted)[0]!.errorCode, ErrorCode.None, 'answered once the follower has it')
     assert.deepEqual([c.partition(2).highWatermark, c.partition(2).lastStableOffset], [4n, 1n])
+    // DescribeProducers on the follower answers from its own state (find-hanging asks followers).
+    const onFollower = await c.node(2).rm.activeProducers(TOPIC, 0)
+    assert.deepEqual(
+      [onFollower.errorCode, onFollower.producers.map((p) => [p.producerId, p.currentTxnFirstOffset])],
+      [
+        ErrorCode.None,
+        [
+          [1n, -1n],
+          [2n, 1n],
+        ],
+      ],
+    )
     // The follower takes over with producer 2's transaction open, and the aborted one indexed.
     await c.elect(2, [1, 2])
     await c.run(300)

@@ -386,14 +386,17 @@ export class ReplicaManager {
     return r
   }
 
-  /** DescribeProducers for one partition (leader only). */
+  /**
+   * DescribeProducers for one partition: any replica answers from its own producer state, as
+   * Kafka's does (`kafka-transactions find-hanging --broker-id` asks a broker about every partition
+   * it holds, followers too).
+   */
   async activeProducers(
     topic: string,
     partition: number,
   ): Promise<{ errorCode: ErrorCode; producers: readonly ProducerEntry[] }> {
     const p = await this.#leaderFor(topic, partition)
     if (typeof p === 'number') return { errorCode: p, producers: [] }
-    if (!p.isLeader) return { errorCode: ErrorCode.NotLeaderOrFollower, producers: [] }
     return { errorCode: ErrorCode.None, producers: [...p.state.producers.entries()] }
   }
 

@@ -1,5 +1,5 @@
 /**
- * DescribeProducers v0: the producers a partition's leader knows (id, epoch, last sequence and
+ * DescribeProducers v0: the producers a replica of a partition knows (id, epoch, last sequence and
  * timestamp, the coordinator epoch of its last marker, the first offset of its open transaction or
  * -1), as `kafka-transactions.sh describe-producers` shows them. READ on each topic, denied
  * TOPIC_AUTHORIZATION_FAILED.

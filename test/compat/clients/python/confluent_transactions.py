@@ -42,7 +42,7 @@ def main():
     prefix = sys.argv[2]
     src, dst, group = prefix + "-in", prefix + "-out", prefix + "-g"
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
-    for f in admin.create_topics([NewTopic(t, 3, 1) for t in (src, dst)], operation_timeout=STEP_S).values():
+    for f in admin.create_topics([NewTopic(t, 3) for t in (src, dst)], operation_timeout=STEP_S).values():
         f.result(timeout=STEP_S)
     plain = Producer({"bootstrap.servers": BOOTSTRAP})
     for i in range(6):
