@@ -17,6 +17,7 @@ import {
 import type { MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import type { RaftStatus } from '../quorum/index.ts'
+import type { DataPathTotals } from '../replication/index.ts'
 
 /** What the node tells its metrics when they are scraped. */
 export interface NodeMetricsSource {
@@ -28,15 +29,43 @@ export interface NodeMetricsSource {
   readonly quorum: () => RaftStatus | null
   /** Whether the node serves clients (`/v1/health/ready`). */
   readonly ready: () => boolean
+  /** The data path's cumulative counts; null on a controller-only node or while it starts. */
+  readonly totals: () => DataPathTotals | null
+  /** The size of every partition log this node holds. */
+  readonly logSizes: () => Iterable<{
+    readonly topic: string
+    readonly partition: number
+    readonly sizeBytes: number
+  }>
+  /** The committed offsets of the groups this node coordinates. */
+  readonly groupOffsets: () => Iterable<{
+    readonly groupId: string
+    readonly topic: string
+    readonly partition: number
+    readonly offset: bigint
+  }>
+  /** The high watermark of a partition this node holds a replica of, else undefined. */
+  readonly highWatermark: (topic: string, partition: number) => bigint | undefined
 }
+
+/**
+ * Per-partition series are bounded so that a node with 100,000 partitions (or groups) does not
+ * hand Prometheus 100,000 series of each: past the bound, the largest ones are kept, and the
+ * totals (`weir_log_size_bytes`, `kafka_consumergroup_lag_sum`) still cover everything.
+ */
+export const PARTITION_SERIES_MAX = 1000
 
 /** Latency buckets in milliseconds, from a local round trip to a slow fsync under load. */
 const REQUEST_MS_BUCKETS = [0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000]
+
+/** Flush latency buckets in milliseconds, from a page-cache fsync to a stalled disk. */
+const FLUSH_MS_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000]
 
 export class NodeMetrics {
   readonly registry = new Registry<RegistryContentType>()
   readonly #requests: Counter<'request'>
   readonly #requestMs: Histogram<'request'>
+  readonly #flushMs: Histogram
 
   constructor(source: NodeMetricsSource) {
     const registry = this.registry
@@ -117,6 +146,102 @@ export class NodeMetrics {
     gauge('weir_node_ready', '1 once the node serves clients, else 0 (/v1/health/ready)', () =>
       source.ready() ? 1 : 0,
     )
+    // The data path's counts, taken from its never-reset totals when scraped.
+    const total = (name: string, help: string, value: (t: DataPathTotals) => number) => {
+      let last = 0
+      return new Counter({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          const t = source.totals()
+          if (t === null) return
+          const v = value(t)
+          if (v > last) this.inc(v - last)
+          last = v
+        },
+      })
+    }
+    total(
+      'kafka_server_brokertopicmetrics_messagesin_total',
+      'Records appended as leader, all topics (kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec)',
+      (t) => t.messagesIn,
+    )
+    total(
+      'kafka_server_brokertopicmetrics_bytesin_total',
+      'Record batch bytes appended as leader, all topics (kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec)',
+      (t) => t.bytesIn,
+    )
+    total(
+      'kafka_server_brokertopicmetrics_bytesout_total',
+      'Record bytes answered to consumer fetches, all topics (kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec)',
+      (t) => t.bytesOut,
+    )
+    total(
+      'kafka_server_brokertopicmetrics_replicationbytesin_total',
+      'Record bytes fetched from leaders as follower (kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesInPerSec)',
+      (t) => t.replicationBytesIn,
+    )
+    total(
+      'kafka_server_brokertopicmetrics_replicationbytesout_total',
+      'Record bytes answered to follower fetches (kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesOutPerSec)',
+      (t) => t.replicationBytesOut,
+    )
+    total(
+      'kafka_server_replicamanager_isrshrinks_total',
+      'ISR shrinks of partitions led here, accepted by the controller (kafka.server:type=ReplicaManager,name=IsrShrinksPerSec)',
+      (t) => t.isrShrinks,
+    )
+    total(
+      'kafka_server_replicamanager_isrexpands_total',
+      'ISR expansions of partitions led here, accepted by the controller (kafka.server:type=ReplicaManager,name=IsrExpandsPerSec)',
+      (t) => t.isrExpands,
+    )
+    this.#flushMs = new Histogram({
+      name: 'kafka_log_logflushstats_logflushrateandtimems',
+      help: 'Time of each partition log flush (fsync), in ms (kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs)',
+      buckets: FLUSH_MS_BUCKETS,
+      registers: [registry],
+    })
+    new Gauge({
+      name: 'kafka_log_log_size',
+      help: `Bytes of a partition's log on this node, the ${PARTITION_SERIES_MAX} largest (kafka.log:type=Log,name=Size)`,
+      labelNames: ['topic', 'partition'],
+      registers: [registry],
+      collect() {
+        this.reset()
+        for (const l of largest([...source.logSizes()], (l) => l.sizeBytes))
+          this.set({ topic: l.topic, partition: String(l.partition) }, l.sizeBytes)
+      },
+    })
+    gauge('weir_log_size_bytes', 'Bytes of every partition log on this node', () => {
+      let sum = 0
+      for (const l of source.logSizes()) sum += l.sizeBytes
+      return sum
+    })
+    new Gauge({
+      name: 'kafka_consumergroup_lag',
+      help: `High watermark minus the committed offset, per group and partition coordinated here, the ${PARTITION_SERIES_MAX} largest (kafka_exporter's name)`,
+      labelNames: ['consumergroup', 'topic', 'partition'],
+      registers: [registry],
+      collect() {
+        this.reset()
+        for (const l of largest(groupLags(source), (l) => l.lag))
+          this.set({ consumergroup: l.groupId, topic: l.topic, partition: String(l.partition) }, l.lag)
+      },
+    })
+    new Gauge({
+      name: 'kafka_consumergroup_lag_sum',
+      help: "A group's lag summed over the partitions it committed offsets for (kafka_exporter's name)",
+      labelNames: ['consumergroup'],
+      registers: [registry],
+      collect() {
+        this.reset()
+        const sums = new Map<string, number>()
+        for (const l of groupLags(source)) sums.set(l.groupId, (sums.get(l.groupId) ?? 0) + l.lag)
+        for (const [groupId, sum] of sums) this.set({ consumergroup: groupId }, sum)
+      },
+    })
   }
 
   #scrapes: Promise<unknown> = Promise.resolve()
@@ -142,6 +267,11 @@ export class NodeMetrics {
     const scraped = this.#scrapes.then(run, run)
     this.#scrapes = scraped.catch(() => {})
     return scraped
+  }
+
+  /** A partition log's flush took `ms`. */
+  observeFlush(ms: number): void {
+    this.#flushMs.observe(ms)
   }
 
   /** A request answered (or dropped) after `ms`, by API name (`Produce`, `Fetch`, ...). */
@@ -174,4 +304,33 @@ function partitionCounts(image: MetadataImage, nodeId: BrokerId): PartitionCount
     }
   }
   return c
+}
+
+/** At most PARTITION_SERIES_MAX of `items`, the largest by `size` when there are more. */
+function largest<T>(items: T[], size: (t: T) => number): T[] {
+  if (items.length <= PARTITION_SERIES_MAX) return items
+  return items.sort((a, b) => size(b) - size(a)).slice(0, PARTITION_SERIES_MAX)
+}
+
+interface GroupLag {
+  readonly groupId: string
+  readonly topic: string
+  readonly partition: number
+  readonly lag: number
+}
+
+/** The lag of every committed offset of a partition this node holds a replica of. */
+function groupLags(source: NodeMetricsSource): GroupLag[] {
+  const out: GroupLag[] = []
+  for (const o of source.groupOffsets()) {
+    const hw = source.highWatermark(o.topic, o.partition)
+    if (hw === undefined) continue
+    out.push({
+      groupId: o.groupId,
+      topic: o.topic,
+      partition: o.partition,
+      lag: hw > o.offset ? Number(hw - o.offset) : 0,
+    })
+  }
+  return out
 }

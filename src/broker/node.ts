@@ -229,6 +229,7 @@ export class WeirNode {
   /** server.properties with `--set`, without Weir's own keys: the STATIC_BROKER_CONFIG layer. */
   #staticBroker: ConfigLayer = new Map()
   readonly #http: HttpListener[] = []
+  #metrics: NodeMetrics | null = null
   /** The node's buffer pool: its listeners' produce frames, its logs' holds, its fetch reads. */
   readonly #pool: ReadBufferPool
 
@@ -360,8 +361,20 @@ export class WeirNode {
       activeController: () => (config.controller ? (node.#controller?.isActive ?? false) : null),
       quorum: () => node.#quorum?.status() ?? null,
       ready: () => node.#isReady(),
+      totals: () => node.#dataPath?.replicas.stats.totals ?? null,
+      logSizes: () =>
+        node.#logManagers
+          .flatMap((m) => m.logs())
+          .map((h) => ({
+            topic: h.topic,
+            partition: h.partition,
+            sizeBytes: h.log.sizeBytes,
+          })),
+      groupOffsets: () => node.#groups?.coordinator.committedOffsets() ?? [],
+      highWatermark: (topic, partition) => node.#dataPath?.replicas.highWatermark(topic, partition),
     })
     metricsOf.current = metrics
+    node.#metrics = metrics
     try {
       for (const b of bound) await b.listener.start()
       let http: ReturnType<typeof parseHttpListeners>
@@ -589,6 +602,7 @@ export class WeirNode {
             directoryId: randomUuid(io.random),
             topicConfig: (topic) => this.topicLogConfig(topic),
             onWarning: (m) => this.#log('warn', m),
+            onFlushed: (ms) => this.#metrics?.observeFlush(ms),
             ...this.#dataPath?.logManagerOptions(),
           }),
         )

@@ -581,6 +581,12 @@ export class GroupCoordinator {
     return { errorCode, groups }
   }
 
+  /** The committed offsets of every group of the partitions loaded here. */
+  *committedOffsets(): Generator<{ groupId: GroupId; topic: TopicName; partition: number; offset: bigint }> {
+    for (const shard of this.#shards.values())
+      if (shard.state === 'active') yield* shard.machine.committedOffsets()
+  }
+
   /** The state machine of a loaded partition (tests, admin). */
   machineOf(partition: number): GroupStateMachine | undefined {
     const shard = this.#shards.get(partition)

@@ -487,6 +487,11 @@ export class GroupStateMachine {
     return this.#offsets.get({ groupId, topic, partition })
   }
 
+  /** Every committed offset (the lag metrics), without the pending ones of open transactions. */
+  *committedOffsets(): Generator<OffsetKey & { readonly offset: bigint }> {
+    for (const [k, v] of this.#offsets.entries()) yield { ...k, offset: v.offset }
+  }
+
   /** The offset a producer's open transaction holds for a partition, if any. */
   pendingOffset(
     producerId: bigint,

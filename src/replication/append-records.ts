@@ -141,7 +141,15 @@ export function appendRecords(
   let bytes = 0
   for (const e of entries) bytes += e.records.length
   const origin = options.origin ?? 'client'
-  return appendAll(c, entries, options, bytes, (p, e, acks) => p.appendAsLeader(e.records, acks, origin))
+  const totals = c.stats.totals
+  return appendAll(c, entries, options, bytes, async (p, e, acks) => {
+    const a = await p.appendAsLeader(e.records, acks, origin)
+    if ('duplicate' in a && !a.duplicate) {
+      totals.messagesIn += Number(a.lastOffset - a.firstOffset) + 1
+      totals.bytesIn += e.records.length
+    }
+    return a
+  })
 }
 
 /**

@@ -224,6 +224,7 @@ export async function fetchMessages(
   const bytes = bytesIfAnswered(c, specs, params, first, maxWaitMs)
   if (bytes >= 0) {
     if (follower) c.stats.followerFetchBytes.add(bytes)
+    countBytesOut(c, params, first)
     return first
   }
   const watched: Watched[] = []
@@ -239,7 +240,17 @@ export async function fetchMessages(
   const outcome = await c.delayed.wait(watchers, wakeCheck(c, watched, specs, params), maxWaitMs, 'fetch')
   const again = await readAll(c, specs, params)
   if (follower) recordFollowerParked(c, watched, again, parkedMs, outcome)
+  countBytesOut(c, params, again)
   return again
+}
+
+/** BytesOut (consumers) or ReplicationBytesOut (followers); a debugging replica's reads are neither. */
+function countBytesOut(c: FetchContext, params: FetchParams, answer: readonly ReadOutcome[]): void {
+  if (params.replicaId === DEBUGGING_REPLICA_ID) return
+  let bytes = 0
+  for (const r of answer) bytes += r.records.length
+  if (params.replicaId >= 0) c.stats.totals.replicationBytesOut += bytes
+  else c.stats.totals.bytesOut += bytes
 }
 
 /**

@@ -5,8 +5,10 @@
  */
 import type { MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
+import { ErrorCode } from '../protocol/index.ts'
 import type { AlterPartitionManager } from './alter-partition-manager.ts'
 import type { Partition } from './partition.ts'
+import type { DataPathTotals } from './replication-stats.ts'
 
 /** What the proposals read of the hosted partitions. */
 export interface IsrHosted {
@@ -22,6 +24,8 @@ export interface IsrProposalsOptions {
   /** `replica.lag.time.max.ms`; null without replication. */
   readonly lagTimeMsMax: number | null
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void
+  /** Where accepted shrinks and expansions are counted. */
+  readonly totals: DataPathTotals
 }
 
 export class IsrProposals {
@@ -77,13 +81,21 @@ export class IsrProposals {
   }
 
   #submit(p: Partition, change: NonNullable<Partition['pendingIsrChange']>): void {
+    // The ISR before the change: by the answer the committed change may have reached the partition.
+    const shrinks = !change.expand && change.isr.length < p.isr.length
     this.#o.alterPartition?.submit({
       topic: p.topic,
       topicId: p.topicId,
       partition: p.partition,
       change,
       wanted: () => p.pendingIsrChange === change && this.#o.hosted.getPartition(p.topic, p.partition) === p,
-      answer: (a) => p.onIsrChangeAnswer(change, a),
+      answer: (a) => {
+        if (a.errorCode === ErrorCode.None) {
+          if (change.expand) this.#o.totals.isrExpands++
+          else if (shrinks) this.#o.totals.isrShrinks++
+        }
+        p.onIsrChangeAnswer(change, a)
+      },
     })
   }
 }

@@ -541,6 +541,9 @@ describe('replica fetcher', { timeout: 120_000 }, () => {
     await c.run(3000)
     assert.deepEqual(c.partition(1).isr, [1, 2, 3])
     assert.deepEqual(await c.logBytes(3), await c.logBytes(1))
+    const totals = c.node(1).rm.stats.totals
+    assert.deepEqual([totals.isrShrinks, totals.isrExpands], [1, 1], "the leader's accepted changes, counted")
+    assert.ok(totals.replicationBytesOut > 0 && c.node(2).rm.stats.totals.replicationBytesIn > 0)
     await c.close()
   })
 

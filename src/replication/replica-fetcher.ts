@@ -268,6 +268,7 @@ export class ReplicaFetcher {
         this.#stats.fetcherRoundMs.add(answeredMs - sentMs)
         this.#stats.fetcherApplyMs.add(this.#clock.monotonicMs() - answeredMs)
         this.#stats.fetcherBytes.add(bytes)
+        this.#stats.totals.replicationBytesIn += bytes
       }
     }
   }

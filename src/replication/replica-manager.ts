@@ -176,6 +176,7 @@ export class ReplicaManager {
       alterPartition: this.#alterPartition,
       lagTimeMsMax: options.replication?.lagTimeMsMax ?? null,
       log,
+      totals: this.stats.totals,
     })
     const { clock } = options
     this.#produce = { clock, delayed: this.#delayed, stats: this.stats, replicas: this.#replicas }

@@ -42,7 +42,29 @@ export class Tally {
   }
 }
 
+/**
+ * Cumulative counts of the data path, as Kafka's BrokerTopicMetrics (all topics) and ReplicaManager
+ * meters count them; never reset (the node's /metrics exports them as counters).
+ */
+export class DataPathTotals {
+  /** Records appended as leader by clients and coordinators (MessagesInPerSec). */
+  messagesIn = 0
+  /** Their batch bytes (BytesInPerSec). */
+  bytesIn = 0
+  /** Records bytes answered to consumers' fetches (BytesOutPerSec). */
+  bytesOut = 0
+  /** Records bytes a follower appended from its leader (ReplicationBytesInPerSec). */
+  replicationBytesIn = 0
+  /** Records bytes answered to followers' fetches (ReplicationBytesOutPerSec). */
+  replicationBytesOut = 0
+  /** ISR shrinks and expansions this node led, once the controller accepted them (IsrShrinksPerSec, IsrExpandsPerSec). */
+  isrShrinks = 0
+  isrExpands = 0
+}
+
 export class ReplicationStats {
+  /** Never reset by `take()`. */
+  readonly totals = new DataPathTotals()
   /** As leader: records bytes of each acks=all produce request (all partitions together). */
   readonly produceAllBytes = new Tally()
   /** As leader: ms from the end of an acks=all produce's appends to its answer. */
@@ -72,6 +94,7 @@ export class ReplicationStats {
   take(): Record<string, unknown> {
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(this)) {
+      if (v instanceof DataPathTotals) continue
       if (v instanceof Tally) {
         out[k] = v.summary()
         v.reset()

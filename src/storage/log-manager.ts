@@ -68,6 +68,8 @@ export interface LogManagerOptions {
   readonly cleanerUpperBound?: (topic: string, partition: number) => bigint | undefined
   /** Non-fatal events. */
   readonly onWarning?: (message: string) => void
+  /** Each completed flush of a partition log, its duration in ms. */
+  readonly onFlushed?: (ms: number) => void
   /** How the directory probes for its way back after a failure (defaults: `DEFAULT_LOG_DIR_PROBE`). */
   readonly probe?: Partial<LogDirProbeConfig>
   /** The node's buffer pool: its logs retain appended bytes it lent (`PartitionLogOptions.pool`). */
@@ -328,6 +330,7 @@ export class LogManager {
       onRecoveryPointLowered: () => this.checkpointRecoveryPoints(),
       onWarning: (m: string) => this.#warn(m),
       onOffline: (cause: Error) => this.markOffline(cause),
+      ...(this.#options.onFlushed !== undefined ? { onFlushed: this.#options.onFlushed } : {}),
       tailBudget: this.#tailBudget,
       tailBytesMax: BROKER_TAIL_BYTES_MAX,
       ...(this.#options.pool === undefined ? {} : { pool: this.#options.pool }),

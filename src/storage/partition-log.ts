@@ -65,6 +65,8 @@ export interface PartitionLogOptions {
   readonly onWarning?: (message: string) => void
   /** Called once, when the log goes offline (a disk failure): its manager takes the directory offline. */
   readonly onOffline?: (cause: Error) => void
+  /** Each completed flush's duration in ms (the node's flush latency metric). */
+  readonly onFlushed?: (ms: number) => void
   /** Buffer for walking segment files. Default 1 MiB. */
   readonly readBufferBytes?: number
   /**
@@ -220,6 +222,7 @@ function setInt32(buf: Buffer, at: number, value: number): void {
 export class PartitionLog {
   readonly dir: string
   readonly #clock: Clock
+  readonly #onFlushed: ((ms: number) => void) | undefined
   #config: LogConfig
   /** The segments on disk. */
   readonly #local: LocalLog
@@ -283,6 +286,7 @@ export class PartitionLog {
   private constructor(dir: string, config: LogConfig, options: PartitionLogOptions) {
     this.dir = dir
     this.#clock = options.clock
+    this.#onFlushed = options.onFlushed
     this.#config = config
     this.#hooks = options.hooks ?? {}
     this.#options = options
@@ -1049,6 +1053,7 @@ export class PartitionLog {
   }
 
   async #syncAll(): Promise<void> {
+    const startMs = this.#clock.monotonicMs()
     const upTo = this.#logEndOffset
     const messages = this.#messagesWritten
     const truncations = this.#truncations
@@ -1071,6 +1076,7 @@ export class PartitionLog {
     if (truncations === this.#truncations && upTo > this.#recoveryPoint) this.#recoveryPoint = upTo
     if (messages > this.#messagesFlushed) this.#messagesFlushed = messages
     this.#lastFlushMs = this.#clock.nowMs()
+    this.#onFlushed?.(this.#clock.monotonicMs() - startMs)
   }
 
   /** Flush if `flush.ms` has passed since the last flush (the manager's flush scheduler). */

@@ -2,8 +2,10 @@
 /**
  * A real Prometheus (Debian's `prometheus`, tools/test-deps.sh installs it) scraping the HTTP
  * listeners of a 3-node `startCluster` every second, read back through its HTTP API with PromQL:
- * every target up, exactly one active controller, the Produce request rate while kafkajs produces,
- * and under-replicated partitions rising when a broker is killed and back to 0 once it rejoins.
+ * every target up, exactly one active controller, the Produce request and messages-in rates while
+ * kafkajs produces and messages in equal to the records it sent, a stopped group's lag growing by
+ * what is produced after it stopped, and under-replicated partitions rising when a broker is killed
+ * and back to 0, through ISR expansions, once it rejoins.
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -119,6 +121,12 @@ test('the Produce request rate while a producer sends', async () => {
           0) > 0,
       30_000,
     )
+    await until(
+      'a messages-in rate',
+      async () =>
+        ((await scalar('sum(rate(kafka_server_brokertopicmetrics_messagesin_total[5s]))')) ?? 0) > 0,
+      30_000,
+    )
     assert.equal(await scalar('sum(kafka_server_replicamanager_underreplicatedpartitions)'), 0)
     await until(
       'the 6 leaders counted',
@@ -131,18 +139,70 @@ test('the Produce request rate while a producer sends', async () => {
     await producer.disconnect()
   }
   assert.ok(sent > 0)
+  // Each record is counted once, by its partition's leader; nothing else was written yet.
+  await until(
+    'messages in equal the records sent',
+    async () => (await scalar('sum(kafka_server_brokertopicmetrics_messagesin_total)')) === sent,
+    15_000,
+  )
+  assert.ok(((await scalar('sum(kafka_server_brokertopicmetrics_replicationbytesin_total)')) ?? 0) > 0)
+})
+
+test("a stopped group's lag grows with what is produced after it stopped", async () => {
+  const kafka = new Kafka({ clientId: 'prom-lag', brokers: cluster.bootstrap, logLevel: logLevel.NOTHING })
+  const consumer = kafka.consumer({ groupId: 'stopped', maxWaitTimeInMs: 100 })
+  await consumer.connect()
+  await consumer.subscribe({ topic: 'watched', fromBeginning: true })
+  const total = (await scalar('sum(kafka_server_brokertopicmetrics_messagesin_total)')) ?? 0
+  let read = 0
+  await consumer.run({
+    eachMessage: async () => {
+      read++
+    },
+  })
+  await waitFor('the group read everything', async () => (read >= total ? true : undefined), 60_000)
+  await consumer.disconnect() // commits its offsets
+  const lag = 'sum(kafka_consumergroup_lag_sum{consumergroup="stopped"})'
+  await until('no lag once stopped', async () => (await scalar(lag)) === 0, 15_000)
+  const producer = kafka.producer()
+  await producer.connect()
+  await producer.send({
+    topic: 'watched',
+    acks: -1,
+    messages: Array.from({ length: 50 }, (_, i) => ({ value: `late-${i}` })),
+  })
+  await producer.disconnect()
+  await until('the lag is what came after', async () => (await scalar(lag)) === 50, 15_000)
+  const byPartition = await query('kafka_consumergroup_lag{consumergroup="stopped",topic="watched"}')
+  assert.equal(
+    byPartition.reduce((a, r) => a + r.value, 0),
+    50,
+  )
 })
 
 test('under-replicated partitions rise when a broker is killed and go back to 0 when it rejoins', async () => {
   const underReplicated = 'sum(kafka_server_replicamanager_underreplicatedpartitions)'
   assert.equal(await scalar(underReplicated), 0)
   await cluster.kill(2)
-  // Fenced at the end of its session (2 s under startCluster): it leaves every ISR, so each of the
-  // 6 partitions, led by a live broker, has 2 of its 3 replicas in sync.
-  await until('under-replicated after the kill', async () => (await scalar(underReplicated)) === 6, 30_000)
+  // Fenced at the end of its session (2 s under startCluster): it leaves every ISR, so each partition
+  // (the 6 of `watched` and those of __consumer_offsets), led by a live broker, has 2 of its 3
+  // replicas in sync.
+  await until(
+    'under-replicated after the kill',
+    async () => {
+      const n = (await scalar(underReplicated)) ?? 0
+      return n >= 6 && n === (await scalar('sum(kafka_server_replicamanager_leadercount)'))
+    },
+    30_000,
+  )
   assert.equal(await scalar('sum(up)'), 2)
   assert.equal(await scalar('sum(kafka_controller_kafkacontroller_activecontrollercount)'), 1)
   await cluster.restart(2)
   await until('back in sync after the rejoin', async () => (await scalar(underReplicated)) === 0, 60_000)
+  await until(
+    'each ISR expanded',
+    async () => ((await scalar('sum(kafka_server_replicamanager_isrexpands_total)')) ?? 0) >= 6,
+    15_000,
+  )
   assert.equal(await scalar('sum(up)'), 3)
 })

@@ -7,12 +7,14 @@ import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
+import kafkajs from 'kafkajs'
 import { startCluster } from '../../src/index.ts'
-import type { TopicName } from '../../src/model/index.ts'
+import type { BrokerId, TopicName } from '../../src/model/index.ts'
 import { apis, ErrorCode } from '../../src/protocol/index.ts'
 import { openConnection } from '../support/connection.ts'
 import { freePorts, tempDir, WeirProcess, writeProperties } from '../support/weir-process.ts'
 
+const { Kafka, logLevel } = kafkajs
 const dir = tempDir('weir-http-')
 let node: WeirProcess
 let kafkaPort: number
@@ -26,6 +28,8 @@ before(async () => {
     listeners: `PLAINTEXT://127.0.0.1:${client},CONTROLLER://127.0.0.1:${controller}`,
     'controller.quorum.voters': `1@127.0.0.1:${controller}`,
     'http.listeners': `http://127.0.0.1:${http}`,
+    'offsets.topic.replication.factor': 1,
+    'offsets.topic.num.partitions': 1,
   })
   node = new WeirProcess(['--config', config, '--data-dir', join(dir.path, 'data')])
   await node.start()
@@ -133,6 +137,89 @@ test('metrics follow what clients do, in both expositions', async () => {
     assert.match(again, /^# TYPE kafka_network_requestmetrics_requests_total counter$/m)
   } finally {
     conn.close()
+  }
+})
+
+test("the data path's counts: messages and bytes in and out, log size, a group's lag, flushes", async () => {
+  const kafka = new Kafka({
+    clientId: 'http-test',
+    brokers: [`127.0.0.1:${kafkaPort}`],
+    logLevel: logLevel.NOTHING,
+  })
+  const admin = kafka.admin()
+  await admin.connect()
+  const producer = kafka.producer()
+  await producer.connect()
+  const conn = await openConnection({ host: '127.0.0.1', port: kafkaPort }, 'http-test-data')
+  try {
+    await admin.createTopics({
+      topics: [
+        { topic: 'counted', numPartitions: 1, configEntries: [{ name: 'flush.messages', value: '1' }] },
+      ],
+      waitForLeaders: true,
+    })
+    const before = (await get('/metrics')).body
+    const count = (body: string, name: string) => sample(body, name) ?? 0
+    const messages = Array.from({ length: 10 }, (_, i) => ({ value: `value-${i}` }))
+    for (const m of messages) await producer.send({ topic: 'counted', acks: -1, messages: [m] })
+    const sent = (await get('/metrics')).body
+    assert.equal(
+      count(sent, 'kafka_server_brokertopicmetrics_messagesin_total') -
+        count(before, 'kafka_server_brokertopicmetrics_messagesin_total'),
+      10,
+      'one per record sent',
+    )
+    await admin.setOffsets({
+      groupId: 'lagging',
+      topic: 'counted',
+      partitions: [{ partition: 0, offset: '4' }],
+    })
+    const fetched = await conn.request(apis.Fetch, 12, {
+      replicaId: -1 as BrokerId,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: [
+        {
+          topic: 'counted' as TopicName,
+          partitions: [
+            {
+              partition: 0,
+              currentLeaderEpoch: -1,
+              fetchOffset: 0n,
+              lastFetchedEpoch: -1,
+              logStartOffset: -1n,
+              partitionMaxBytes: 1 << 20,
+            },
+          ],
+        },
+      ],
+      forgottenTopicsData: [],
+      rackId: '',
+    })
+    const records = fetched.responses[0]!.partitions[0]!.records!
+    const m = (await get('/metrics')).body
+    const delta = (name: string) => count(m, name) - count(before, name)
+    assert.ok(delta('kafka_server_brokertopicmetrics_messagesin_total') > 10, "the group's offset commit too")
+    assert.ok(delta('kafka_server_brokertopicmetrics_bytesin_total') > 10 * 'value-0'.length)
+    assert.equal(delta('kafka_server_brokertopicmetrics_bytesout_total'), records.length)
+    assert.equal(delta('kafka_server_brokertopicmetrics_replicationbytesout_total'), 0, 'no follower here')
+    assert.equal(sample(m, 'kafka_log_log_size', 'topic="counted",partition="0"'), records.length)
+    assert.ok((sample(m, 'weir_log_size_bytes') ?? 0) >= records.length)
+    assert.equal(
+      sample(m, 'kafka_consumergroup_lag', 'consumergroup="lagging",topic="counted",partition="0"'),
+      6,
+    )
+    assert.equal(sample(m, 'kafka_consumergroup_lag_sum', 'consumergroup="lagging"'), 6)
+    // flush.messages=1: every append is flushed.
+    assert.ok(delta('kafka_log_logflushstats_logflushrateandtimems_count') >= 10)
+  } finally {
+    conn.close()
+    await producer.disconnect()
+    await admin.disconnect()
   }
 })
 
