@@ -355,26 +355,6 @@ export class WeirNode {
       log,
     )
     node.#bootstrapScram = options.bootstrapScram ?? []
-    const metrics = new NodeMetrics({
-      nodeId: config.nodeId,
-      image: () => node.#loader.image,
-      activeController: () => (config.controller ? (node.#controller?.isActive ?? false) : null),
-      quorum: () => node.#quorum?.status() ?? null,
-      ready: () => node.#isReady(),
-      totals: () => node.#dataPath?.replicas.stats.totals ?? null,
-      logSizes: () =>
-        node.#logManagers
-          .flatMap((m) => m.logs())
-          .map((h) => ({
-            topic: h.topic,
-            partition: h.partition,
-            sizeBytes: h.log.sizeBytes,
-          })),
-      groupOffsets: () => node.#groups?.coordinator.committedOffsets() ?? [],
-      highWatermark: (topic, partition) => node.#dataPath?.replicas.highWatermark(topic, partition),
-    })
-    metricsOf.current = metrics
-    node.#metrics = metrics
     try {
       for (const b of bound) await b.listener.start()
       let http: ReturnType<typeof parseHttpListeners>
@@ -384,13 +364,32 @@ export class WeirNode {
         if (e instanceof HttpListenersError) throw new StartupError(`invalid configuration: ${e.message}`)
         throw e
       }
-      for (const spec of http) {
-        node.#http.push(
-          await HttpListener.open(spec, {
-            metrics: (openMetrics) => metrics.scrape(openMetrics),
-            ready: () => node.#quorum !== null && node.#isReady(),
-          }),
-        )
+      // Without an HTTP listener nothing could read the metrics: none are kept (no cost per request).
+      if (http.length > 0) {
+        const metrics = new NodeMetrics({
+          nodeId: config.nodeId,
+          image: () => node.#loader.image,
+          activeController: () => (config.controller ? (node.#controller?.isActive ?? false) : null),
+          quorum: () => node.#quorum?.status() ?? null,
+          ready: () => node.#isReady(),
+          totals: () => node.#dataPath?.replicas.stats.totals ?? null,
+          logSizes: () =>
+            node.#logManagers
+              .flatMap((m) => m.logs())
+              .map((h) => ({ topic: h.topic, partition: h.partition, sizeBytes: h.log.sizeBytes })),
+          groupOffsets: () => node.#groups?.coordinator.committedOffsets() ?? [],
+          highWatermark: (topic, partition) => node.#dataPath?.replicas.highWatermark(topic, partition),
+        })
+        metricsOf.current = metrics
+        node.#metrics = metrics
+        for (const spec of http) {
+          node.#http.push(
+            await HttpListener.open(spec, {
+              metrics: (openMetrics) => metrics.scrape(openMetrics),
+              ready: () => node.#quorum !== null && node.#isReady(),
+            }),
+          )
+        }
       }
       await node.#startComponents({ disk, clock, random, transport, security })
     } catch (e) {
