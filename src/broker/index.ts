@@ -3,6 +3,7 @@
 export { tuneMallocForBroker, tuneV8ForBroker } from '../server/index.ts'
 export * from './bootstrap-scram.ts'
 export * from './controller-channel.ts'
+export * from './logs.ts'
 export * from './node.ts'
 export { METADATA_VERSION, METADATA_VERSION_MIN } from './node-apis.ts'
 export * from './node-config.ts'

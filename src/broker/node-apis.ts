@@ -11,6 +11,7 @@ import { apis } from '../protocol/index.ts'
 import type { Quorum } from '../quorum/index.ts'
 import {
   type AclView,
+  type BrokerLoggersView,
   clusterDenied,
   defineHandler,
   EndpointType,
@@ -59,6 +60,8 @@ export interface NodeApiParts {
   readonly staticBroker: ConfigLayer
   /** The authorizer's ACLs (`authorizer.class.name`), built from the metadata image. */
   readonly acls: AclView
+  /** The node's loggers (the BROKER_LOGGER resource). */
+  readonly loggers: BrokerLoggersView
 }
 
 /** What a broker listener serves beyond the shared APIs. */
@@ -100,14 +103,23 @@ export function controllerListenerApis(
     makeAlterPartitionHandler(controller, controllerFailure),
     describeConfigs(node),
     makeAlterConfigsHandler(controller, controllerFailure, { nodeId, brokerListener: false }),
-    makeIncrementalAlterConfigsHandler(controller, controllerFailure, { nodeId, brokerListener: false }),
+    makeIncrementalAlterConfigsHandler(controller, controllerFailure, {
+      nodeId,
+      brokerListener: false,
+      loggers: node.loggers,
+    }),
     ...securityApis(node, controller),
   ]
 }
 
-function ownConfigs(nodeId: number, broker: BrokerApiParts) {
+function ownConfigs(node: NodeApiParts, broker: BrokerApiParts) {
   const validate = broker.validateOwnChange
-  return { nodeId, brokerListener: true, ...(validate === undefined ? {} : { validateOwnChange: validate }) }
+  return {
+    nodeId: node.nodeId,
+    brokerListener: true,
+    loggers: node.loggers,
+    ...(validate === undefined ? {} : { validateOwnChange: validate }),
+  }
 }
 
 /** The handlers of a client (broker) listener, as Kafka's KafkaApis. */
@@ -134,8 +146,8 @@ export function brokerListenerApis(
     makeElectLeadersHandler(channel, controllerFailure),
     ...makePartitionReassignmentHandlers(channel, controllerFailure),
     describeConfigs(node),
-    makeAlterConfigsHandler(channel, controllerFailure, ownConfigs(nodeId, broker)),
-    makeIncrementalAlterConfigsHandler(channel, controllerFailure, ownConfigs(nodeId, broker)),
+    makeAlterConfigsHandler(channel, controllerFailure, ownConfigs(node, broker)),
+    makeIncrementalAlterConfigsHandler(channel, controllerFailure, ownConfigs(node, broker)),
     ...broker.groups,
     ...broker.dataPath,
     describeQuorumForwarded(node, channel),
@@ -231,6 +243,7 @@ function describeConfigs(node: NodeApiParts): Handler {
     nodeId: node.nodeId,
     staticConfig: node.staticBroker,
     image: node.image,
+    loggers: node.loggers,
   })
 }
 

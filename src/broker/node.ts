@@ -71,6 +71,7 @@ import {
   listenerSecurity,
   outgoingSecurity,
 } from './listener-security.ts'
+import { LOGGER_NAMES, NodeLogs } from './logs.ts'
 import {
   brokerListenerApis,
   controllerListenerApis,
@@ -95,6 +96,8 @@ export interface WeirNodeOptions {
   readonly random?: Random
   readonly transport?: Transport
   readonly log?: Logger
+  /** The node's loggers with run-time levels (`weir start`); default: all of them over `log`. */
+  readonly logs?: NodeLogs
   /** SCRAM credentials a new cluster starts with (`weir start --add-scram`, as `kafka-storage format`). */
   readonly bootstrapScram?: readonly BootstrapScram[]
 }
@@ -196,6 +199,7 @@ export class WeirNode {
   readonly clusterId: string
   readonly effective: EffectiveConfig
   readonly #clock: Clock
+  readonly #logs: NodeLogs
   readonly #log: Logger
   readonly #listeners: BoundListener[]
   readonly #loader: MetadataLoader
@@ -238,7 +242,7 @@ export class WeirNode {
     clusterId: string,
     effective: EffectiveConfig,
     clock: Clock,
-    log: Logger,
+    logs: NodeLogs,
     listeners: BoundListener[],
     pool: ReadBufferPool,
   ) {
@@ -247,14 +251,16 @@ export class WeirNode {
     this.clusterId = clusterId
     this.effective = effective
     this.#clock = clock
-    this.#log = log
+    this.#logs = logs
+    this.#log = logs.logger(LOGGER_NAMES.lifecycle)
     this.#listeners = listeners
     this.#loader = new MetadataLoader()
   }
 
   static async start(options: WeirNodeOptions): Promise<WeirNode> {
     const staticBroker = withoutWeirKeys(options.staticConfig)
-    const log: Logger = options.log ?? (() => {})
+    const logs = options.logs ?? NodeLogs.over(options.log ?? (() => {}))
+    const log = logs.logger(LOGGER_NAMES.root)
     const checked = validateBrokerConfigs(staticBroker, 'static')
     if (!checked.ok) throw new StartupError(`invalid configuration: ${checked.key}: ${checked.error}`)
     for (const key of checked.unknown) {
@@ -336,7 +342,7 @@ export class WeirNode {
           ),
         },
         quotas: isController ? quotas.controller : quotas.broker,
-        log,
+        log: logs.logger(LOGGER_NAMES.network),
         held: true,
         ...(readGc === undefined ? {} : { readGc }),
         ...(isController ? {} : { frameBuffers: pool }),
@@ -344,7 +350,7 @@ export class WeirNode {
       bound.push({ spec, listener, registry, isController, sasl: security.sasl !== undefined })
     }
     const security = outgoingOf(config, { staticBroker, effective })
-    const node = new WeirNode(config, clusterId, effective, clock, log, bound, pool)
+    const node = new WeirNode(config, clusterId, effective, clock, logs, bound, pool)
     latest.image = () => node.#loader.image
     node.#staticBroker = staticBroker
     node.#acls = acls
@@ -352,7 +358,7 @@ export class WeirNode {
       bound.filter((b) => !b.isController && b.spec.protocolName.endsWith('SSL')),
       sources,
       () => brokerConfigLayers(node.#loader.image, node.configSource),
-      log,
+      logs.logger(LOGGER_NAMES.network),
     )
     node.#bootstrapScram = options.bootstrapScram ?? []
     try {
@@ -482,7 +488,7 @@ export class WeirNode {
           intervalMs: effective.long('leader.imbalance.check.interval.seconds') * 1000,
           percentage: effective.int('leader.imbalance.per.broker.percentage'),
         },
-        log: this.#log,
+        log: this.#logs.logger(LOGGER_NAMES.controller),
       })
       this.#loader.subscribe((p) => this.#controller?.onPublish(p))
     }
@@ -505,7 +511,7 @@ export class WeirNode {
         transport: io.transport,
         interBrokerListenerName: config.interBrokerListenerName,
         interBrokerSecurity: io.security.interBroker,
-        log: this.#log,
+        log: this.#logs.logger(LOGGER_NAMES.replication),
         pool: this.#pool,
         // The group coordinator commits or drops a producer's pending offsets at its marker.
         onTransactionCompleted: (_topic, partition, producerId, producerEpoch, committed) =>
@@ -523,7 +529,7 @@ export class WeirNode {
         transport: io.transport,
         interBrokerListenerName: config.interBrokerListenerName,
         interBrokerSecurity: io.security.interBroker,
-        log: this.#log,
+        log: this.#logs.logger(LOGGER_NAMES.transactions),
       })
       this.#transactions = transactions
       this.#loader.subscribe(() => transactions.onPublish())
@@ -535,7 +541,7 @@ export class WeirNode {
         replicas: dataPath.replicas,
         image: () => this.#loader.image,
         createInternalTopic: (spec) => this.#channel!.createInternalTopics(internalTopicRequest(spec)),
-        log: this.#log,
+        log: this.#logs.logger(LOGGER_NAMES.groups),
       })
       this.#groups = groups
       this.#loader.subscribe(() => groups.onPublish())
@@ -559,7 +565,7 @@ export class WeirNode {
       transport: io.transport,
       security: io.security.controller,
       raft: raftConfig,
-      log: this.#log,
+      log: this.#logs.logger(LOGGER_NAMES.raft),
       listener: {
         onSnapshot: (s) =>
           this.#loader.loadSnapshot(s.bytes, { offset: s.id.endOffset - 1n, epoch: s.id.epoch }),
@@ -573,7 +579,10 @@ export class WeirNode {
           ),
         onStatus: (s) => {
           this.#controller?.onStatus(s)
-          this.#log('info', `quorum: ${s.role} in epoch ${s.epoch}, leader ${s.leaderId ?? 'unknown'}`)
+          this.#logs.logger(LOGGER_NAMES.raft)(
+            'info',
+            `quorum: ${s.role} in epoch ${s.epoch}, leader ${s.leaderId ?? 'unknown'}`,
+          )
         },
       },
     })
@@ -586,7 +595,7 @@ export class WeirNode {
       clock: io.clock,
       transport: io.transport,
       security: io.security.controller,
-      log: this.#log,
+      log: this.#logs.logger(LOGGER_NAMES.lifecycle),
       timeoutMs: 30_000,
     })
     if (config.broker) {
@@ -600,7 +609,7 @@ export class WeirNode {
             // Used when meta.properties has no directory.id: the id heartbeats report it offline by.
             directoryId: randomUuid(io.random),
             topicConfig: (topic) => this.topicLogConfig(topic),
-            onWarning: (m) => this.#log('warn', m),
+            onWarning: (m) => this.#logs.logger(LOGGER_NAMES.storage)('warn', m),
             onFlushed: (ms) => this.#metrics?.observeFlush(ms),
             ...this.#dataPath?.logManagerOptions(),
           }),
@@ -635,6 +644,7 @@ export class WeirNode {
       clock: io.clock,
       staticBroker: this.#staticBroker,
       acls: this.#acls!,
+      loggers: this.#logs,
     }
     for (const b of this.#listeners) {
       if (b.isController && controller !== null) {

@@ -10,8 +10,11 @@ import { parseArgs } from 'node:util'
 import {
   type BootstrapScram,
   CLUSTER_ID_KEY,
-  type LogLevel,
+  jsonSink,
+  LOGGER_NAMES,
+  NodeLogs,
   parseBootstrapScram,
+  textSink,
   tuneMallocForBroker,
   tuneV8ForBroker,
   WeirNode,
@@ -119,10 +122,13 @@ export async function runStart(argv: readonly string[]): Promise<number> {
   // Before the node allocates: the process is the broker's alone (not for embedded nodes).
   tuneV8ForBroker()
   tuneMallocForBroker()
-  const log = (level: LogLevel, message: string) => {
-    if (quiet && level !== 'error') return
-    process.stderr.write(`[${new Date().toISOString()}] ${level.toUpperCase()} ${message}\n`)
-  }
+  // An invalid log.format is refused by the node's config checks, in the text format.
+  const logs = new NodeLogs(
+    config.get('log.format') === 'json'
+      ? jsonSink(Number(config.get('node.id') ?? 1), quiet)
+      : textSink(quiet),
+  )
+  const log = logs.logger(LOGGER_NAMES.root)
   // Signals are handled from the first moment, so that a SIGTERM that arrives during start-up or
   // right as the ready line is printed still stops the node cleanly (instead of the default action),
   // and a second signal during shutdown does not kill it halfway.
@@ -145,7 +151,7 @@ export async function runStart(argv: readonly string[]): Promise<number> {
       log('warn', `test-only slow disk: delays from ${slowDiskFile} (WEIR_TEST_SLOW_DISK_FILE)`)
     node = await WeirNode.start({
       staticConfig: config,
-      log,
+      logs,
       bootstrapScram,
       ...(disk === undefined ? {} : { disk }),
     })

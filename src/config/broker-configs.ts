@@ -1350,6 +1350,17 @@ export const BROKER_CONFIGS: readonly BrokerConfigDef[] = brokerConfigs([
     doc: "Weir: a key of its own, unknown to Kafka: comma-separated <code>http://host:port</code> URIs of the node's HTTP listeners, which serve <code>/metrics</code> (Prometheus text and OpenMetrics) and <code>/v1/health/live</code> and <code>/v1/health/ready</code>. Empty (the default under <code>weir start</code>): none. Port 0 binds a free port.",
   },
   {
+    name: 'log.format',
+    type: 'string',
+    default: 'text',
+    ...oneOf(['text', 'json']),
+    importance: 'low',
+    dynamic: 'read-only',
+    kafkaDynamic: 'read-only',
+    weirOnly: true,
+    doc: 'Weir: a key of its own, unknown to Kafka: how <code>weir start</code> writes its log lines to stderr. <code>text</code>: <code>[time] LEVEL message</code>; <code>json</code>: one JSON object a line with <code>time</code>, <code>level</code>, <code>node</code>, <code>logger</code> and <code>message</code>.',
+  },
+  {
     name: 'log.flush.on.ack',
     type: 'boolean',
     default: 'true',

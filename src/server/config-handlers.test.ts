@@ -234,7 +234,7 @@ describe('DescribeConfigs', () => {
           ConfigResourceType.BrokerLogger,
           '1',
           ErrorCode.InvalidRequest,
-          'BROKER_LOGGER resources are not supported: Weir has no runtime log levels',
+          'This node has no loggers to describe',
           0,
         ],
         [ConfigResourceType.Group, 'g', ErrorCode.InvalidRequest, 'Unsupported resource type: GROUP', 0],
@@ -379,11 +379,7 @@ describe('IncrementalAlterConfigs', () => {
         ['2', ErrorCode.InvalidRequest, 'Unexpected broker id, expected 1, but received 2'],
         ['t', ErrorCode.None, null],
         ['d', ErrorCode.InvalidRequest, 'Each resource must appear at most once.'],
-        [
-          '1',
-          ErrorCode.InvalidRequest,
-          'BROKER_LOGGER resources are not supported: Weir has no runtime log levels',
-        ],
+        ['1', ErrorCode.InvalidRequest, 'This node has no loggers to change'],
         ['x', ErrorCode.InvalidRequest, 'Node id must be an integer, but it is: x'],
       ],
     )

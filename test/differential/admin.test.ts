@@ -3,6 +3,7 @@
  * Weir, responses compared field by field (harness.ts).
  */
 import { after, before } from 'node:test'
+import { LOGGER_NAMES } from '../../src/broker/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../../src/model/index.ts'
 import { apis } from '../../src/protocol/index.ts'
 import { Pair, type Side, scenario } from './harness.ts'
@@ -19,6 +20,7 @@ after(async () => {
 
 const TOPIC = 2
 const BROKER = 4
+const BROKER_LOGGER = 8
 const SET = 0
 const DELETE = 1
 const APPEND = 2
@@ -421,6 +423,54 @@ scenario(
         includeSynonyms: old >= 1,
       })
     }
+  },
+)
+
+scenario(
+  'BROKER_LOGGER: describe the loggers, set and reset a level, and the refusals',
+  () => pair,
+  async () => {
+    const v = pair.version(apis.IncrementalAlterConfigs)
+    const alter = (step: string, configs: { name: string; op: number; value: string | null }[], name = '1') =>
+      pair.both(`broker-logger/${step}`, apis.IncrementalAlterConfigs, v, {
+        resources: [
+          {
+            resourceType: BROKER_LOGGER,
+            resourceName: name,
+            configs: configs.map((c) => ({ name: c.name, configOperation: c.op, value: c.value })),
+          },
+        ],
+        validateOnly: false,
+      })
+    const describe = (step: string, keys: string[] | null, name = '1') =>
+      pair.both(`broker-logger/${step}`, apis.DescribeConfigs, pair.version(apis.DescribeConfigs), {
+        resources: [{ resourceType: BROKER_LOGGER, resourceName: name, configurationKeys: keys }],
+        includeSynonyms: true,
+        includeDocumentation: true,
+      })
+    // Every logger Weir has is one Kafka has too.
+    await describe('describe-known', Object.values(LOGGER_NAMES))
+    await alter('set', [{ name: 'kafka.server.ReplicaManager', op: SET, value: 'DEBUG' }])
+    await describe('after-set', ['kafka.server.ReplicaManager'])
+    await alter('set-lower-case', [{ name: 'kafka.server.ReplicaManager', op: SET, value: 'warn' }])
+    await describe('after-lower-case', ['kafka.server.ReplicaManager'])
+    await alter('delete', [{ name: 'kafka.server.ReplicaManager', op: DELETE, value: null }])
+    await describe('after-delete', ['kafka.server.ReplicaManager'])
+    await alter('bad-level', [{ name: 'kafka.server.ReplicaManager', op: SET, value: 'LOUD' }])
+    await alter('unknown-logger', [{ name: 'no.such.logger', op: SET, value: 'DEBUG' }])
+    await alter('delete-unknown', [{ name: 'no.such.logger', op: DELETE, value: null }])
+    await alter('delete-root', [{ name: 'root', op: DELETE, value: null }])
+    await alter('append', [{ name: 'kafka', op: APPEND, value: 'DEBUG' }])
+    await alter('subtract', [{ name: 'kafka', op: SUBTRACT, value: 'DEBUG' }])
+    await alter('other-node', [{ name: 'kafka', op: SET, value: 'DEBUG' }], '2')
+    await alter('not-a-number', [{ name: 'kafka', op: SET, value: 'DEBUG' }], 'x')
+    await describe('describe-other-node', null, '2')
+    await pair.both('broker-logger/alter-configs', apis.AlterConfigs, pair.version(apis.AlterConfigs), {
+      resources: [
+        { resourceType: BROKER_LOGGER, resourceName: '1', configs: [{ name: 'kafka', value: 'DEBUG' }] },
+      ],
+      validateOnly: false,
+    })
   },
 )
 

@@ -264,16 +264,6 @@ export const allowances: readonly Allowance[] = [
       "The authorization matrix: the transactional batch Kafka's KIP-890 verification refused Weir appended, so its producer is one more active producer of the partition.",
   },
   {
-    api: 'DescribeConfigs',
-    step: 'admin DescribeConfigs broker logger *',
-    path: 'results.1.errorCode',
-    kafka: 0,
-    weir: 42,
-    doc: 'errorCode of a BROKER_LOGGER resource',
-    reason:
-      'Weir has no runtime log levels: an authorized BROKER_LOGGER describe is INVALID_REQUEST; the denials before it agree with Kafka.',
-  },
-  {
     api: 'DescribeProducers',
     path: 'topics[name=*].partitions[partitionIndex=*].errorMessage',
     kafka: null,

@@ -9,6 +9,7 @@ import { ConfigResourceType } from '../../metadata/index.ts'
 import { type AlterConfigsResponseData, apis, ErrorCode } from '../../protocol/index.ts'
 import { AclOperation, authorize, configResourceDenied } from '../authorize.ts'
 import { defineHandler, type Handler, type RequestContext } from '../handler.ts'
+import { alterBrokerLoggers, type BrokerLoggersView } from './broker-loggers.ts'
 import type { ControllerApi, FailureOf } from './controller-api.ts'
 
 export interface AlterConfigsView {
@@ -25,6 +26,8 @@ export interface AlterConfigsView {
    * is answered with INVALID_REQUEST; null: valid.
    */
   readonly validateOwnChange?: (changes: ReadonlyMap<string, string | null>) => string | null
+  /** This node's loggers (the BROKER_LOGGER resource); absent: it has none to change. */
+  readonly loggers?: BrokerLoggersView
 }
 
 export type AlterConfigsOutcome = Omit<
@@ -65,14 +68,15 @@ const invalid = (errorMessage: string): AlterConfigsOutcome => ({
  * Kafka's broker-side preprocessing (ConfigAdminManager.preprocess): one outcome per resource that
  * is answered here, undefined for one to send to the controller. A resource named twice fails
  * (both times); so do duplicate keys, null values, unknown types, and a BROKER resource naming
- * another node on a broker listener. BROKER_LOGGER (IncrementalAlterConfigs only) is answered here:
- * after Kafka's node id checks, Weir refuses it (it has no runtime log levels). ALTER_CONFIGS on
+ * another node on a broker listener. BROKER_LOGGER (IncrementalAlterConfigs only) is answered here,
+ * after Kafka's node id checks, by the node's own loggers (broker-loggers.ts). ALTER_CONFIGS on
  * the resource (the cluster for BROKER and BROKER_LOGGER) is checked where Kafka checks it: after
  * these checks, first for BROKER_LOGGER.
  */
 export function preprocessAlterConfigs(
   resources: readonly AlterConfigsResourceLike[],
   incremental: boolean,
+  validateOnly: boolean,
   view: AlterConfigsView,
   ctx: RequestContext,
 ): Array<AlterConfigsOutcome | undefined> {
@@ -91,7 +95,8 @@ export function preprocessAlterConfigs(
       if (node === null) return invalid(`Node id must be an integer, but it is: ${r.resourceName}`)
       if (node !== view.nodeId)
         return invalid(`Unexpected node id. Expected ${view.nodeId}, but received ${r.resourceName}`)
-      return invalid('BROKER_LOGGER resources are not supported: Weir has no runtime log levels')
+      if (view.loggers === undefined) return invalid('This node has no loggers to change')
+      return alterBrokerLoggers(view.loggers, r, validateOnly)
     }
     const problem = alterConfigsResourceProblem(r, incremental)
     if (problem !== null) return problem
@@ -154,7 +159,7 @@ export function makeAlterConfigsHandler(
   view: AlterConfigsView,
 ): Handler {
   return defineHandler(apis.AlterConfigs, {}, async (req, ctx) => {
-    const preprocessed = preprocessAlterConfigs(req.resources, false, view, ctx)
+    const preprocessed = preprocessAlterConfigs(req.resources, false, req.validateOnly, view, ctx)
     const responses = await alterConfigsThroughController(
       req.resources,
       preprocessed,

@@ -1,8 +1,8 @@
 /**
  * DescribeConfigs v1-4: TOPIC resources, this node's BROKER resource (by node id) and the cluster
  * defaults (BROKER ''), with key filters, synonyms and documentation, as Kafka 4.0's ConfigHelper.
- * Not implemented: BROKER_LOGGER (Weir has no runtime log levels: INVALID_REQUEST once the broker id
- * checks pass), CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
+ * BROKER_LOGGER: this node's loggers and their levels (broker-loggers.ts). Not implemented:
+ * CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
  */
 import {
   type ConfigLayer,
@@ -23,6 +23,7 @@ import { TopicName } from '../../model/index.ts'
 import { apis, type DescribeConfigsResponseData, ErrorCode } from '../../protocol/index.ts'
 import { AclOperation, authorize, configResourceDenied } from '../authorize.ts'
 import { defineHandler, type Handler } from '../handler.ts'
+import { type BrokerLoggersView, describeBrokerLoggers } from './broker-loggers.ts'
 
 export interface DescribeConfigsView {
   /** This node's id: the only BROKER resource (besides '') it describes, as in Kafka. */
@@ -30,6 +31,8 @@ export interface DescribeConfigsView {
   /** server.properties with `--set` applied (STATIC_BROKER_CONFIG), without Weir's own keys. */
   readonly staticConfig: ConfigLayer
   image(): MetadataImage
+  /** This node's loggers (the BROKER_LOGGER resource); absent: it has none. */
+  readonly loggers?: BrokerLoggersView
 }
 
 /** Kafka's ConfigResource.Type names, for messages. */
@@ -116,10 +119,9 @@ function describeOne(
           `Unexpected broker id, expected ${view.nodeId} but received ${name}`,
         )
       }
-      return new DescribeFailure(
-        ErrorCode.InvalidRequest,
-        'BROKER_LOGGER resources are not supported: Weir has no runtime log levels',
-      )
+      if (view.loggers === undefined)
+        return new DescribeFailure(ErrorCode.InvalidRequest, 'This node has no loggers to describe')
+      return describeBrokerLoggers(view.loggers, options.keys ?? null)
     }
     default:
       return new DescribeFailure(

@@ -1,8 +1,8 @@
 /**
  * IncrementalAlterConfigs v0-1: SET, DELETE, APPEND and SUBTRACT (list keys) on TOPIC and BROKER
  * resources, with validateOnly; checked here as Kafka's forwarding broker does, then decided by the
- * active controller. Not implemented: BROKER_LOGGER (Weir has no runtime log levels: INVALID_REQUEST
- * after Kafka's node id checks), CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
+ * active controller; BROKER_LOGGER (log levels) by this node itself (broker-loggers.ts). Not
+ * implemented: CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
  */
 import { apis } from '../../protocol/index.ts'
 import { defineHandler, type Handler } from '../handler.ts'
@@ -19,7 +19,7 @@ export function makeIncrementalAlterConfigsHandler(
   view: AlterConfigsView,
 ): Handler {
   return defineHandler(apis.IncrementalAlterConfigs, {}, async (req, ctx) => {
-    const preprocessed = preprocessAlterConfigs(req.resources, true, view, ctx)
+    const preprocessed = preprocessAlterConfigs(req.resources, true, req.validateOnly, view, ctx)
     const responses = await alterConfigsThroughController(
       req.resources,
       preprocessed,
