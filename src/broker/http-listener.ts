@@ -9,13 +9,22 @@
  *   GET /v1/health/ready   200 once the node serves clients (metadata caught up), else 503
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
+import type { ListenerTls } from '../server/index.ts'
 
-/** One `http.listeners` entry: `http://host:port`. */
+/** One `http.listeners` entry: `http://host:port` or `https://host:port`. */
 export interface HttpListenerSpec {
+  readonly scheme: 'http' | 'https'
   readonly host: string
   readonly port: number
 }
+
+/**
+ * The name an HTTPS listener's TLS keys take, as a Kafka listener's: `listener.name.http.ssl.*`
+ * first, then the broker's own `ssl.*` (the keystore its Kafka listeners use).
+ */
+export const HTTP_LISTENER_NAME = 'HTTP'
 
 export class HttpListenersError extends Error {
   override name = 'HttpListenersError'
@@ -27,16 +36,12 @@ export function parseHttpListeners(value: string): HttpListenerSpec[] {
   for (const raw of value.split(',')) {
     const entry = raw.trim()
     if (entry === '') continue
-    const m = /^http:\/\/(\[[0-9a-fA-F:.]+\]|[^:/[\]]*):(\d{1,5})$/.exec(entry)
-    if (m === null) {
-      throw new HttpListenersError(
-        `http.listeners: '${entry}' is not http://host:port (https is not served yet)`,
-      )
-    }
-    const port = Number(m[2])
+    const m = /^(https?):\/\/(\[[0-9a-fA-F:.]+\]|[^:/[\]]*):(\d{1,5})$/.exec(entry)
+    if (m === null) throw new HttpListenersError(`http.listeners: '${entry}' is not http(s)://host:port`)
+    const port = Number(m[3])
     if (port > 65_535) throw new HttpListenersError(`http.listeners: port ${port} is out of range`)
-    const host = m[1]!.replace(/^\[|\]$/g, '')
-    out.push({ host: host === '' ? '0.0.0.0' : host, port })
+    const host = m[2]!.replace(/^\[|\]$/g, '')
+    out.push({ scheme: m[1] as 'http' | 'https', host: host === '' ? '0.0.0.0' : host, port })
   }
   return out
 }
@@ -65,14 +70,24 @@ export class HttpListener {
     this.#routes = routes
   }
 
-  /** Binds `spec`; rejects when the address cannot be bound. */
-  static async open(spec: HttpListenerSpec, routes: HttpRoutes): Promise<HttpListener> {
-    const server = createServer({
+  /** Binds `spec` (with `tls` for https); rejects when the address cannot be bound. */
+  static async open(spec: HttpListenerSpec, routes: HttpRoutes, tls?: ListenerTls): Promise<HttpListener> {
+    const bounds = {
       maxHeaderSize: HEADER_BYTES_MAX,
       headersTimeout: HEADERS_TIMEOUT_MS,
       requestTimeout: REQUEST_TIMEOUT_MS,
       keepAliveTimeout: 5_000,
-    })
+    }
+    if (spec.scheme === 'https' && tls === undefined) throw new HttpListenersError('https needs TLS settings')
+    const server =
+      spec.scheme === 'https'
+        ? createHttpsServer({
+            ...bounds,
+            ...tls!.options,
+            requestCert: tls!.clientAuth !== 'none',
+            rejectUnauthorized: tls!.clientAuth === 'required',
+          })
+        : createServer(bounds)
     server.maxConnections = HTTP_CONNECTIONS_MAX
     server.setTimeout(IDLE_TIMEOUT_MS)
     const listener = new HttpListener(server, routes)

@@ -103,7 +103,10 @@ export function outgoingSecurity(
  * An SSL or SASL_SSL listener's TLS alone, from `sources` (for a reload: the static layer with the
  * dynamic broker configs over it); throws ListenerSecurityError as at start.
  */
-export function listenerTlsOf(spec: ListenerSpec, sources: ListenerSecuritySources): ListenerTls {
+export function listenerTlsOf(
+  spec: Pick<ListenerSpec, 'name'>,
+  sources: ListenerSecuritySources,
+): ListenerTls {
   return listenerTls(new ListenerKeys(spec.name, sources), sources)
 }
 

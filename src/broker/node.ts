@@ -43,6 +43,7 @@ import {
   GC_MAJOR_EVERY_COLLECTIONS,
   HandlerRegistry,
   Listener,
+  type ListenerTls,
   ReadGcPacer,
   saslApiHandlers,
   v8Gc,
@@ -62,13 +63,14 @@ import { ConnectionLimitsError, connectionQuotas, listenerConnectionsMax } from 
 import { ControllerChannel } from './controller-channel.ts'
 import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
-import { HttpListener, HttpListenersError, parseHttpListeners } from './http-listener.ts'
+import { HTTP_LISTENER_NAME, HttpListener, HttpListenersError, parseHttpListeners } from './http-listener.ts'
 import {
   isListenerPrefixedKey,
   type ListenerSecurity,
   ListenerSecurityError,
   type ListenerSecuritySources,
   listenerSecurity,
+  listenerTlsOf,
   outgoingSecurity,
 } from './listener-security.ts'
 import { LOGGER_NAMES, NodeLogs } from './logs.ts'
@@ -149,6 +151,16 @@ function scramCredentialsOf(image: () => MetadataImage): ScramCredentialLookup {
 function securityOf(spec: ListenerSpec, sources: ListenerSecuritySources): ListenerSecurity {
   try {
     return listenerSecurity(spec, sources)
+  } catch (e) {
+    if (e instanceof ListenerSecurityError) throw new StartupError(`invalid configuration: ${e.message}`)
+    throw e
+  }
+}
+
+/** An https HTTP listener's TLS (`listener.name.http.ssl.*`, else the broker's `ssl.*`). */
+function httpsTls(sources: ListenerSecuritySources): ListenerTls {
+  try {
+    return listenerTlsOf({ name: HTTP_LISTENER_NAME }, sources)
   } catch (e) {
     if (e instanceof ListenerSecurityError) throw new StartupError(`invalid configuration: ${e.message}`)
     throw e
@@ -389,11 +401,16 @@ export class WeirNode {
         metricsOf.current = metrics
         node.#metrics = metrics
         for (const spec of http) {
+          const tls = spec.scheme === 'https' ? httpsTls(sources) : undefined
           node.#http.push(
-            await HttpListener.open(spec, {
-              metrics: (openMetrics) => metrics.scrape(openMetrics),
-              ready: () => node.#quorum !== null && node.#isReady(),
-            }),
+            await HttpListener.open(
+              spec,
+              {
+                metrics: (openMetrics) => metrics.scrape(openMetrics),
+                ready: () => node.#quorum !== null && node.#isReady(),
+              },
+              tls,
+            ),
           )
         }
       }

@@ -1347,7 +1347,7 @@ export const BROKER_CONFIGS: readonly BrokerConfigDef[] = brokerConfigs([
     dynamic: 'read-only',
     kafkaDynamic: 'read-only',
     weirOnly: true,
-    doc: "Weir: a key of its own, unknown to Kafka: comma-separated <code>http://host:port</code> URIs of the node's HTTP listeners, which serve <code>/metrics</code> (Prometheus text and OpenMetrics) and <code>/v1/health/live</code> and <code>/v1/health/ready</code>. Empty (the default under <code>weir start</code>): none. Port 0 binds a free port.",
+    doc: "Weir: a key of its own, unknown to Kafka: comma-separated <code>http://host:port</code> or <code>https://host:port</code> URIs of the node's HTTP listeners (https takes the <code>listener.name.http.ssl.*</code> keys, else the broker's <code>ssl.*</code>), which serve <code>/metrics</code> (Prometheus text and OpenMetrics) and <code>/v1/health/live</code> and <code>/v1/health/ready</code>. Empty (the default under <code>weir start</code>): none. Port 0 binds a free port.",
   },
   {
     name: 'log.format',

@@ -4,7 +4,9 @@
  * counted), both expositions (text 0.0.4 and OpenMetrics) in turn, and the refusals (404, 405).
  */
 import assert from 'node:assert/strict'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { request } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import kafkajs from 'kafkajs'
@@ -12,6 +14,7 @@ import { startCluster } from '../../src/index.ts'
 import type { BrokerId, TopicName } from '../../src/model/index.ts'
 import { apis, ErrorCode } from '../../src/protocol/index.ts'
 import { openConnection } from '../support/connection.ts'
+import { makeTestCerts } from '../support/tls-certs.ts'
 import { freePorts, tempDir, WeirProcess, writeProperties } from '../support/weir-process.ts'
 
 const { Kafka, logLevel } = kafkajs
@@ -251,4 +254,61 @@ test('startCluster serves HTTP on every node unless told not to', async () => {
   } finally {
     await off.stop()
   }
+})
+
+test("https: the broker's keystore; client certificates when ssl.client.auth asks; refused without a keystore", async () => {
+  mkdirSync(join(dir.path, 'certs'))
+  const certs = makeTestCerts(join(dir.path, 'certs'))
+  const [client, controller, https] = (await freePorts(3)) as [number, number, number]
+  const config = writeProperties(dir.path, 'https.properties', {
+    listeners: `PLAINTEXT://127.0.0.1:${client},CONTROLLER://127.0.0.1:${controller}`,
+    'controller.quorum.voters': `1@127.0.0.1:${controller}`,
+    'http.listeners': `https://127.0.0.1:${https}`,
+    'ssl.keystore.type': 'PEM',
+    'ssl.keystore.location': certs.serverPemStore,
+    'ssl.truststore.type': 'PEM',
+    'ssl.truststore.location': certs.caPem,
+    'listener.name.http.ssl.client.auth': 'required',
+  })
+  const secured = new WeirProcess(['--config', config, '--data-dir', join(dir.path, 'https-data')])
+  await secured.start()
+  try {
+    const ca = readFileSync(certs.caPem)
+    const ask = (withCert: boolean) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpsRequest(
+          {
+            host: '127.0.0.1',
+            port: https,
+            path: '/v1/health/ready',
+            ca,
+            servername: 'localhost',
+            ...(withCert
+              ? { cert: readFileSync(certs.clientCertPem), key: readFileSync(certs.clientKeyPem) }
+              : {}),
+          },
+          (res) => {
+            res.resume()
+            resolve(res.statusCode ?? 0)
+          },
+        )
+        req.on('error', reject)
+        req.end()
+      })
+    assert.equal(
+      await ask(true),
+      200,
+      'served over TLS, the client certificate checked against the truststore',
+    )
+    await assert.rejects(ask(false), 'no client certificate: the handshake fails (ssl.client.auth=required)')
+  } finally {
+    await secured.stop()
+  }
+  const bare = writeProperties(dir.path, 'bare.properties', {
+    listeners: `PLAINTEXT://127.0.0.1:${client},CONTROLLER://127.0.0.1:${controller}`,
+    'controller.quorum.voters': `1@127.0.0.1:${controller}`,
+    'http.listeners': `https://127.0.0.1:${https}`,
+  })
+  const refused = new WeirProcess(['--config', bare, '--data-dir', join(dir.path, 'bare-data')])
+  await assert.rejects(refused.start(), /invalid configuration: .*ssl\.keystore/)
 })
