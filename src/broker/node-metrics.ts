@@ -58,6 +58,10 @@ export const PARTITION_SERIES_MAX = 1000
 /** Latency buckets in milliseconds, from a local round trip to a slow fsync under load. */
 const REQUEST_MS_BUCKETS = [0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000]
 
+/** Kafka's metrics window: `metrics.sample.window.ms` (30 s) times `metrics.num.samples` (2). */
+const COMMIT_WINDOW_MS = 60_000
+const COMMIT_SAMPLES_MAX = 4096
+
 /** Flush latency buckets in milliseconds, from a page-cache fsync to a stalled disk. */
 const FLUSH_MS_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000]
 
@@ -142,6 +146,16 @@ export class NodeMetrics {
       'kafka_server_raftmetrics_high_watermark',
       'The metadata log offset known committed (kafka.server:type=raft-metrics,name=high-watermark)',
       () => Number(source.quorum()?.highWatermark ?? -1n),
+    )
+    gauge(
+      'kafka_server_raftmetrics_commit_latency_avg',
+      `As quorum leader: mean ms from proposing metadata records to their commit, over the last ${COMMIT_WINDOW_MS / 1000} s (kafka.server:type=raft-metrics,name=commit-latency-avg)`,
+      () => this.#commitLatency().avg,
+    )
+    gauge(
+      'kafka_server_raftmetrics_commit_latency_max',
+      `As quorum leader: the longest ms from proposing metadata records to their commit, over the last ${COMMIT_WINDOW_MS / 1000} s (kafka.server:type=raft-metrics,name=commit-latency-max)`,
+      () => this.#commitLatency().max,
     )
     gauge('weir_node_ready', '1 once the node serves clients, else 0 (/v1/health/ready)', () =>
       source.ready() ? 1 : 0,
@@ -267,6 +281,29 @@ export class NodeMetrics {
     const scraped = this.#scrapes.then(run, run)
     this.#scrapes = scraped.catch(() => {})
     return scraped
+  }
+
+  /** Commits timed in the window: when (monotonic ms) and how long. */
+  readonly #commits: Array<{ readonly atMs: number; readonly ms: number }> = []
+
+  /** A metadata proposal of this quorum leader committed `ms` after it was proposed. */
+  observeCommit(ms: number): void {
+    if (this.#commits.length >= COMMIT_SAMPLES_MAX) this.#commits.shift()
+    this.#commits.push({ atMs: performance.now(), ms })
+  }
+
+  /** Mean and max commit latency over the window; NaN when nothing committed in it (Kafka's too). */
+  #commitLatency(): { avg: number; max: number } {
+    const since = performance.now() - COMMIT_WINDOW_MS
+    while (this.#commits.length > 0 && this.#commits[0]!.atMs < since) this.#commits.shift()
+    if (this.#commits.length === 0) return { avg: Number.NaN, max: Number.NaN }
+    let sum = 0
+    let max = 0
+    for (const c of this.#commits) {
+      sum += c.ms
+      if (c.ms > max) max = c.ms
+    }
+    return { avg: sum / this.#commits.length, max }
   }
 
   /** A partition log's flush took `ms`. */

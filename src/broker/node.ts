@@ -594,6 +594,7 @@ export class WeirNode {
                 : { kind: 'leaderChange' as const, offset: e.offset, epoch: e.epoch, leaderId: e.leaderId },
             ),
           ),
+        onCommitLatency: (ms) => this.#metrics?.observeCommit(ms),
         onStatus: (s) => {
           this.#controller?.onStatus(s)
           this.#logs.logger(LOGGER_NAMES.raft)(

@@ -50,7 +50,12 @@ export interface QuorumListener {
   onCommitted(entries: readonly Entry[], highWatermark: bigint): void
   /** Leadership or epoch changed. */
   onStatus?(status: RaftStatus): void
+  /** As leader: ms from proposing entries to the high watermark passing them (commit latency). */
+  onCommitLatency?(ms: number): void
 }
+
+/** Proposals whose commit is timed; past this many, the oldest are no longer timed. */
+const TIMED_PROPOSALS_MAX = 1024
 
 export interface QuorumOptions {
   /** The `__cluster_metadata-0` directory. */
@@ -98,6 +103,8 @@ export class Quorum {
   #closed = false
   #lastStatus: RaftStatus | null = null
   #failure: Error | null = null
+  /** This leader's proposals not yet committed: last offset and when proposed (monotonic ms). */
+  readonly #timed: Array<{ readonly lastOffset: bigint; readonly atMs: number }> = []
 
   private constructor(options: QuorumOptions, node: RaftNode, log: PartitionLog) {
     this.nodeId = options.nodeId
@@ -171,6 +178,10 @@ export class Quorum {
   propose(data: readonly Uint8Array[]): ProposeResult {
     this.#tick()
     const result = this.#node.propose(data)
+    if (result.kind === 'appended' && this.#options.listener.onCommitLatency !== undefined) {
+      if (this.#timed.length >= TIMED_PROPOSALS_MAX) this.#timed.shift()
+      this.#timed.push({ lastOffset: BigInt(result.lastOffset), atMs: this.#options.clock.monotonicMs() })
+    }
     this.#kick()
     return result
   }
@@ -282,6 +293,10 @@ export class Quorum {
     const listener = this.#options.listener
     if (ready.snapshot !== undefined) listener.onSnapshot(ready.snapshot)
     if (ready.committed.length > 0) listener.onCommitted(ready.committed, ready.highWatermark)
+    const timed = this.#timed
+    while (timed.length > 0 && timed[0]!.lastOffset < BigInt(ready.highWatermark)) {
+      listener.onCommitLatency?.(this.#options.clock.monotonicMs() - timed.shift()!.atMs)
+    }
     const status = this.#node.status()
     const last = this.#lastStatus
     if (
@@ -291,6 +306,8 @@ export class Quorum {
       last.role !== status.role
     ) {
       this.#lastStatus = status
+      // Proposals of an earlier leadership may never commit (a new leader truncates them).
+      if (status.role !== 'leader' || last?.epoch !== status.epoch) timed.length = 0
       listener.onStatus?.(status)
     }
   }

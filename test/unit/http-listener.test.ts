@@ -130,6 +130,10 @@ test('metrics follow what clients do, in both expositions', async () => {
     assert.equal(sample(m, 'kafka_server_replicamanager_underreplicatedpartitions'), 0)
     assert.equal(sample(m, 'kafka_controller_kafkacontroller_offlinepartitionscount'), 0)
     assert.equal(sample(m, 'kafka_controller_kafkacontroller_globaltopiccount'), 1)
+    // The topic's records were proposed and committed by this quorum leader just now.
+    const commitMax = sample(m, 'kafka_server_raftmetrics_commit_latency_max') ?? Number.NaN
+    const commitAvg = sample(m, 'kafka_server_raftmetrics_commit_latency_avg') ?? Number.NaN
+    assert.ok(commitMax >= commitAvg && commitAvg >= 0, `commit latency ${commitAvg} / ${commitMax}`)
     const open = await get('/metrics', { accept: 'application/openmetrics-text; version=1.0.0' })
     assert.match(open.type, /^application\/openmetrics-text/)
     assert.ok(open.body.endsWith('# EOF\n'))
