@@ -26,13 +26,17 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const RECORD_BYTES = 100
 const SCRAPE_MS = 1000
 
-const CASES = [
+const ALL_CASES = [
   { name: 'batched', extra: [] as string[] },
   {
     name: 'small-batches',
     extra: ['-X', 'linger.ms=0', '-X', 'batch.size=16384', '-X', 'max.in.flight.requests.per.connection=5'],
   },
 ]
+
+const CASES = ALL_CASES.filter(
+  (c) => process.env.BENCH_CASES === undefined || process.env.BENCH_CASES.split(',').includes(c.name),
+)
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b)

@@ -18,6 +18,7 @@ import type { MetadataImage } from '../metadata/index.ts'
 import type { BrokerId } from '../model/index.ts'
 import type { RaftStatus } from '../quorum/index.ts'
 import type { DataPathTotals } from '../replication/index.ts'
+import { RequestMetrics } from './request-metrics.ts'
 
 /** What the node tells its metrics when they are scraped. */
 export interface NodeMetricsSource {
@@ -67,26 +68,23 @@ const FLUSH_MS_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 
 
 export class NodeMetrics {
   readonly registry = new Registry<RegistryContentType>()
-  readonly #requests: Counter<'request'>
-  readonly #requestMs: Histogram<'request'>
+  readonly #requests = new RequestMetrics(REQUEST_MS_BUCKETS)
   readonly #flushMs: Histogram
 
   constructor(source: NodeMetricsSource) {
     const registry = this.registry
     collectDefaultMetrics({ register: registry })
-    this.#requests = new Counter({
-      name: 'kafka_network_requestmetrics_requests_total',
-      help: 'Requests answered, by API (kafka.network:type=RequestMetrics,name=RequestsPerSec)',
-      labelNames: ['request'],
-      registers: [registry],
-    })
-    this.#requestMs = new Histogram({
-      name: 'kafka_network_requestmetrics_totaltimems',
-      help: 'Time from a request read to its response ready, in ms, by API (kafka.network:type=RequestMetrics,name=TotalTimeMs)',
-      labelNames: ['request'],
-      buckets: REQUEST_MS_BUCKETS,
-      registers: [registry],
-    })
+    this.#requests.register(
+      registry,
+      {
+        name: 'kafka_network_requestmetrics_requests_total',
+        help: 'Requests answered, by API (kafka.network:type=RequestMetrics,name=RequestsPerSec)',
+      },
+      {
+        name: 'kafka_network_requestmetrics_totaltimems',
+        help: 'Time from a request read to its response ready, in ms, by API (kafka.network:type=RequestMetrics,name=TotalTimeMs)',
+      },
+    )
     const gauge = (name: string, help: string, value: () => number) =>
       new Gauge({
         name,
@@ -269,7 +267,8 @@ export class NodeMetrics {
     const run = async () => {
       const type = openMetrics ? Registry.OPENMETRICS_CONTENT_TYPE : Registry.PROMETHEUS_CONTENT_TYPE
       this.registry.setContentType(type)
-      const counters = this.registry.getMetricsAsArray().filter((m) => (m as unknown) instanceof Counter)
+      // A counter's `type` is the string 'counter' (the typings' MetricType enum is a declaration).
+      const counters = this.registry.getMetricsAsArray().filter((m) => (m.type as unknown) === 'counter')
       const names = counters.map((m) => m.name)
       try {
         return { contentType: type, body: await this.registry.metrics() }
@@ -313,8 +312,7 @@ export class NodeMetrics {
 
   /** A request answered (or dropped) after `ms`, by API name (`Produce`, `Fetch`, ...). */
   observeRequest(api: string, ms: number): void {
-    this.#requests.inc({ request: api })
-    this.#requestMs.observe({ request: api }, ms)
+    this.#requests.observe(api, ms)
   }
 }
 
