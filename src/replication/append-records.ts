@@ -20,6 +20,11 @@ interface TopicPartitionEntry {
 export interface ProduceEntry extends TopicPartitionEntry {
   /** Exactly one record batch, as the producer sent it. */
   readonly records: Buffer
+  /**
+   * KIP-890: set when `transaction.partition.verification.enable`: the guard
+   * `ReplicaManager.startTxnVerification` gave (null: the transaction was open then).
+   */
+  readonly verificationGuard?: object | null
 }
 
 export interface ProduceResult {
@@ -141,7 +146,9 @@ export function appendRecords(
   let bytes = 0
   for (const e of entries) bytes += e.records.length
   const origin = options.origin ?? 'client'
-  return appendAll(c, entries, options, bytes, (p, e, acks) => p.appendAsLeader(e.records, acks, origin))
+  return appendAll(c, entries, options, bytes, (p, e, acks) =>
+    p.appendAsLeader(e.records, acks, origin, e.verificationGuard),
+  )
 }
 
 /**
