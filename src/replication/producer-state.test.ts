@@ -177,7 +177,10 @@ test('a snapshot keeps open transactions and coordinator epochs; truncation drop
 test('KIP-890 verification guards: needed until the transaction opens, voided by a marker, one per verification', () => {
   const psm = new ProducerStateManager()
   const log = { next: 0n }
-  const txn = (seq: number, epoch = 0): ProducerBatchInfo => ({ ...batch(seq, 1, epoch), isTransactional: true })
+  const txn = (seq: number, epoch = 0): ProducerBatchInfo => ({
+    ...batch(seq, 1, epoch),
+    isTransactional: true,
+  })
   const refused = (c: ReturnType<ProducerStateManager['check']>) =>
     c.kind === 'error' && c.errorCode === ErrorCode.InvalidTxnState
   // No transaction open: a guard is needed, and only the one handed out passes.
