@@ -193,7 +193,7 @@ export interface VerifiedAppendPorts {
     partition: number,
     producerId: bigint,
     producerEpoch: number,
-  ): object | null
+  ): object | null | undefined
   appendRecords(
     entries: readonly ProduceEntry[],
     options: { readonly acks: number; readonly timeoutMs: number },
@@ -233,29 +233,39 @@ export async function appendVerified(
   const first = entries[transactional.indexOf(true)]!.records
   const producerId = first.readBigInt64BE(BatchOffsets.producerId)
   const producerEpoch = first.readInt16BE(BatchOffsets.producerEpoch)
-  const guarded = entries.map((e, i) =>
-    transactional[i]
-      ? {
-          ...e,
-          verificationGuard: ports.startTxnVerification(e.topic, e.partition, producerId, producerEpoch),
-        }
-      : e,
-  )
-  const unverified = guarded.filter((e) => e.verificationGuard != null)
-  if (unverified.length === 0) return ports.appendRecords(guarded, options)
-  const errors = await ports.verifier.verify({
-    transactionalId: txnId,
-    producerId,
-    producerEpoch,
-    partitions: unverified.map((e) => ({ topic: e.topic, partition: e.partition })),
-    addPartitions: options.apiVersion >= 12,
-    abortableKnown: options.apiVersion >= 11,
+  // A partition not led here (yet) answers NOT_LEADER_OR_FOLLOWER, as Kafka's, which clients retry.
+  const notLeader = new Set<number>()
+  const guarded = entries.map((e, i) => {
+    if (!transactional[i]) return e
+    const verificationGuard = ports.startTxnVerification(e.topic, e.partition, producerId, producerEpoch)
+    if (verificationGuard === undefined) notLeader.add(i)
+    return { ...e, verificationGuard: verificationGuard ?? null }
   })
+  const unverified = guarded.filter((e, i) => e.verificationGuard != null && !notLeader.has(i))
+  if (unverified.length === 0 && notLeader.size === 0) return ports.appendRecords(guarded, options)
+  const errors =
+    unverified.length === 0
+      ? new Map<string, ErrorCode>()
+      : await ports.verifier.verify({
+          transactionalId: txnId,
+          producerId,
+          producerEpoch,
+          partitions: unverified.map((e) => ({ topic: e.topic, partition: e.partition })),
+          addPartitions: options.apiVersion >= 12,
+          abortableKnown: options.apiVersion >= 11,
+        })
   const refused = new Map<number, ProduceResult>()
   const passing: ProduceEntry[] = []
   guarded.forEach((e, i) => {
-    const errorCode = e.verificationGuard != null ? errors.get(txnPartitionKey(e)) : ErrorCode.None
-    if (errorCode === undefined || errorCode === ErrorCode.None) passing.push(e)
+    if (notLeader.has(i)) {
+      refused.set(i, failed(ErrorCode.NotLeaderOrFollower, null))
+      return
+    }
+    const errorCode =
+      e.verificationGuard != null
+        ? (errors.get(txnPartitionKey(e)) ?? ErrorCode.InvalidTxnState)
+        : ErrorCode.None
+    if (errorCode === ErrorCode.None) passing.push(e)
     else refused.set(i, verificationFailure(errorCode))
   })
   const appended = passing.length === 0 ? [] : await ports.appendRecords(passing, options)

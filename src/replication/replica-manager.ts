@@ -302,12 +302,17 @@ export class ReplicaManager {
    * `flush.on.ack` that includes the fsync) or `timeoutMs` passes (REQUEST_TIMED_OUT).
    */
   /**
-   * KIP-890: null when the producer's transaction of this epoch is open on the partition (or the
-   * partition is not led here: the append answers that), else the guard of its verification.
+   * KIP-890: null when the producer's transaction of this epoch is open on the partition, else the
+   * guard of its verification; undefined when the partition is not led here (yet).
    */
-  startTxnVerification(topic: string, partition: number, producerId: bigint, producerEpoch: number) {
+  startTxnVerification(
+    topic: string,
+    partition: number,
+    producerId: bigint,
+    producerEpoch: number,
+  ): object | null | undefined {
     const p = this.getPartition(topic, partition)
-    if (p === undefined || p.role !== 'leader') return null
+    if (p === undefined || p.role !== 'leader') return undefined
     return p.state.producers.startVerification(producerId, producerEpoch)
   }
 
