@@ -39,6 +39,7 @@ import {
   logManagerConfigFrom,
   ReadBufferPool,
 } from '../storage/index.ts'
+import { appendVerified, TxnVerifier } from './txn-verifier.ts'
 
 /** KIP-227's `min.incremental.fetch.session.eviction.ms` (not a Kafka config: its fixed value). */
 const FETCH_SESSION_EVICTION_MS = 120_000
@@ -100,6 +101,8 @@ export class DataPath {
    * frames its connections assemble, which logs and write tails retain (`read-buffer-pool.ts`).
    */
   readonly readBuffers: ReadBufferPool
+  /** KIP-890's verifications with the transaction coordinators; null without `transaction.partition.verification.enable`. */
+  readonly txnVerifier: TxnVerifier | null
   readonly #o: DataPathOptions
   #trimTimer: TimerHandle | null = null
 
@@ -147,6 +150,17 @@ export class DataPath {
       },
       log: options.log,
     })
+    this.txnVerifier = e.boolean('transaction.partition.verification.enable')
+      ? new TxnVerifier({
+          nodeId: options.nodeId,
+          image: options.image,
+          listenerName: options.interBrokerListenerName,
+          ...(options.interBrokerSecurity === undefined ? {} : { security: options.interBrokerSecurity }),
+          clock: options.clock,
+          transport: options.transport,
+          requestTimeoutMs: e.int('request.timeout.ms'),
+        })
+      : null
     this.producerIds = new ProducerIdManager(async () => {
       const r = await options.allocateProducerIds()
       const errorCode = errorCodeOf(r.errorCode ?? ErrorCode.None)
@@ -200,7 +214,18 @@ export class DataPath {
     return [
       makeProduceHandler({
         image: o.image,
-        appendRecords: (entries, options) => replicas.appendRecords(entries, options),
+        appendRecords: (entries, options) =>
+          this.txnVerifier === null
+            ? replicas.appendRecords(entries, options)
+            : appendVerified(
+                {
+                  verifier: this.txnVerifier,
+                  startTxnVerification: (t, p, id, epoch) => replicas.startTxnVerification(t, p, id, epoch),
+                  appendRecords: (es, o) => replicas.appendRecords(es, o),
+                },
+                entries,
+                options,
+              ),
       }),
       makeFetchHandler({
         image: o.image,
@@ -248,6 +273,7 @@ export class DataPath {
   close(): Promise<void> {
     if (this.#trimTimer !== null) this.#o.clock.clearTimer(this.#trimTimer)
     this.#trimTimer = null
+    this.txnVerifier?.close()
     return this.replicas.close()
   }
 }

@@ -38,6 +38,7 @@ import {
   makeTxnOffsetCommitHandler,
 } from '../server/index.ts'
 import { createCoordinatorTopic, syncCoordinatorLeadership } from './coordinator-leadership.ts'
+import type { TxnVerifier } from './txn-verifier.ts'
 
 /**
  * How long a FindCoordinator waits for this broker to become a group's coordinator (a new
@@ -70,6 +71,8 @@ export interface GroupCoordinationOptions {
   readonly transactions?: {
     findCoordinators(keys: readonly string[], listenerName: string): Promise<CoordinatorLocation[]>
   }
+  /** KIP-890's verifications of TxnOffsetCommit; absent without `transaction.partition.verification.enable`. */
+  readonly txnVerifier?: TxnVerifier | null
 }
 
 export interface InternalTopicSpec {
@@ -271,6 +274,35 @@ export class GroupCoordination {
     return this.#creating
   }
 
+  /** TxnOffsetCommit's KIP-890 step: no round trip when the transaction is open on the group's partition. */
+  async #verifyOffsetsPartition(
+    verifier: TxnVerifier,
+    input: {
+      transactionalId: string
+      groupId: string
+      producerId: bigint
+      producerEpoch: number
+      addPartition: boolean
+      abortableKnown: boolean
+    },
+  ): Promise<ErrorCode> {
+    const partition = partitionForGroup(input.groupId, this.#coordinator.partitionCount)
+    const topic = GROUP_METADATA_TOPIC_NAME
+    if (
+      this.#o.replicas.startTxnVerification(topic, partition, input.producerId, input.producerEpoch) === null
+    )
+      return ErrorCode.None
+    const errors = await verifier.verify({
+      transactionalId: input.transactionalId,
+      producerId: input.producerId,
+      producerEpoch: input.producerEpoch,
+      partitions: [{ topic, partition }],
+      addPartitions: input.addPartition,
+      abortableKnown: input.abortableKnown,
+    })
+    return errors.values().next().value ?? ErrorCode.InvalidTxnState
+  }
+
   /** The client-facing group handlers. */
   handlers(): Handler[] {
     const c = () => this.#coordinator
@@ -280,6 +312,7 @@ export class GroupCoordination {
       await c().whenLoaded(groupIds, LOADING_COORDINATOR_WAIT_MS)
       return call()
     }
+    const verifier = this.#o.txnVerifier
     const partitionExists = (topic: TopicName, partition: number) =>
       this.#o.image().topicsByName.get(topic)?.partitions.has(partition) === true
     return [
@@ -304,6 +337,9 @@ export class GroupCoordination {
         commitTransactionalOffsets: (input) =>
           loaded([input.groupId], () => c().commitTransactionalOffsets(input)),
         partitionExists,
+        ...(verifier == null
+          ? {}
+          : { verifyInTransaction: (input) => this.#verifyOffsetsPartition(verifier, input) }),
       }),
       makeOffsetFetchHandler({
         fetchOffsets: (groupId, topics, requireStable) =>

@@ -46,6 +46,23 @@ import type { VoterSpec } from './node-config.ts'
 /** metadata.version this build writes when it bootstraps a cluster (Kafka 4.0-IV3). */
 export const METADATA_VERSION = 25
 export const METADATA_VERSION_MIN = 7
+/**
+ * The highest transaction.version served: 2 is KIP-890's (Produce v12 adds partitions implicitly,
+ * EndTxn v5 bumps the epoch after every transaction). A new cluster finalizes it, as Kafka 4.0's.
+ */
+export const TRANSACTION_VERSION = 2
+
+/** The features this build supports (KIP-584): ApiVersions reports them and a broker registers them. */
+export const SUPPORTED_FEATURES: readonly { name: string; minVersion: number; maxVersion: number }[] = [
+  { name: 'metadata.version', minVersion: METADATA_VERSION_MIN, maxVersion: METADATA_VERSION },
+  { name: 'transaction.version', minVersion: 0, maxVersion: TRANSACTION_VERSION },
+]
+
+/** What a new cluster finalizes. */
+export const BOOTSTRAP_FEATURES: ReadonlyMap<string, number> = new Map([
+  ['metadata.version', METADATA_VERSION],
+  ['transaction.version', TRANSACTION_VERSION],
+])
 
 /** What the listeners' handlers read from the node. */
 export interface NodeApiParts {
@@ -199,14 +216,14 @@ function sharedApis(
 /** The feature ranges ApiVersions reports: what this build supports and what the cluster finalized. */
 function supportedFeatures(node: NodeApiParts) {
   const image = node.image()
-  const level = image.features.get('metadata.version')
+  const known = image.features.has('metadata.version')
   return {
-    supported: [{ name: 'metadata.version', minVersion: METADATA_VERSION_MIN, maxVersion: METADATA_VERSION }],
-    finalized:
-      level === undefined
-        ? []
-        : [{ name: 'metadata.version', minVersionLevel: level, maxVersionLevel: level }],
-    finalizedEpoch: level === undefined ? -1n : image.provenance.offset,
+    supported: SUPPORTED_FEATURES,
+    // As Kafka: a feature at level 0 is not finalized.
+    finalized: [...image.features]
+      .filter(([, level]) => level > 0)
+      .map(([name, level]) => ({ name, minVersionLevel: level, maxVersionLevel: level })),
+    finalizedEpoch: known ? image.provenance.offset : -1n,
   }
 }
 

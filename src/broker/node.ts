@@ -75,11 +75,11 @@ import {
 } from './listener-security.ts'
 import { LOGGER_NAMES, NodeLogs } from './logs.ts'
 import {
+  BOOTSTRAP_FEATURES,
   brokerListenerApis,
   controllerListenerApis,
-  METADATA_VERSION,
-  METADATA_VERSION_MIN,
   type NodeApiParts,
+  SUPPORTED_FEATURES,
 } from './node-apis.ts'
 import { type ListenerSpec, type NodeConfig, nodeConfig } from './node-config.ts'
 import { NodeMetrics } from './node-metrics.ts'
@@ -498,7 +498,7 @@ export class WeirNode {
         describeTopicConfigs: (_name, overrides) =>
           createdTopicConfigs(this.image, overrides, this.configSource),
         configs: { ...this.configSource, controllerIds: config.voters.map((v) => v.id) },
-        bootstrapFeatures: new Map([['metadata.version', METADATA_VERSION]]),
+        bootstrapFeatures: BOOTSTRAP_FEATURES,
         bootstrapRecords: bootstrapScramRecords(this.#bootstrapScram, io.random),
         leaderBalance: {
           enabled: effective.boolean('auto.leader.rebalance.enable'),
@@ -552,6 +552,7 @@ export class WeirNode {
       this.#loader.subscribe(() => transactions.onPublish())
       const groups = new GroupCoordination({
         transactions,
+        txnVerifier: dataPath.txnVerifier,
         effective,
         clock: io.clock,
         random: io.random,
@@ -760,13 +761,11 @@ export class WeirNode {
           clusterId: this.clusterId,
           incarnationId,
           listeners,
-          features: [
-            {
-              name: 'metadata.version',
-              minSupportedVersion: METADATA_VERSION_MIN,
-              maxSupportedVersion: METADATA_VERSION,
-            },
-          ],
+          features: SUPPORTED_FEATURES.map((f) => ({
+            name: f.name,
+            minSupportedVersion: f.minVersion,
+            maxSupportedVersion: f.maxVersion,
+          })),
           rack: this.config.rack,
           isMigratingZkBroker: false,
           // KIP-858: the data dirs, so the controller knows when a heartbeat reports all of them offline.

@@ -78,14 +78,17 @@ export class TransactionCoordination {
 
   #newCoordinator(partitionCount: number): TransactionCoordinator {
     const e = this.#o.effective
+    const image = this.#o.image
     return new TransactionCoordinator({
       config: {
         transactionTimeoutMsMax: e.int('transaction.max.timeout.ms'),
         abortTimedOutIntervalMs: e.int('transaction.abort.timed.out.transaction.cleanup.interval.ms'),
         removeExpiredIntervalMs: e.int('transaction.remove.expired.transaction.cleanup.interval.ms'),
         transactionalIdExpirationMs: e.int('transactional.id.expiration.ms'),
-        // Weir finalizes no transaction.version feature: level 0, as a Kafka cluster without it.
-        transactionVersionLevel: 0,
+        // Read at each write: the cluster's finalized transaction.version (0 on a cluster without it).
+        get transactionVersionLevel() {
+          return image().features.get('transaction.version') ?? 0
+        },
         retryBackoffMs: TXN_RETRY_BACKOFF_MS,
       },
       partitionCount,

@@ -17,8 +17,10 @@ import {
   HandlerRegistry,
   Listener,
   makeApiVersionsHandler,
+  makeTransactionHandlers,
 } from '../server/index.ts'
 import { WireTxnMarkerChannel } from './txn-marker-channel.ts'
+import { TxnVerifier } from './txn-verifier.ts'
 
 const NO_FEATURES = { supported: [], finalized: [], finalizedEpoch: -1n }
 
@@ -215,5 +217,170 @@ describe('WireTxnMarkerChannel (real sockets)', () => {
     two.answer = () => ErrorCode.None
     const up = await channel.writeMarkers(marker)
     assert.equal(up.get('orders:1'), ErrorCode.None)
+  })
+})
+
+/**
+ * A transaction coordinator's listener: the real AddPartitionsToTxn handler over a view that
+ * records each entry and answers `answer`; `hold` keeps the answers back until released.
+ */
+class CoordinatorBroker {
+  readonly entries: { transactionalId: string; verifyOnly: boolean; partitions: string[] }[] = []
+  requests = 0
+  answer: (transactionalId: string, topic: string, partition: number) => ErrorCode = () => ErrorCode.None
+  hold: Promise<void> | null = null
+  readonly #listener: Listener
+  port = 0
+
+  constructor() {
+    const registry = new HandlerRegistry()
+    const seen = async (
+      verifyOnly: boolean,
+      req: { transactionalId: string; partitions: readonly { topic: string; partition: number }[] },
+    ) => {
+      this.entries.push({
+        transactionalId: req.transactionalId,
+        verifyOnly,
+        partitions: req.partitions.map((p) => `${p.topic}:${p.partition}`),
+      })
+      await this.hold
+      return req.partitions.map((p) => this.answer(req.transactionalId, p.topic, p.partition))
+    }
+    const unused = () => {
+      throw new Error('not in this test')
+    }
+    registry.register(
+      makeApiVersionsHandler(registry, () => NO_FEATURES),
+      ...makeTransactionHandlers({
+        verifyPartitionsInTxn: (req) => seen(true, req),
+        addPartitionsToTxn: async (req) => (await seen(false, req))[0]!,
+        addOffsetsToTxn: unused,
+        endTxn: unused,
+        describeTransactions: unused,
+        listTransactions: unused,
+        topicExists: () => true,
+      }).filter((h) => h.api.apiKey === apis.AddPartitionsToTxn.apiKey),
+    )
+    this.#listener = new Listener({
+      listenerName: 'REPLICATION',
+      host: '127.0.0.1',
+      port: 0,
+      dispatcher: new Dispatcher(registry, {
+        observe: {
+          now: () => 0,
+          answered: (api) => {
+            if (api === 'AddPartitionsToTxn') this.requests++
+          },
+        },
+      }),
+      clock: systemClock,
+      limits: {
+        requestBytesMax: 1024 * 1024,
+        inFlightRequestsMax: 8,
+        inFlightBytesMax: 1024 * 1024,
+        connectionsIdleMsMax: 10_000,
+        connectionsMax: 8,
+      },
+      log: () => {},
+    })
+  }
+
+  async start(): Promise<void> {
+    this.port = (await this.#listener.start()).port
+  }
+
+  stop(): Promise<void> {
+    return this.#listener.stop(1000)
+  }
+}
+
+describe('TxnVerifier (real sockets)', () => {
+  const coordinator = new CoordinatorBroker()
+  let verifier: TxnVerifier
+  let image: MetadataImage = EMPTY_IMAGE
+  before(async () => {
+    await coordinator.start()
+    const state = TopicName('__transaction_state')
+    image = {
+      ...EMPTY_IMAGE,
+      brokers: new Map([[BrokerId(1), broker(1, coordinator.port)]]),
+      topicsByName: new Map([
+        [
+          state,
+          {
+            name: state,
+            id: 'CCCCCCCCCCCCCCCCCCCCCC' as Uuid,
+            partitions: new Map([[0, partition(BrokerId(1))]]),
+          },
+        ],
+      ]),
+    }
+    verifier = new TxnVerifier({
+      nodeId: BrokerId(2),
+      image: () => image,
+      listenerName: 'REPLICATION',
+      clock: systemClock,
+      transport: nodeTransport,
+      requestTimeoutMs: 5000,
+    })
+  })
+  after(async () => {
+    verifier.close()
+    await coordinator.stop()
+  })
+  const v = (
+    transactionalId: string,
+    partitions: number[],
+    addPartitions = false,
+    abortableKnown = true,
+  ) => ({
+    transactionalId,
+    producerId: 5000n,
+    producerEpoch: 1,
+    partitions: partitions.map((partition) => ({ topic: 'orders', partition })),
+    addPartitions,
+    abortableKnown,
+  })
+
+  test('verifications wait behind the one in flight to their coordinator and go together in the next request', async () => {
+    let release = () => {}
+    coordinator.hold = new Promise((done) => {
+      release = done
+    })
+    coordinator.answer = (_id, _t, p) => (p === 1 ? ErrorCode.TransactionAbortable : ErrorCode.None)
+    const first = verifier.verify(v('a', [0]))
+    while (coordinator.entries.length === 0) await new Promise((done) => setTimeout(done, 5))
+    const second = verifier.verify(v('b', [0, 1]))
+    const third = verifier.verify(v('c', [1], true, false))
+    const sameProducer = verifier.verify(v('b', [2]))
+    coordinator.hold = null
+    release()
+    assert.deepEqual(Object.fromEntries(await first), { 'orders:0': ErrorCode.None })
+    assert.deepEqual(Object.fromEntries(await second), {
+      'orders:0': ErrorCode.None,
+      'orders:1': ErrorCode.TransactionAbortable,
+      'orders:2': ErrorCode.None,
+    })
+    assert.deepEqual(Object.fromEntries(await sameProducer), Object.fromEntries(await second))
+    // A client before TRANSACTION_ABORTABLE gets INVALID_TXN_STATE; Produce v12 adds (not verifyOnly).
+    assert.deepEqual(Object.fromEntries(await third), { 'orders:1': ErrorCode.InvalidTxnState })
+    assert.equal(coordinator.requests, 2)
+    assert.deepEqual(coordinator.entries, [
+      { transactionalId: 'a', verifyOnly: true, partitions: ['orders:0'] },
+      { transactionalId: 'b', verifyOnly: true, partitions: ['orders:0', 'orders:1', 'orders:2'] },
+      { transactionalId: 'c', verifyOnly: false, partitions: ['orders:1'] },
+    ])
+  })
+
+  test("the coordinator's errors as Kafka's manager maps them; no coordinator, or none reachable", async () => {
+    coordinator.answer = () => ErrorCode.ProducerFenced
+    assert.equal((await verifier.verify(v('d', [0]))).get('orders:0'), ErrorCode.InvalidProducerEpoch)
+    const saved = image
+    image = { ...image, topicsByName: new Map() }
+    assert.equal((await verifier.verify(v('d', [0]))).get('orders:0'), ErrorCode.CoordinatorNotAvailable)
+    image = saved
+    await coordinator.stop()
+    assert.equal((await verifier.verify(v('d', [0]))).get('orders:0'), ErrorCode.NetworkException)
+    await coordinator.start()
   })
 })

@@ -9,12 +9,13 @@
  * partition without a leader, or whose leader cannot be reached, NOT_LEADER_OR_FOLLOWER or
  * NETWORK_EXCEPTION (retried).
  */
-import { type ClientSecurity, connectionSecurity, KafkaConnection } from '../client/index.ts'
+import type { ClientSecurity, KafkaConnection } from '../client/index.ts'
 import { type TxnMarker, type TxnMarkerChannel, txnPartitionKey } from '../coordinator/index.ts'
 import type { Clock, Transport } from '../io/index.ts'
 import { type MetadataImage, NO_LEADER } from '../metadata/index.ts'
 import { type BrokerId, ProducerId, type TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
+import { BrokerConnections } from './broker-connections.ts'
 
 export interface WireTxnMarkerChannelOptions {
   readonly nodeId: BrokerId
@@ -30,11 +31,14 @@ export interface WireTxnMarkerChannelOptions {
 
 export class WireTxnMarkerChannel implements TxnMarkerChannel {
   readonly #o: WireTxnMarkerChannelOptions
-  readonly #conns = new Map<BrokerId, Promise<KafkaConnection>>()
-  #closed = false
+  readonly #conns: BrokerConnections
 
   constructor(options: WireTxnMarkerChannelOptions) {
     this.#o = options
+    this.#conns = new BrokerConnections({
+      ...options,
+      clientId: `broker-${options.nodeId}-txn-marker-sender`,
+    })
   }
 
   async writeMarkers(marker: TxnMarker): Promise<ReadonlyMap<string, ErrorCode>> {
@@ -64,9 +68,9 @@ export class WireTxnMarkerChannel implements TxnMarkerChannel {
         }
         let c: KafkaConnection
         try {
-          c = await this.#connection(leader)
+          c = await this.#conns.get(leader)
         } catch {
-          this.#drop(leader)
+          this.#conns.drop(leader)
           return fail(ErrorCode.NetworkException)
         }
         if (c.versionFor(apis.WriteTxnMarkers) === undefined) {
@@ -98,7 +102,7 @@ export class WireTxnMarkerChannel implements TxnMarkerChannel {
             }
           }
         } catch {
-          this.#drop(leader)
+          this.#conns.drop(leader)
           fail(ErrorCode.NetworkException)
         }
       }),
@@ -106,44 +110,7 @@ export class WireTxnMarkerChannel implements TxnMarkerChannel {
     return out
   }
 
-  async #connection(leader: BrokerId): Promise<KafkaConnection> {
-    if (this.#closed) throw new Error('the channel is closed')
-    const held = this.#conns.get(leader)
-    if (held !== undefined) {
-      const c = await held.catch(() => null)
-      if (c !== null && !c.closed) return c
-      this.#conns.delete(leader)
-    }
-    const b = this.#o.image().brokers.get(leader)
-    const endpoint =
-      this.#o.listenerName === null
-        ? b?.endpoints[0]
-        : b?.endpoints.find((e) => e.name === this.#o.listenerName)
-    if (endpoint === undefined) throw new Error(`broker ${leader} has no endpoint registered`)
-    const opening = KafkaConnection.open(
-      { host: endpoint.host, port: endpoint.port },
-      {
-        clientId: `broker-${this.#o.nodeId}-txn-marker-sender`,
-        clock: this.#o.clock,
-        ...connectionSecurity(this.#o.security, this.#o.transport),
-        requestTimeoutMs: this.#o.requestTimeoutMs,
-        inFlightRequestsMax: 5,
-        responseBytesMax: 1024 * 1024,
-        connectTimeoutMs: Math.min(this.#o.requestTimeoutMs, 10_000),
-      },
-    )
-    this.#conns.set(leader, opening)
-    return opening
-  }
-
-  #drop(leader: BrokerId): void {
-    const held = this.#conns.get(leader)
-    this.#conns.delete(leader)
-    void held?.then((c) => c.close()).catch(() => {})
-  }
-
   close(): void {
-    this.#closed = true
-    for (const leader of [...this.#conns.keys()]) this.#drop(leader)
+    this.#conns.close()
   }
 }

@@ -134,7 +134,7 @@ describe('TransactionCoordinator', () => {
         producerEpoch: 1,
         partitions: [P1, { topic: 'orders', partition: 2 }],
       }),
-      [ErrorCode.None, ErrorCode.InvalidTxnState],
+      [ErrorCode.None, ErrorCode.TransactionAbortable],
     )
     assert.deepEqual(c.listTransactions({ states: ['Ongoing', 'Bogus'], producerIds: [], durationMs: -1 }), {
       errorCode: ErrorCode.None,

@@ -539,7 +539,8 @@ export class TransactionCoordinator {
 
   /**
    * A verifyOnly entry of AddPartitionsToTxn v4+: each partition's NONE when the transaction of
-   * this producer id and epoch has it, else INVALID_TXN_STATE (or the id's error for all).
+   * this producer id and epoch has it, else TRANSACTION_ABORTABLE as Kafka 4's coordinator (the
+   * leader tells clients that predate it INVALID_TXN_STATE), or the id's error for all.
    */
   verifyPartitionsInTxn(req: {
     transactionalId: string
@@ -557,7 +558,7 @@ export class TransactionCoordinator {
     return req.partitions.map((p) =>
       m.state === 'Ongoing' && m.partitions.some((q) => q.topic === p.topic && q.partition === p.partition)
         ? ErrorCode.None
-        : ErrorCode.InvalidTxnState,
+        : ErrorCode.TransactionAbortable,
     )
   }
 

@@ -20,6 +20,11 @@ interface TopicPartitionEntry {
 export interface ProduceEntry extends TopicPartitionEntry {
   /** Exactly one record batch, as the producer sent it. */
   readonly records: Buffer
+  /**
+   * KIP-890: set when `transaction.partition.verification.enable`: the guard
+   * `ReplicaManager.startTxnVerification` gave (null: the transaction was open then).
+   */
+  readonly verificationGuard?: object | null
 }
 
 export interface ProduceResult {
@@ -143,7 +148,7 @@ export function appendRecords(
   const origin = options.origin ?? 'client'
   const totals = c.stats.totals
   return appendAll(c, entries, options, bytes, async (p, e, acks) => {
-    const a = await p.appendAsLeader(e.records, acks, origin)
+    const a = await p.appendAsLeader(e.records, acks, origin, e.verificationGuard)
     if ('duplicate' in a && !a.duplicate) {
       totals.messagesIn += Number(a.lastOffset - a.firstOffset) + 1
       totals.bytesIn += e.records.length

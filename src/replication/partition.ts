@@ -659,12 +659,15 @@ export class Partition {
   /**
    * Append one producer batch (its bytes are kept; the log rewrites the base offset and epoch in
    * place). Idempotent batches are checked against producer state first: a retry of a recent batch
-   * answers its original offsets, a gap or stale epoch is refused.
+   * answers its original offsets, a gap or stale epoch is refused. `verificationGuard` (KIP-890,
+   * given when `transaction.partition.verification.enable`): a transactional batch whose
+   * transaction is not open here appends only with the guard its verification took.
    */
   appendAsLeader(
     batch: Buffer,
     requiredAcks: number,
     origin: 'client' | 'coordinator' = 'client',
+    verificationGuard?: object | null,
   ): Promise<LeaderAppendResult> {
     if (this.#role !== 'leader') return Promise.resolve(this.#notLeader())
     const refused = this.#checkInsyncReplicas(requiredAcks)
@@ -674,7 +677,9 @@ export class Partition {
     }
     const header = readBatchHeader(batch, 0)
     if (header.producerId < 0n) return this.#append(batch, null, origin)
-    return this.#inProducerOrder(header.producerId, () => this.#append(batch, header, origin))
+    return this.#inProducerOrder(header.producerId, () =>
+      this.#append(batch, header, origin, verificationGuard),
+    )
   }
 
   /**
@@ -738,10 +743,11 @@ export class Partition {
     batch: Buffer,
     producer: BatchHeader | null,
     origin: 'client' | 'coordinator',
+    verificationGuard?: object | null,
   ): Promise<LeaderAppendResult> {
     if (this.#role !== 'leader') return this.#notLeader()
     if (producer !== null) {
-      const check = this.state.producers.check(producerInfo(producer), origin)
+      const check = this.state.producers.check(producerInfo(producer), origin, verificationGuard)
       if (check.kind === 'error') return { errorCode: check.errorCode, errorMessage: check.message }
       if (check.kind === 'duplicate') {
         return {

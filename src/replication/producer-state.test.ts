@@ -173,3 +173,37 @@ test('a snapshot keeps open transactions and coordinator epochs; truncation drop
   assert.deepEqual(loaded.ongoingTxns(), [{ producerId: 5n, firstOffset: 0n }])
   assert.equal(loaded.get(4n)?.currentTxnFirstOffset ?? -1n, -1n)
 })
+
+test('KIP-890 verification guards: needed until the transaction opens, voided by a marker, one per verification', () => {
+  const psm = new ProducerStateManager()
+  const log = { next: 0n }
+  const txn = (seq: number, epoch = 0): ProducerBatchInfo => ({
+    ...batch(seq, 1, epoch),
+    isTransactional: true,
+  })
+  const refused = (c: ReturnType<ProducerStateManager['check']>) =>
+    c.kind === 'error' && c.errorCode === ErrorCode.InvalidTxnState
+  // No transaction open: a guard is needed, and only the one handed out passes.
+  const guard = psm.startVerification(7n, 0)
+  assert.notEqual(guard, null)
+  assert.equal(psm.startVerification(7n, 0), guard, 'a second verification before the append shares it')
+  assert.ok(refused(psm.check(txn(0), 'client', null)), 'no guard: not verified')
+  assert.ok(refused(psm.check(txn(0), 'client', {})), 'a guard of no verification')
+  assert.equal(psm.check(txn(0), 'client', guard).kind, 'append')
+  // A marker between the verification and the append voids the guard: no hanging transaction.
+  psm.completeTxn({ producerId: 7n, producerEpoch: 0, coordinatorEpoch: 0, committed: false }, 0n, 0)
+  log.next = 1n
+  assert.ok(refused(psm.check(txn(0), 'client', guard)))
+  // Verified again and appended: the open transaction needs no verification for this epoch.
+  const again = psm.startVerification(7n, 0)!
+  assert.notEqual(again, guard)
+  const c = psm.check(txn(0), 'client', again)
+  assert.equal(c.kind, 'append')
+  psm.update(txn(0), 1n, 1n, 0)
+  assert.equal(psm.startVerification(7n, 0), null)
+  assert.equal(psm.check(txn(1), 'client', null).kind, 'append')
+  // A new epoch (transaction version 2 bumps it per transaction) is verified again.
+  assert.notEqual(psm.startVerification(7n, 1), null)
+  // Without a guard argument (verification off, or a coordinator's write) nothing is required.
+  assert.equal(psm.check(txn(0, 0), 'coordinator').kind, 'append')
+})

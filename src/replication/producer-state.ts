@@ -89,6 +89,12 @@ export class ProducerStateManager {
   readonly #ongoing = new Map<bigint, bigint>()
   /** Completed transactions whose marker is not yet below the high watermark, in marker order. */
   #unreplicated: { producerId: bigint; firstOffset: bigint; lastOffset: bigint }[] = []
+  /**
+   * Kafka's VerificationGuard (KIP-890): per producer, the token of the verification its first
+   * transactional batch here waits on; a marker voids it, so a batch verified before the
+   * transaction ended cannot open a hanging one after it.
+   */
+  readonly #guards = new Map<bigint, object>()
 
   get size(): number {
     return this.#producers.size
@@ -109,9 +115,20 @@ export class ProducerStateManager {
    * duplicate nor the sequence check, as Kafka's `AppendOrigin.COORDINATOR`. Batches without a
    * producer id pass.
    */
-  check(info: ProducerBatchInfo, origin: 'client' | 'coordinator' = 'client'): ProducerCheck {
+  check(
+    info: ProducerBatchInfo,
+    origin: 'client' | 'coordinator' = 'client',
+    guard?: object | null,
+  ): ProducerCheck {
     if (info.producerId < 0n) return { kind: 'append' }
     const entry = this.#producers.get(info.producerId)
+    if (guard !== undefined && info.isTransactional && !this.#verified(info, entry, guard)) {
+      return {
+        kind: 'error',
+        errorCode: ErrorCode.InvalidTxnState,
+        message: `Record was not part of an ongoing transaction (producer ${info.producerId} at epoch ${info.producerEpoch})`,
+      }
+    }
     if (entry === undefined) {
       // Unknown producer (new, or its state expired with retention): any sequence is accepted.
       return { kind: 'append' }
@@ -148,6 +165,33 @@ export class ProducerStateManager {
       }
     }
     return this.#checkTxnState(info, entry)
+  }
+
+  /**
+   * Kafka's `maybeStartTransactionVerification`: null when the producer's transaction of this
+   * epoch is open here (its batch needs no verification), else the guard its batch must carry
+   * once the coordinator said the partition is in the transaction.
+   */
+  startVerification(producerId: bigint, producerEpoch: number): object | null {
+    if (this.#ongoingAt(producerId, producerEpoch)) return null
+    let g = this.#guards.get(producerId)
+    if (g === undefined) {
+      g = {}
+      this.#guards.set(producerId, g)
+    }
+    return g
+  }
+
+  #ongoingAt(producerId: bigint, producerEpoch: number): boolean {
+    const e = this.#producers.get(producerId)
+    return e !== undefined && e.currentTxnFirstOffset >= 0n && e.epoch === producerEpoch
+  }
+
+  /** A transactional batch under verification: its transaction is open, or its guard still stands. */
+  #verified(info: ProducerBatchInfo, entry: ProducerEntry | undefined, guard: object | null): boolean {
+    if (entry !== undefined && entry.currentTxnFirstOffset >= 0n && entry.epoch === info.producerEpoch)
+      return true
+    return guard !== null && this.#guards.get(info.producerId) === guard
   }
 
   /** Kafka's `appendDataBatch`: a producer with an open transaction writes only transactional batches. */
@@ -195,6 +239,7 @@ export class ProducerStateManager {
   completeTxn(m: MarkerInfo, offset: bigint, nowMs: number): CompletedTxn | null {
     const entry = this.#producers.get(m.producerId)
     const firstOffset = entry?.currentTxnFirstOffset ?? -1n
+    this.#guards.delete(m.producerId)
     const sameEpoch = entry !== undefined && entry.epoch === m.producerEpoch
     this.#producers.set(m.producerId, {
       producerId: m.producerId,
@@ -256,7 +301,10 @@ export class ProducerStateManager {
     // A transactional batch opens the producer's transaction unless one is open; a batch without
     // the flag leaves an open one as it is (Kafka keeps currentTxnFirstOffset until the marker).
     const txnFirstOffset = open ? entry.currentTxnFirstOffset : info.isTransactional ? firstOffset : -1n
-    if (!open && info.isTransactional) this.#ongoing.set(info.producerId, firstOffset)
+    if (!open && info.isTransactional) {
+      this.#ongoing.set(info.producerId, firstOffset)
+      this.#guards.delete(info.producerId)
+    }
     this.#producers.set(info.producerId, {
       producerId: info.producerId,
       epoch: info.producerEpoch,
@@ -299,6 +347,7 @@ export class ProducerStateManager {
   clear(): void {
     this.#producers.clear()
     this.#ongoing.clear()
+    this.#guards.clear()
     this.#unreplicated = []
   }
 

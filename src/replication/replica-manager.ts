@@ -302,6 +302,21 @@ export class ReplicaManager {
    * answer waits until the ISR has every appended batch (the high watermark passes it; with
    * `flush.on.ack` that includes the fsync) or `timeoutMs` passes (REQUEST_TIMED_OUT).
    */
+  /**
+   * KIP-890: null when the producer's transaction of this epoch is open on the partition, else the
+   * guard of its verification; undefined when the partition is not led here (yet).
+   */
+  startTxnVerification(
+    topic: string,
+    partition: number,
+    producerId: bigint,
+    producerEpoch: number,
+  ): object | null | undefined {
+    const p = this.getPartition(topic, partition)
+    if (p === undefined || p.role !== 'leader') return undefined
+    return p.state.producers.startVerification(producerId, producerEpoch)
+  }
+
   appendRecords(entries: readonly ProduceEntry[], options: AppendRecordsOptions): Promise<ProduceResult[]> {
     return appendRecords(this.#produce, entries, options)
   }

@@ -54,6 +54,30 @@ describe('dispatcher (injected frames)', () => {
     )
   })
 
+  test('ApiVersions features: a range from 0 only from v4 (KAFKA-17011); the finalized levels in every version', async () => {
+    const registry = new HandlerRegistry()
+    registry.register(
+      makeApiVersionsHandler(registry, () => ({
+        supported: [
+          { name: 'metadata.version', minVersion: 7, maxVersion: 25 },
+          { name: 'transaction.version', minVersion: 0, maxVersion: 2 },
+        ],
+        finalized: [{ name: 'transaction.version', minVersionLevel: 2, maxVersionLevel: 2 }],
+        finalizedEpoch: 5n,
+      })),
+    )
+    const features = new Dispatcher(registry)
+    const ask = async (version: number) => {
+      const r = await features.dispatch(apiVersionsFrame(version, 1).subarray(4), CONN)
+      assert.equal(r.kind, 'response')
+      if (r.kind !== 'response') throw new Error('no response')
+      const { body } = decodeResponse(apis.ApiVersions, version, Buffer.concat(r.frame).subarray(4))
+      return [body.supportedFeatures.map((f) => f.name), body.finalizedFeatures.map((f) => f.name)]
+    }
+    assert.deepEqual(await ask(3), [['metadata.version'], ['transaction.version']])
+    assert.deepEqual(await ask(4), [['metadata.version', 'transaction.version'], ['transaction.version']])
+  })
+
   test('an ApiVersions version newer than known is answered in v0 with UNSUPPORTED_VERSION', async () => {
     const frame = apiVersionsFrame(3, 9).subarray(4)
     frame.writeInt16BE(apis.ApiVersions.maxVersion + 5, 2)

@@ -21,7 +21,10 @@ import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import kafkajs from 'kafkajs'
+import type { TransactionalId } from '../../src/model/index.ts'
+import { apis } from '../../src/protocol/index.ts'
 import { CompatTarget } from '../support/compat-target.ts'
+import { openConnection } from '../support/connection.ts'
 import { kafkaTool, runKafkaTool } from '../support/kafka-tools.ts'
 import { REPO } from '../support/weir-process.ts'
 import { runDriver } from './client-matrix.ts'
@@ -91,7 +94,31 @@ test('the Java client: commit, abort, fencing, timeout, consume-transform-produc
     ctp.map((r) => r.replace(/\/\d+\/in-/, '/in-')).sort(),
     Array.from({ length: 9 }, (_, i) => `jtx-out/${i % 3}/in-${i}=V${i}`).sort(),
   )
+  // Transaction version 2, finalized on both targets: each EndTxn (v5) of jtx-tx's commit and
+  // abort bumped its producer epoch, from InitProducerId's 0.
+  assert.equal(await producerEpochOf('jtx-tx'), 2)
 })
+
+/** The producer epoch DescribeTransactions shows for `id`, asked of its coordinator. */
+async function producerEpochOf(id: string): Promise<number> {
+  const [host, port] = target.addresses[0]!.split(':') as [string, string]
+  const any = await openConnection({ host, port: Number(port) }, 'txn-epoch')
+  try {
+    const found = await any.request(apis.FindCoordinator, 4, { keyType: 1, coordinatorKeys: [id] })
+    const c = found.coordinators[0]!
+    const coordinator = await openConnection({ host: c.host, port: c.port }, 'txn-epoch')
+    try {
+      const r = await coordinator.request(apis.DescribeTransactions, 0, {
+        transactionalIds: [id as TransactionalId],
+      })
+      return r.transactionStates[0]!.producerEpoch
+    } finally {
+      coordinator.close()
+    }
+  } finally {
+    any.close()
+  }
+}
 
 test('kafkajs: transaction() with sendOffsets, commit and abort; a read_committed consumer', {
   timeout: 90_000,

@@ -59,7 +59,6 @@ const REMOVED_MIN: readonly [number, string, number][] = [[11, 'JoinGroup', 2]]
 const FEATURES: readonly [string, number, number | null][] = [
   ['group.version', 1, 1],
   ['kraft.version', 1, null],
-  ['transaction.version', 2, 2],
   ['eligible.leader.replicas.version', 1, null],
 ]
 
@@ -235,33 +234,6 @@ export const allowances: readonly Allowance[] = [
     reason:
       'Both answer NOT_COORDINATOR until the __transaction_state partition of the id is loaded (the FindCoordinator before it creates the topic), then a producer id; which one a side answers depends on how far its creation got.',
     sometimes: true,
-  },
-  {
-    api: 'Produce',
-    step: 'transactions/produce',
-    path: 'responses[name=idempotent].partitionResponses[0].*',
-    doc: 'a transactional batch',
-    reason:
-      "Weir appends the batch (its producer's transaction opens in the partition); Kafka's KIP-890 verification finds the partition not added to a transaction and answers NOT_ENOUGH_REPLICAS (retriable). Weir does not verify with the coordinator.",
-  },
-  {
-    api: 'Produce',
-    step: '* Produce transactional *',
-    path: 'responses.*.partitionResponses.0.errorCode',
-    kafka: 49,
-    weir: 0,
-    doc: 'a transactional batch',
-    reason:
-      "The authorization matrix: a principal with WRITE on the transactional id and the topic sends a batch of a partition it never added; Kafka's KIP-890 verification asks the transaction coordinator and answers INVALID_PRODUCER_ID_MAPPING, Weir's brokers do not verify transactional batches with the coordinator and append it; denied ones get TRANSACTIONAL_ID_AUTHORIZATION_FAILED from both.",
-  },
-  {
-    api: 'DescribeProducers',
-    step: '* DescribeProducers *',
-    path: 'topics.app-orders.partitions.0.activeProducers.2',
-    kafka: ABSENT,
-    doc: 'activeProducers after a transactional batch',
-    reason:
-      "The authorization matrix: the transactional batch Kafka's KIP-890 verification refused Weir appended, so its producer is one more active producer of the partition.",
   },
   {
     api: 'DescribeProducers',

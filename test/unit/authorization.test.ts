@@ -220,6 +220,8 @@ describe('ACLs in every handler, one node', () => {
         ['auto.create.topics.enable', 'true'],
         ['offsets.topic.replication.factor', '1'],
         ['group.initial.rebalance.delay.ms', '0'],
+        // Transactional writes of producer ids no coordinator knows: KIP-890 would refuse them.
+        ['transaction.partition.verification.enable', 'false'],
         ['log.dirs', dir],
       ]),
     })

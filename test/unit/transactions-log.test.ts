@@ -82,6 +82,8 @@ test('transactional batches, COMMIT and ABORT markers, read_committed Fetch and 
     'metadata.log.dir': join(dir.path, 'metadata'),
     'cluster.id': 'txnLogTestClusterId000',
     'offsets.topic.replication.factor': 1,
+    // Batches without a coordinator: KIP-890's verification would refuse them.
+    'transaction.partition.verification.enable': 'false',
   })
   weir = new WeirProcess(['--config', config])
   await weir.start()

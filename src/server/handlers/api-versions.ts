@@ -28,7 +28,8 @@ export function makeApiVersionsHandler(registry: HandlerRegistry, features: () =
     return {
       errorCode: ErrorCode.None,
       apiKeys: registry.apiVersions(),
-      supportedFeatures: f.supported,
+      // As Kafka (KAFKA-17011): before v4 a client may not take a range from 0, so those are left out.
+      supportedFeatures: ctx.apiVersion >= 4 ? f.supported : f.supported.filter((x) => x.minVersion > 0),
       finalizedFeatures: f.finalized,
       finalizedFeaturesEpoch: f.finalizedEpoch,
     }

@@ -2,9 +2,9 @@
  * Produce v3-12: exactly one record batch (magic 2) per partition, appended as the producer's bytes
  * (compression kept); acks 0 (no response), 1 and -1 (waits for the ISR and, with flush.on.ack, the
  * fsync). Transactional batches need WRITE on the request's transactional id and open or continue
- * their producer's transaction in the partition's producer state. Not implemented: KIP-890's
- * verification of a transactional batch with its coordinator (`transaction.partition.verification.enable`),
- * recompression to a topic `compression.type` other than `producer`, closing the connection after
+ * their producer's transaction in the partition's producer state; the view verifies them with
+ * their coordinator first (KIP-890, `transaction.partition.verification.enable`; v12+ adds the
+ * partitions to the transaction). Not implemented: recompression to a topic `compression.type` other than `producer`, closing the connection after
  * a failed acks=0 request, quotas (throttle 0).
  */
 import type { MetadataImage } from '../../metadata/index.ts'
@@ -37,7 +37,13 @@ export interface ProduceView {
   image(): MetadataImage
   appendRecords(
     entries: readonly ProduceEntry[],
-    options: { readonly acks: number; readonly timeoutMs: number },
+    options: {
+      readonly acks: number
+      readonly timeoutMs: number
+      /** The request's, for KIP-890's verification of transactional batches with the coordinator. */
+      readonly transactionalId: string | null
+      readonly apiVersion: number
+    },
   ): Promise<ProduceResult[]>
 }
 
@@ -154,7 +160,12 @@ export function makeProduceHandler(view: ProduceView): Handler {
     const results =
       entries.length === 0
         ? []
-        : await view.appendRecords(entries, { acks: req.acks, timeoutMs: req.timeoutMs })
+        : await view.appendRecords(entries, {
+            acks: req.acks,
+            timeoutMs: req.timeoutMs,
+            transactionalId: req.transactionalId,
+            apiVersion: v,
+          })
     if (req.acks === 0) return NO_RESPONSE
     const responses: ProduceResponseData.TopicProduceResponseIn[] = []
     const byTopic = new Map<string, PartitionOut[]>()

@@ -18,6 +18,19 @@ import { defineHandler, type Handler } from '../handler.ts'
 
 export interface TxnOffsetCommitView {
   commitTransactionalOffsets(input: TxnCommitInput): Promise<CommitResult>
+  /**
+   * KIP-890 (`transaction.partition.verification.enable`): the group's `__consumer_offsets`
+   * partition verified with the transaction coordinator (v5+: added to the transaction, Kafka 4's
+   * implicit AddOffsetsToTxn); NONE to commit, else the error every partition answers.
+   */
+  verifyInTransaction?(input: {
+    transactionalId: string
+    groupId: string
+    producerId: bigint
+    producerEpoch: number
+    addPartition: boolean
+    abortableKnown: boolean
+  }): Promise<ErrorCode>
   /** Whether the metadata knows this partition. */
   partitionExists(topic: TopicName, partition: number): boolean
 }
@@ -71,6 +84,18 @@ export function makeTxnOffsetCommitHandler(view: TxnOffsetCommitView): Handler {
           committedMetadata: p.committedMetadata,
         })),
       })
+    }
+    if (topics.length > 0 && view.verifyInTransaction !== undefined) {
+      const errorCode = await view.verifyInTransaction({
+        transactionalId: req.transactionalId,
+        groupId: req.groupId,
+        producerId: req.producerId,
+        producerEpoch: req.producerEpoch,
+        addPartition: v >= 5,
+        abortableKnown: v >= 4,
+      })
+      if (errorCode !== ErrorCode.None)
+        return answer((topic, partition) => refused.get(key(topic, partition)) ?? errorCode)
     }
     const committed =
       topics.length === 0
