@@ -219,9 +219,10 @@ function supportedFeatures(node: NodeApiParts) {
   const known = image.features.has('metadata.version')
   return {
     supported: SUPPORTED_FEATURES,
-    // As Kafka: a feature at level 0 is not finalized.
+    // As Kafka: a feature at level 0 is not finalized, and metadata.version comes after the others.
     finalized: [...image.features]
       .filter(([, level]) => level > 0)
+      .sort(([a], [b]) => Number(a === 'metadata.version') - Number(b === 'metadata.version'))
       .map(([name, level]) => ({ name, minVersionLevel: level, maxVersionLevel: level })),
     finalizedEpoch: known ? image.provenance.offset : -1n,
   }
