@@ -220,6 +220,7 @@ export class DataPath {
             : appendVerified(
                 {
                   verifier: this.txnVerifier,
+                  clock: this.#o.clock,
                   startTxnVerification: (t, p, id, epoch) => replicas.startTxnVerification(t, p, id, epoch),
                   appendRecords: (es, o) => replicas.appendRecords(es, o),
                 },

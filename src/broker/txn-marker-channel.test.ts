@@ -10,7 +10,7 @@ import {
   type PartitionRegistration,
 } from '../metadata/index.ts'
 import { BrokerId, TopicName, type Uuid } from '../model/index.ts'
-import { apis, ErrorCode, type WriteTxnMarkersRequestData } from '../protocol/index.ts'
+import { apis, ErrorCode, encodeBatch, type WriteTxnMarkersRequestData } from '../protocol/index.ts'
 import {
   Dispatcher,
   defineHandler,
@@ -20,7 +20,7 @@ import {
   makeTransactionHandlers,
 } from '../server/index.ts'
 import { WireTxnMarkerChannel } from './txn-marker-channel.ts'
-import { TxnVerifier } from './txn-verifier.ts'
+import { appendVerified, TxnVerifier } from './txn-verifier.ts'
 
 const NO_FEATURES = { supported: [], finalized: [], finalizedEpoch: -1n }
 
@@ -370,6 +370,61 @@ describe('TxnVerifier (real sockets)', () => {
       { transactionalId: 'b', verifyOnly: true, partitions: ['orders:0', 'orders:1', 'orders:2'] },
       { transactionalId: 'c', verifyOnly: false, partitions: ['orders:1'] },
     ])
+  })
+
+  test('transaction version 2: a produce that meets CONCURRENT_TRANSACTIONS asks again with a new guard, for up to 100 ms', async () => {
+    const produce = (apiVersion: number) => {
+      const guards: object[] = []
+      const appended: unknown[] = []
+      const records = encodeBatch({
+        records: [{ value: Buffer.from('x') }],
+        producerId: 5000n,
+        producerEpoch: 1,
+        baseSequence: 0,
+        transactional: true,
+      })
+      const result = appendVerified(
+        {
+          verifier,
+          clock: systemClock,
+          startTxnVerification: () => {
+            const g = {}
+            guards.push(g)
+            return g
+          },
+          appendRecords: async (entries) => {
+            appended.push(...entries.map((e) => e.verificationGuard))
+            return entries.map(() => ({
+              errorCode: ErrorCode.None,
+              errorMessage: null,
+              baseOffset: 0n,
+              logAppendTimeMs: -1,
+              logStartOffset: 0n,
+            }))
+          },
+        },
+        [{ topic: 'orders' as TopicName, partition: 0, records }],
+        { acks: -1, timeoutMs: 1000, transactionalId: 'e', apiVersion },
+      )
+      return { result, guards, appended }
+    }
+    let concurrent = 2
+    coordinator.answer = () => (concurrent-- > 0 ? ErrorCode.ConcurrentTransactions : ErrorCode.None)
+    const retried = produce(12)
+    assert.equal((await retried.result)[0]!.errorCode, ErrorCode.None)
+    assert.equal(
+      retried.guards.length,
+      3,
+      'a guard per ask: the marker that ended the previous one voided it',
+    )
+    assert.deepEqual(retried.appended, [retried.guards[2]])
+    coordinator.answer = () => ErrorCode.ConcurrentTransactions
+    const given = produce(12)
+    assert.equal((await given.result)[0]!.errorCode, ErrorCode.NotEnoughReplicas, 'retriable, after 100 ms')
+    assert.ok(given.guards.length >= 3 && given.guards.length <= 6, `${given.guards.length} asks`)
+    const old = produce(11)
+    assert.equal((await old.result)[0]!.errorCode, ErrorCode.NotEnoughReplicas)
+    assert.equal(old.guards.length, 1, 'verifyOnly (version 1) is not retried here')
   })
 
   test("the coordinator's errors as Kafka's manager maps them; no coordinator, or none reachable", async () => {

@@ -185,9 +185,20 @@ function mapped(code: number, v: TxnVerification): ErrorCode {
   return code as ErrorCode
 }
 
+/**
+ * Kafka's internal `add.partitions.to.txn.retry.backoff.ms` and `...backoff.max.ms`: under
+ * transaction version 2 a produce that finds the producer's previous transaction still completing
+ * (CONCURRENT_TRANSACTIONS: its markers are being written) asks the coordinator again after this
+ * backoff, for up to the max, instead of answering a retriable error the client backs off for
+ * `retry.backoff.ms` (100 ms) on.
+ */
+export const ADD_PARTITIONS_RETRY_BACKOFF_MS = 20
+export const ADD_PARTITIONS_RETRY_MAX_MS = 100
+
 /** Where `appendVerified` looks up and appends. */
 export interface VerifiedAppendPorts {
   readonly verifier: TxnVerifier
+  readonly clock: Clock
   startTxnVerification(
     topic: string,
     partition: number,
@@ -243,17 +254,42 @@ export async function appendVerified(
   })
   const unverified = guarded.filter((e, i) => e.verificationGuard != null && !notLeader.has(i))
   if (unverified.length === 0 && notLeader.size === 0) return ports.appendRecords(guarded, options)
-  const errors =
-    unverified.length === 0
-      ? new Map<string, ErrorCode>()
-      : await ports.verifier.verify({
-          transactionalId: txnId,
-          producerId,
-          producerEpoch,
-          partitions: unverified.map((e) => ({ topic: e.topic, partition: e.partition })),
-          addPartitions: options.apiVersion >= 12,
-          abortableKnown: options.apiVersion >= 11,
-        })
+  const addPartitions = options.apiVersion >= 12
+  const ask = (partitions: readonly TxnPartition[]) =>
+    ports.verifier.verify({
+      transactionalId: txnId,
+      producerId,
+      producerEpoch,
+      partitions,
+      addPartitions,
+      abortableKnown: options.apiVersion >= 11,
+    })
+  const errors = new Map<string, ErrorCode>()
+  let asking: TxnPartition[] = unverified.map((e) => ({ topic: e.topic, partition: e.partition }))
+  const startMs = ports.clock.monotonicMs()
+  while (asking.length > 0) {
+    for (const [k, e] of await ask(asking)) errors.set(k, e)
+    const concurrent = asking.filter(
+      (p) => errors.get(txnPartitionKey(p)) === ErrorCode.ConcurrentTransactions,
+    )
+    if (
+      !addPartitions ||
+      concurrent.length === 0 ||
+      ports.clock.monotonicMs() - startMs + ADD_PARTITIONS_RETRY_BACKOFF_MS > ADD_PARTITIONS_RETRY_MAX_MS
+    )
+      break
+    await new Promise<void>((resolve) => ports.clock.setTimer(ADD_PARTITIONS_RETRY_BACKOFF_MS, resolve))
+    // The previous transaction's marker voids a guard taken before it: each retry takes a new one.
+    asking = []
+    guarded.forEach((e, i) => {
+      if (!concurrent.some((p) => p.topic === e.topic && p.partition === e.partition)) return
+      const verificationGuard = ports.startTxnVerification(e.topic, e.partition, producerId, producerEpoch)
+      if (verificationGuard === undefined) notLeader.add(i)
+      guarded[i] = { ...e, verificationGuard: verificationGuard ?? null }
+      if (verificationGuard === null) errors.delete(txnPartitionKey(e))
+      else if (verificationGuard !== undefined) asking.push({ topic: e.topic, partition: e.partition })
+    })
+  }
   const refused = new Map<number, ProduceResult>()
   const passing: ProduceEntry[] = []
   guarded.forEach((e, i) => {
