@@ -237,6 +237,22 @@ export const allowances: readonly Allowance[] = [
     sometimes: true,
   },
   {
+    api: 'InitProducerId',
+    step: 'txn/init-after-concurrent',
+    path: 'producerEpoch',
+    doc: 'producerEpoch after the coordinator aborts a transaction itself',
+    reason:
+      "An InitProducerId during an open transaction: Kafka 4.0's coordinator bumps the epoch to fence the producer, again when it completes the abort, and once more for the retried InitProducerId; Weir's bumps it to fence and for the InitProducerId. Both fence the old producer and answer CONCURRENT_TRANSACTIONS until the abort is done; the epoch's value is the coordinator's own.",
+  },
+  {
+    api: 'DescribeTransactions',
+    step: 'txn*/describe-after-*',
+    path: 'transactionStates[producerId=*].producerEpoch',
+    doc: 'producerEpoch after the coordinator aborts a transaction itself',
+    reason:
+      'The epoch of a transaction the coordinator aborted (on an InitProducerId or its timeout): Kafka 4.0 bumps it once more than Weir when it completes the abort.',
+  },
+  {
     api: 'Produce',
     step: 'transactions/produce',
     path: 'responses[name=idempotent].partitionResponses[0].*',

@@ -192,24 +192,45 @@ scenario(
       producerEpoch: p[side].producerEpoch,
       groupId: GROUP,
     }))
+    // A client asks for the group's coordinator before its TxnOffsetCommit (the first ask creates
+    // __consumer_offsets).
+    await pair.both(
+      'txn/find-group-coordinator',
+      apis.FindCoordinator,
+      pair.version(apis.FindCoordinator),
+      { keyType: 0, coordinatorKeys: [GROUP] },
+      { until: (r) => r.coordinators.every((c) => c.errorCode === 0), timeoutMs: 30_000 },
+    )
+    await pair.waitForTopic('__consumer_offsets', 1)
+    // Kafka answers COORDINATOR_LOAD_IN_PROGRESS a moment after FindCoordinator names it.
+    const loaded = {
+      until: (r: { topics: { partitions: { errorCode: number }[] }[] }) =>
+        r.topics.every((t) => t.partitions.every((p) => p.errorCode !== 14)),
+    }
     const commit = (step: string, generationId: number, memberId: string) =>
-      pair.both(step, apis.TxnOffsetCommit, pair.version(apis.TxnOffsetCommit), (side) => ({
-        transactionalId: A,
-        groupId: GROUP,
-        producerId: p[side].producerId,
-        producerEpoch: p[side].producerEpoch,
-        generationId,
-        memberId,
-        groupInstanceId: null,
-        topics: [
-          {
-            name: TOPIC,
-            partitions: [
-              { partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, committedMetadata: 'm' },
-            ],
-          },
-        ],
-      }))
+      pair.both(
+        step,
+        apis.TxnOffsetCommit,
+        pair.version(apis.TxnOffsetCommit),
+        (side) => ({
+          transactionalId: A,
+          groupId: GROUP,
+          producerId: p[side].producerId,
+          producerEpoch: p[side].producerEpoch,
+          generationId,
+          memberId,
+          groupInstanceId: null,
+          topics: [
+            {
+              name: TOPIC,
+              partitions: [
+                { partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, committedMetadata: 'm' },
+              ],
+            },
+          ],
+        }),
+        loaded,
+      )
     await commit('txn/txn-offset-commit', -1, '')
     await commit('txn/txn-offset-commit-unknown-member', 3, 'nobody')
     await describe('txn/describe-ongoing', [A, id('txn-unknown')])
@@ -257,7 +278,7 @@ scenario(
     await addPartitions('txn/add-partitions-before-init', A, fencer, [{ name: TOPIC, partitions: [1] }])
     await init('txn/init-concurrent', A)
     await init('txn/init-after-concurrent', A, { until: true })
-    await describe('txn/describe-after-concurrent', [A], 'CompleteAbort')
+    await describe('txn/describe-after-concurrent', [A], 'Empty')
   },
 )
 
@@ -268,7 +289,7 @@ scenario(
     const T = id('txn-timeout')
     const p = await init('txn-timeout/init', T, { timeoutMs: 1_000, until: true })
     await addPartitions('txn-timeout/add-partitions', T, p, [{ name: TOPIC, partitions: [1] }])
-    await describe('txn-timeout/describe-aborted', [T], 'CompleteAbort')
+    await describe('txn-timeout/describe-after-timeout', [T], 'CompleteAbort')
     await addPartitions('txn-timeout/add-partitions-after', T, p, [{ name: TOPIC, partitions: [1] }])
     await endTxn('txn-timeout/commit-after', T, p, true)
     await endTxn('txn-timeout/abort-after', T, p, false)
