@@ -3,7 +3,8 @@
  * AddPartitionsToTxn v3, AddOffsetsToTxn, TxnOffsetCommit, EndTxn v4, transactional Produce v11),
  * the same requests to Kafka 4.0 and to Weir: FindCoordinator of transactional ids, epoch bumps,
  * fencing, KIP-360 recovery, empty and repeated EndTxn, DescribeTransactions and ListTransactions
- * with their filters, and a transaction the coordinator aborts on its timeout. Producer ids are
+ * with their filters, a transaction the coordinator aborts on its timeout, and WriteTxnMarkers from a
+ * principal without CLUSTER_ACTION (StandardAuthorizer; ANONYMOUS a super user). Producer ids are
  * aliased per side (the harness's masks), start times ignored.
  */
 import { after, before } from 'node:test'
@@ -20,11 +21,18 @@ const CONCURRENT_TRANSACTIONS = 51
 const START_TIME = ['*transactionStartTimeMs']
 
 before(async () => {
-  pair = await Pair.start('transactions', {
-    'transaction.max.timeout.ms': '120000',
-    // The timed-out transaction below is aborted within a second on both sides.
-    'transaction.abort.timed.out.transaction.cleanup.interval.ms': '200',
-  })
+  pair = await Pair.start(
+    'transactions',
+    {
+      'transaction.max.timeout.ms': '120000',
+      // The timed-out transaction below is aborted within a second on both sides.
+      'transaction.abort.timed.out.transaction.cleanup.interval.ms': '200',
+      // The PLAINTEXT listener's ANONYMOUS may do anything; `client` (SASL) has no ACL.
+      'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+      'super.users': 'User:ANONYMOUS',
+    },
+    { saslUsers: { client: 'client-secret' } },
+  )
   await pair.each(apis.CreateTopics, pair.version(apis.CreateTopics), {
     topics: [{ name: TOPIC, numPartitions: 2, replicationFactor: 1 }],
     timeoutMs: 30_000,
@@ -294,5 +302,29 @@ scenario(
     await endTxn('txn-timeout/commit-after', T, p, true)
     await endTxn('txn-timeout/abort-after', T, p, false)
     await init('txn-timeout/init-after', T, { from: p })
+  },
+)
+
+scenario(
+  'WriteTxnMarkers from a client principal without CLUSTER_ACTION',
+  () => pair,
+  async () => {
+    const client = await pair.login('client')
+    const res = await Promise.all(
+      (['kafka', 'weir'] as const).map((side) =>
+        client[side].request(apis.WriteTxnMarkers, 1, {
+          markers: [
+            {
+              producerId: 1n as ProducerId,
+              producerEpoch: 0,
+              transactionResult: true,
+              topics: [{ name: TOPIC, partitionIndexes: [0] }],
+              coordinatorEpoch: 0,
+            },
+          ],
+        }),
+      ),
+    )
+    pair.differ.compare('txn/write-txn-markers-unauthorized', 'WriteTxnMarkers', 1, res[0], res[1])
   },
 )
