@@ -242,7 +242,7 @@ export const allowances: readonly Allowance[] = [
     path: 'producerEpoch',
     doc: 'producerEpoch after the coordinator aborts a transaction itself',
     reason:
-      "An InitProducerId during an open transaction: Kafka 4.0's coordinator bumps the epoch to fence the producer, again when it completes the abort, and once more for the retried InitProducerId; Weir's bumps it to fence and for the InitProducerId. Both fence the old producer and answer CONCURRENT_TRANSACTIONS until the abort is done; the epoch's value is the coordinator's own.",
+      "An InitProducerId during an open transaction of a version-1 client: the retried InitProducerId gets an epoch three above the open transaction's from Kafka 4.0 (transaction.version 2 finalized), two above from Weir (one bump to fence, one for the InitProducerId). Both fence the old producer and answer CONCURRENT_TRANSACTIONS until the abort is done; the epoch's value is the coordinator's own.",
   },
   {
     api: 'DescribeTransactions',
