@@ -175,4 +175,23 @@ test('a transactional producer over the wire: coordinator, fencing, a commit, an
     byState.transactionStates.map((t) => t.transactionalId),
     [TXN],
   )
+  // An id the coordinator does not know: only the error is set, the rest are the schema's defaults
+  // (Kafka's answer).
+  const notFound = await c.request(apis.DescribeTransactions, 0, {
+    transactionalIds: [TransactionalId('never-used')],
+  })
+  assert.deepEqual(
+    { ...notFound.transactionStates[0], _unknownTaggedFields: undefined },
+    {
+      _unknownTaggedFields: undefined,
+      errorCode: ErrorCode.TransactionalIdNotFound,
+      transactionalId: 'never-used',
+      transactionState: '',
+      transactionTimeoutMs: 0,
+      transactionStartTimeMs: 0n,
+      producerId: 0n,
+      producerEpoch: 0,
+      topics: [],
+    },
+  )
 })

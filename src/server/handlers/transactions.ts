@@ -176,14 +176,15 @@ export function makeTransactionHandlers(view: TransactionsView): Handler[] {
         transactionStates: req.transactionalIds.map((transactionalId) => {
           const d = described.get(transactionalId)
           if (d === undefined || d.errorCode !== ErrorCode.None) {
+            // Kafka sets only the error of such an entry; the other fields keep the schema's defaults.
             return {
               errorCode: d?.errorCode ?? ErrorCode.TransactionalIdAuthorizationFailed,
               transactionalId,
               transactionState: '',
               transactionTimeoutMs: 0,
-              transactionStartTimeMs: -1n,
-              producerId: ProducerId(-1n),
-              producerEpoch: -1,
+              transactionStartTimeMs: 0n,
+              producerId: ProducerId(0n),
+              producerEpoch: 0,
               topics: [],
             }
           }
