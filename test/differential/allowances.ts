@@ -236,22 +236,6 @@ export const allowances: readonly Allowance[] = [
     sometimes: true,
   },
   {
-    api: 'InitProducerId',
-    step: 'txn/init-after-concurrent',
-    path: 'producerEpoch',
-    doc: 'producerEpoch after the coordinator aborts a transaction itself',
-    reason:
-      "An InitProducerId during an open transaction of a version-1 client: the retried InitProducerId gets an epoch three above the open transaction's from Kafka 4.0 (transaction.version 2 finalized), two above from Weir (one bump to fence, one for the InitProducerId). Both fence the old producer and answer CONCURRENT_TRANSACTIONS until the abort is done; the epoch's value is the coordinator's own.",
-  },
-  {
-    api: 'DescribeTransactions',
-    step: 'txn*/describe-after-*',
-    path: 'transactionStates[producerId=*].producerEpoch',
-    doc: 'producerEpoch after the coordinator aborts a transaction itself',
-    reason:
-      'The epoch of a transaction the coordinator aborted (on an InitProducerId or its timeout): Kafka 4.0 bumps it once more than Weir when it completes the abort.',
-  },
-  {
     api: 'DescribeProducers',
     path: 'topics[name=*].partitions[partitionIndex=*].errorMessage',
     kafka: null,
