@@ -226,7 +226,11 @@ test("Kafka's kafka-transactions: list, describe, abort an open transaction by i
     '--transactional-id',
     'tools-tx',
   )
-  assert.match(described, /^\d+\s+tools-tx\s+\d+\s+0\s+Ongoing\s+60000\s+\d+\s+\d+\s+tools-t-0\s*$/m, described)
+  assert.match(
+    described,
+    /^\d+\s+tools-tx\s+\d+\s+0\s+Ongoing\s+60000\s+\d+\s+\d+\s+tools-t-0\s*$/m,
+    described,
+  )
   const aborted = await runKafkaTool(
     'kafka-transactions',
     ...bootstrap,
@@ -243,7 +247,13 @@ test("Kafka's kafka-transactions: list, describe, abort an open transaction by i
   const offsets = await kafkaTool('kafka-get-offsets', ...bootstrap, '--topic', 'tools-t', '--time', '-1')
   assert.match(offsets, /^tools-t:0:2$/m, offsets)
   for (let broker = 1; broker <= target.addresses.length; broker++) {
-    const hanging = await kafkaTool('kafka-transactions', ...bootstrap, 'find-hanging', '--broker-id', `${broker}`)
+    const hanging = await kafkaTool(
+      'kafka-transactions',
+      ...bootstrap,
+      'find-hanging',
+      '--broker-id',
+      `${broker}`,
+    )
     assert.doesNotMatch(hanging, /tools-t/, hanging)
   }
 })
