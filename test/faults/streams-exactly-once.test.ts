@@ -16,10 +16,8 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import kafkajs from 'kafkajs'
-import { startKafka } from '../../tools/kafka/kafka.ts'
-import { WeirCluster } from '../support/cluster.ts'
-import { COMPAT_TARGET, clusterSettings, freePortPair } from '../support/compat-target.ts'
 import { REPO, tempDir, waitFor } from '../support/weir-process.ts'
+import { startBrokers } from './harness/brokers.ts'
 
 const { Kafka, logLevel } = kafkajs
 
@@ -49,73 +47,6 @@ function expectedCounts(): Record<string, number> {
     for (const w of line(i).split(' ')) counts[w] = (counts[w] ?? 0) + 1
   }
   return counts
-}
-
-/** The brokers under test: three Weir nodes, or one Kafka node. */
-interface Brokers {
-  readonly bootstrap: string
-  readonly replicas: number
-  kill(): Promise<void>
-  restart(): Promise<void>
-  close(): Promise<void>
-  tail(): string
-}
-
-const brokerSettings = {
-  'group.initial.rebalance.delay.ms': 0,
-  // The coordinator looks for transactions past their timeout this often (Kafka's default 10 s).
-  'transaction.abort.timed.out.transaction.cleanup.interval.ms': 1000,
-}
-
-async function weirBrokers(): Promise<Brokers> {
-  const cluster = await WeirCluster.start({
-    nodes: 3,
-    prefix: 'weir-streams-eos-',
-    config: {
-      ...clusterSettings(3),
-      ...brokerSettings,
-      'offsets.topic.num.partitions': 3,
-      'transaction.state.log.num.partitions': 3,
-    },
-  })
-  const victim = cluster.node(2).process
-  return {
-    bootstrap: cluster.bootstrap,
-    replicas: 3,
-    kill: () => victim.kill(),
-    restart: () => victim.start(60_000),
-    close: () => cluster.kill(),
-    tail: () => cluster.outputTail(3000),
-  }
-}
-
-async function kafkaBrokers(): Promise<Brokers> {
-  const dir = tempDir('weir-streams-eos-kafka-')
-  const port = await freePortPair()
-  const options = {
-    port,
-    controllerPort: port + 1,
-    dataDir: dir.path,
-    quiet: true,
-    config: Object.fromEntries(Object.entries(brokerSettings).map(([k, v]) => [k, String(v)])),
-  }
-  let broker = await startKafka(options)
-  return {
-    bootstrap: broker.bootstrap,
-    replicas: 1,
-    kill: async () => {
-      process.kill(broker.pid!, 'SIGKILL')
-      await broker.stop(0)
-    },
-    restart: async () => {
-      broker = await startKafka({ ...options, fresh: false })
-    },
-    close: async () => {
-      await broker.stop(0)
-      dir.remove()
-    },
-    tail: () => `see ${broker.logFile}`,
-  }
 }
 
 /** One Streams JVM: its output, and a promise of each "STATE X" line it prints. */
@@ -181,7 +112,7 @@ test('Kafka Streams exactly_once_v2 word count: a broker and the Streams process
     .trim()
     .split('\n')
     .at(-1)!
-  const brokers = COMPAT_TARGET === 'kafka' ? await kafkaBrokers() : await weirBrokers()
+  const brokers = await startBrokers('weir-streams-eos-')
   const state = tempDir('weir-streams-eos-state-')
   const streams = new StreamsProcess(classpath, {
     BOOTSTRAP: brokers.bootstrap,
