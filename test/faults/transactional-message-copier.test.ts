@@ -78,8 +78,6 @@ test('TransactionalMessageCopier with random aborts, a broker killed (-9) mid-co
         'copy-out',
         '--transaction-size',
         '20',
-        '--transaction-timeout',
-        '10000',
         '--enable-random-aborts',
         '--use-group-metadata',
       ],
