@@ -1,16 +1,16 @@
 /**
  * @platformatic/kafka's transactions (Producer `transactionalId`, `beginTransaction()`, the
- * Transaction's send, addConsumer and addOffset, commit and abort) against CompatTarget (prove it
- * against Apache Kafka 4.0.0 with `WEIR_COMPAT_TARGET=kafka`): a committed and an aborted
- * transaction over three partitions, read back by a read_committed consumer (the committed records
- * only) and a read_uncommitted one (both); then consume-transform-produce, a group consumer's
- * records copied in a transaction that commits their offsets, the group's offsets checked.
+ * Transaction's send, commit and abort) against CompatTarget (prove it against Apache Kafka 4.0.0
+ * with `WEIR_COMPAT_TARGET=kafka`): a committed and an aborted transaction over three partitions,
+ * read back by a read_committed consumer (the committed records only) and a read_uncommitted one
+ * (both). Its consume-transform-produce (addConsumer, addOffset) is not here: against Kafka 4.0.0
+ * its group consumer's stream copied some records twice and others never, so it proves nothing
+ * about a broker yet.
  */
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Admin, Consumer, FetchIsolationLevels, type Message, Producer } from '@platformatic/kafka'
 import { CompatTarget } from '../support/compat-target.ts'
-import { waitFor } from '../support/weir-process.ts'
 
 const target = new CompatTarget('weir-platformatic-txn-', { 'group.initial.rebalance.delay.ms': 0 })
 before(() => target.start())
@@ -26,6 +26,7 @@ async function read(topic: string, isolationLevel: number, count: number): Promi
     isolationLevel,
   })
   const out: string[] = []
+  const seen = new Set<string>()
   try {
     const stream = await consumer.consume({
       topics: [topic],
@@ -36,6 +37,10 @@ async function read(topic: string, isolationLevel: number, count: number): Promi
     const deadline = setTimeout(() => stream.destroy(new Error(`${out.length} of ${count} records`)), 30_000)
     try {
       for await (const m of stream as AsyncIterable<Message>) {
+        // By offset: the stream delivers a record again when the member's assignment is redone
+        // (seen with Kafka too); a record written twice has two offsets and still counts twice.
+        if (seen.has(`${m.partition}/${m.offset}`)) continue
+        seen.add(`${m.partition}/${m.offset}`)
         out.push(`${m.partition}/${m.key}=${m.value}`)
         if (out.length >= count) break
       }
@@ -77,67 +82,4 @@ test('@platformatic/kafka: commit, abort, read_committed and read_uncommitted co
   const x = [0, 1, 2].map((p) => `${p}/x-${p}=aborted`)
   assert.deepEqual(await read('pt-out', FetchIsolationLevels.READ_COMMITTED, 3), c)
   assert.deepEqual(await read('pt-out', FetchIsolationLevels.READ_UNCOMMITTED, 6), [...c, ...x].sort())
-})
-
-test('@platformatic/kafka: consume-transform-produce, the offsets committed in the transaction', {
-  timeout: 90_000,
-}, async () => {
-  const admin = new Admin(base())
-  await admin.createTopics({ topics: ['pt-ctp-in', 'pt-ctp-out'], partitions: 3 })
-  const seed = new Producer(base())
-  await seed.send({
-    messages: Array.from({ length: 9 }, (_, i) => ({
-      topic: 'pt-ctp-in',
-      partition: i % 3,
-      key: Buffer.from(`in-${i}`),
-      value: Buffer.from(`v${i}`),
-    })),
-  })
-  await seed.close()
-  const consumer = new Consumer({
-    ...base(),
-    groupId: 'pt-ctp',
-    isolationLevel: FetchIsolationLevels.READ_COMMITTED,
-  })
-  const producer = new Producer({ ...base(), transactionalId: 'pt-ctp-tx', idempotent: true, acks: -1 })
-  try {
-    const stream = await consumer.consume({
-      topics: ['pt-ctp-in'],
-      mode: 'earliest',
-      autocommit: false,
-      maxWaitTime: 200,
-    })
-    const txn = await producer.beginTransaction()
-    await txn.addConsumer(consumer)
-    let n = 0
-    for await (const m of stream as AsyncIterable<Message>) {
-      await txn.send({
-        messages: [{ topic: 'pt-ctp-out', key: m.key, value: Buffer.from(String(m.value).toUpperCase()) }],
-      })
-      await txn.addOffset(m)
-      if (++n === 9) break
-    }
-    await txn.commit()
-    await stream.close()
-  } finally {
-    await consumer.close(true)
-    await producer.close()
-  }
-  // The group's offsets, once the COMMIT marker reached __consumer_offsets (OffsetFetch answers
-  // the offsets before the transaction meanwhile).
-  const offsets = async () =>
-    (await admin.listConsumerGroupOffsets({ groups: ['pt-ctp'] }))[0]!.topics
-      .flatMap((t) => t.partitions.map((p) => `${t.name}/${p.partitionIndex}=${p.committedOffset}`))
-      .sort()
-  const want = [0, 1, 2].map((p) => `pt-ctp-in/${p}=3`)
-  await waitFor('the committed offsets', async () =>
-    JSON.stringify(await offsets()) === JSON.stringify(want) ? true : undefined,
-  ).catch(() => undefined)
-  assert.deepEqual(await offsets(), want)
-  await admin.close()
-  const copied = await read('pt-ctp-out', FetchIsolationLevels.READ_COMMITTED, 9)
-  assert.deepEqual(
-    copied.map((r) => r.replace(/^\d+\//, '')).sort(),
-    Array.from({ length: 9 }, (_, i) => `in-${i}=V${i}`).sort(),
-  )
 })
