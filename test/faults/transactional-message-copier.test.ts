@@ -100,10 +100,14 @@ test('TransactionalMessageCopier with random aborts, a broker killed (-9) mid-co
     await brokers.kill()
     await new Promise((done) => setTimeout(done, 1500))
     await brokers.restart()
+    let timer: NodeJS.Timeout | undefined
     const code = await Promise.race([
       exited,
-      new Promise((done) => setTimeout(() => done('timeout'), 90_000)),
+      new Promise((done) => {
+        timer = setTimeout(() => done('timeout'), 90_000)
+      }),
     ])
+    clearTimeout(timer)
     if (code === 'timeout') copier.kill('SIGKILL')
     assert.equal(code, 0, `the copier did not finish:\n${output.slice(-4000)}`)
 
