@@ -40,6 +40,9 @@ public final class StreamsWordCount {
     // A killed instance's member leaves the group after this, not Kafka's 45 s default.
     p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
     p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+    // The rebalance a restarted instance starts waits this long (Streams' default 300 s) for the
+    // killed instance's member to rejoin.
+    p.put(StreamsConfig.consumerPrefix(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG), 15000);
     // A transaction the killed instance left open is aborted by the coordinator after this, if a
     // restarted instance does not fence it first.
     p.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 10000);
