@@ -9,6 +9,8 @@
 #   tools/compat-install.sh java              # prints the classpath on its last line
 #   tools/compat-install.sh franz-go          # prints the binary
 #   tools/compat-install.sh confluent-kafka   # prints the venv's python
+#   tools/compat-install.sh kafka-streams     # Kafka Streams 4.0.0 (Maven Central) and
+#                                             # StreamsWordCount.java; prints the classpath
 #   tools/compat-install.sh capture-venv      # the Python venv of tools/capture (kafka-python,
 #                                             # confluent-kafka), which the kafka-python and
 #                                             # Python group tests use; prints its python
@@ -40,6 +42,54 @@ java_client() {
     echo "compat-install.sh: compiled CompatMatrix.java and TxnScenario.java against $libs" >&2
   fi
   echo "$out:$libs/*"
+}
+
+# Kafka Streams (its jar and runtime dependencies, rocksdbjni among them, from Maven Central) beside
+# the Kafka jars of install.sh, which bring the log4j binding; StreamsWordCount.java compiled against
+# both (test/faults/streams-exactly-once.test.ts).
+kafka_streams() {
+  need javac "a JDK 17+"
+  need mvn "Maven (apt-get install maven)"
+  local libs version slibs out stamp want
+  version=4.0.0
+  libs=$(KAFKA_VERSION=$version "$root/tools/kafka/install.sh" | tail -n 1)
+  slibs="$root/.cache/kafka-streams/$version/libs"
+  if [ ! -f "$slibs/.installed" ]; then
+    mkdir -p "$slibs.pom"
+    cat >"$slibs.pom/pom.xml" <<POM
+<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>weir.tools</groupId>
+  <artifactId>kafka-streams-libs</artifactId>
+  <version>$version</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-streams</artifactId><version>$version</version></dependency>
+  </dependencies>
+</project>
+POM
+    rm -rf "$slibs.tmp"
+    mvn -q -B -Dstyle.color=never -f "$slibs.pom/pom.xml" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$slibs.tmp" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >&2
+    touch "$slibs.tmp/.installed"
+    rm -rf "$slibs"
+    mv "$slibs.tmp" "$slibs"
+    echo "compat-install.sh: Kafka Streams $version, $(ls "$slibs" | wc -l) jars in $slibs" >&2
+  fi
+  out="$cache/streams-classes"
+  stamp="$out/.stamp"
+  want=$(extra="$libs $slibs $(javac -version 2>&1)" digest "$clients/java/StreamsWordCount.java")
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    rm -rf "$out.tmp"
+    mkdir -p "$out.tmp"
+    javac -Xlint:all -Werror -d "$out.tmp" -cp "$slibs/*" "$clients/java/StreamsWordCount.java" >&2
+    echo "$want" >"$out.tmp/.stamp"
+    rm -rf "$out"
+    mv "$out.tmp" "$out"
+    echo "compat-install.sh: compiled StreamsWordCount.java against $slibs" >&2
+  fi
+  echo "$out:$slibs/*:$libs/*"
 }
 
 franz_go() {
@@ -89,14 +139,16 @@ capture_venv() {
 case "${1:-all}" in
   java) java_client ;;
   franz-go) franz_go ;;
+  kafka-streams) kafka_streams ;;
   confluent-kafka) confluent_kafka ;;
   capture-venv) capture_venv ;;
   all)
     java_client >/dev/null
     franz_go >/dev/null
+    kafka_streams >/dev/null
     confluent_kafka >/dev/null
     capture_venv >/dev/null
-    echo "compat-install.sh: the Java client, franz-go, confluent-kafka and the capture venv are ready" >&2
+    echo "compat-install.sh: the Java client, franz-go, Kafka Streams, confluent-kafka and the capture venv are ready" >&2
     ;;
-  *) echo "usage: compat-install.sh [java|franz-go|confluent-kafka|capture-venv|all]" >&2; exit 2 ;;
+  *) echo "usage: compat-install.sh [java|franz-go|kafka-streams|confluent-kafka|capture-venv|all]" >&2; exit 2 ;;
 esac

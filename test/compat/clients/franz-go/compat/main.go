@@ -11,6 +11,7 @@
 //	compat read <topic>                     group-less (ConsumePartitions), start to end offsets
 //	compat offsets <topic> <timestamp>      kadm start, end and after-milli offsets; kgo AfterMilli
 //	compat committed <topic> <group>        kadm FetchOffsets, DescribeGroups, DescribeProducers
+//	compat transact <in> <out> <group> <id> GroupTransactSession consume-transform-produce (txn.go)
 package main
 
 import (
@@ -544,6 +545,8 @@ func main() {
 		result = offsets(ctx, args[1], ts)
 	case "committed":
 		result = committed(ctx, args[1], args[2])
+	case "transact":
+		result = transact(ctx, args[1], args[2], args[3], args[4])
 	default:
 		must(fmt.Errorf("unknown command %s", args[0]))
 	}
