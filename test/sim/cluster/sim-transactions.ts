@@ -8,6 +8,8 @@
  * decided outcome. A read_committed consumer per partition reads throughout; after convergence
  * every replica is read read_committed (filtered as Java's consumer does) and its log walked.
  */
+
+import type { SeededRandom } from '../../../src/io/random.ts'
 import type { TopicName } from '../../../src/model/index.ts'
 import {
   ControlRecordType,
@@ -19,7 +21,6 @@ import {
   isTransactional,
   readBatchHeader,
 } from '../../../src/protocol/index.ts'
-import type { SeededRandom } from '../../../src/io/random.ts'
 import type { ReadOutcome } from '../../../src/replication/index.ts'
 import { type ClusterChecker, ClusterInvariant, ClusterViolation } from './cluster-invariants.ts'
 import type { SimBroker } from './sim-broker.ts'
@@ -36,6 +37,8 @@ interface Txn {
   readonly acked: Map<number, Array<{ offset: bigint; values: string[] }>>
   outcome: Outcome | null
   done: boolean
+  /** Per partition: the offset of the first acknowledged marker. */
+  readonly markers: Map<number, bigint>
 }
 
 export interface TxnContext {
@@ -53,7 +56,10 @@ export interface TxnContext {
 }
 
 /** Java's consumer filtering of a read_committed answer: per producer, from each aborted transaction's first offset. */
-function readCommitted(o: ReadOutcome, visit: (h: ReturnType<typeof readBatchHeader>, values: string[]) => void): bigint | null {
+function readCommitted(
+  o: ReadOutcome,
+  visit: (h: ReturnType<typeof readBatchHeader>, values: string[]) => void,
+): bigint | null {
   const aborted = [...(o.abortedTransactions ?? [])].sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : 1))
   const abortedProducers = new Set<bigint>()
   let at = 0
@@ -61,7 +67,8 @@ function readCommitted(o: ReadOutcome, visit: (h: ReturnType<typeof readBatchHea
   while (at + 61 <= o.records.length) {
     const h = readBatchHeader(o.records, at)
     const lastOffset = h.baseOffset + BigInt(h.lastOffsetDelta)
-    while (aborted.length > 0 && aborted[0]!.firstOffset <= lastOffset) abortedProducers.add(aborted.shift()!.producerId)
+    while (aborted.length > 0 && aborted[0]!.firstOffset <= lastOffset)
+      abortedProducers.add(aborted.shift()!.producerId)
     const batch = decodeBatch(o.records, at)
     if (isControl(h.attributes)) {
       const type = decodeControlKey(batch.records[0]?.key ?? null).type
@@ -118,7 +125,14 @@ export class TxnWorkload {
     const { random, partitions } = this.#c
     const chosen = [...Array(partitions).keys()].filter(() => random.nextFloat() < 0.7)
     if (chosen.length === 0) chosen.push(random.int(partitions))
-    const txn: Txn = { id: this.txns.length, partitions: chosen, acked: new Map(), outcome: null, done: false }
+    const txn: Txn = {
+      id: this.txns.length,
+      partitions: chosen,
+      acked: new Map(),
+      outcome: null,
+      done: false,
+      markers: new Map(),
+    }
     this.txns.push(txn)
     const batches: Array<{ partition: number; values: string[] }> = []
     for (const p of chosen)
@@ -133,7 +147,11 @@ export class TxnWorkload {
       const { partition, values } = batches[i]!
       const seq = this.#sequences.get(partition) ?? 0
       const records = encodeBatch({
-        records: values.map((v) => ({ key: null, value: Buffer.from(v), timestamp: BigInt(c.clock.nowMs()) })),
+        records: values.map((v) => ({
+          key: null,
+          value: Buffer.from(v),
+          timestamp: BigInt(c.clock.nowMs()),
+        })),
         producerId: TXN_PRODUCER_ID,
         producerEpoch: epoch,
         baseSequence: seq,
@@ -154,9 +172,17 @@ export class TxnWorkload {
         .then(
           (r) => {
             if (r.errorCode === ErrorCode.None) {
-              this.#log(`${txn.id} ACK ${this.#c.topic}-${partition}@${r.baseOffset} seq ${seq} (leader ${leader.id})`)
+              this.#log(
+                `${txn.id} ACK ${this.#c.topic}-${partition}@${r.baseOffset} seq ${seq} (leader ${leader.id})`,
+              )
               try {
-                this.#c.checker.ack(`${this.#c.topic}-${partition}`, r.baseOffset, TXN_PRODUCER_ID, seq, leader.id)
+                this.#c.checker.ack(
+                  `${this.#c.topic}-${partition}`,
+                  r.baseOffset,
+                  TXN_PRODUCER_ID,
+                  seq,
+                  leader.id,
+                )
               } catch (e) {
                 this.#c.world.fail(e)
               }
@@ -177,7 +203,9 @@ export class TxnWorkload {
               this.#log(`${txn.id} ANOMALY error ${r.errorCode} seq ${seq}: abort and bump the epoch`)
               return this.#decide(c, txn, true)
             }
-            this.#log(`${txn.id} produce ${this.#c.topic}-${partition} seq ${seq} to ${leader.id}: error ${r.errorCode}`)
+            this.#log(
+              `${txn.id} produce ${this.#c.topic}-${partition} seq ${seq} to ${leader.id}: error ${r.errorCode}`,
+            )
             retry()
           },
           () => retry(),
@@ -231,17 +259,24 @@ export class TxnWorkload {
           (r) => {
             if (gen !== generation) return
             if (r.errorCode !== ErrorCode.None) {
-              this.#log(`${txn.id} marker ${this.#c.topic}-${partition} to ${leader.id}: error ${r.errorCode}`)
+              this.#log(
+                `${txn.id} marker ${this.#c.topic}-${partition} to ${leader.id}: error ${r.errorCode}`,
+              )
               return retry()
             }
-            this.#log(`${txn.id} MARKER ${txn.outcome} ${this.#c.topic}-${partition}@${r.baseOffset} (coordinator epoch ${coordinatorEpoch})`)
+            this.#log(
+              `${txn.id} MARKER ${txn.outcome} ${this.#c.topic}-${partition}@${r.baseOffset} (coordinator epoch ${coordinatorEpoch})`,
+            )
+            if (!txn.markers.has(partition)) txn.markers.set(partition, r.baseOffset)
             pending.delete(partition)
             written++
             if (pending.size === 0) return finish()
             if (written === failAfter + 1 && failAfter >= 0 && gen === 0) {
               generation++
               const downMs = random.nextFloat() * this.#c.gapMs * 20
-              this.#log(`${txn.id} COORDINATOR FAILS after ${written} markers, back in ${downMs.toFixed(1)} ms`)
+              this.#log(
+                `${txn.id} COORDINATOR FAILS after ${written} markers, back in ${downMs.toFixed(1)} ms`,
+              )
               c.clock.setTimer(downMs, () => {
                 coordinatorEpoch = ++this.#coordinatorEpoch
                 // The successor loads the decision and writes every marker again.
@@ -276,7 +311,16 @@ export class TxnWorkload {
         .rpc(c.id, leader.id, c.clock, timeoutMs, async () => {
           if (leader.rm === null || !leader.serving) throw new Error('not serving')
           const [o] = await leader.rm.fetchMessages(
-            [{ topic, partition, fetchOffset: position, maxBytes: 1 << 20, currentLeaderEpoch: -1, lastFetchedEpoch: -1 }],
+            [
+              {
+                topic,
+                partition,
+                fetchOffset: position,
+                maxBytes: 1 << 20,
+                currentLeaderEpoch: -1,
+                lastFetchedEpoch: -1,
+              },
+            ],
             { replicaId: -1, maxWaitMs: 0, minBytes: 1, maxBytes: 1 << 20, isolationLevel: 1 },
           )
           return o!
@@ -287,7 +331,13 @@ export class TxnWorkload {
               if (o.errorCode === ErrorCode.None) {
                 const next = readCommitted(o, (h, values) => {
                   if (h.producerId !== TXN_PRODUCER_ID) return
-                  this.#visible(`${topic}-${partition}`, h.baseOffset, o.lastStableOffset, values, `consumer from ${leader.id}`)
+                  this.#visible(
+                    `${topic}-${partition}`,
+                    h.baseOffset,
+                    o.lastStableOffset,
+                    values,
+                    `consumer from ${leader.id}`,
+                  )
                   for (const v of values) delivered.set(v, h.baseOffset)
                 })
                 if (next !== null) this.#positions.set(partition, next)
@@ -304,12 +354,28 @@ export class TxnWorkload {
   }
 
   /** A record a read_committed read returned: below the LSO, of a transaction decided COMMIT. */
-  #visible(tp: string, offset: bigint, lso: bigint, values: string[], who: string): void {
+  #visible(
+    tp: string,
+    offset: bigint,
+    lso: bigint,
+    values: string[],
+    who: string,
+    excused: (offset: bigint) => boolean = (o) => this.#c.checker.powerLossExplains(tp, o, 1 << 30),
+  ): void {
     if (offset >= lso)
-      throw new ClusterViolation(ClusterInvariant.NoUncommittedRead, `${tp}@${offset} read past the LSO ${lso} by ${who}`)
+      throw new ClusterViolation(
+        ClusterInvariant.NoUncommittedRead,
+        `${tp}@${offset} read past the LSO ${lso} by ${who}`,
+      )
     for (const v of values) {
       const txn = this.#outcomeOf(v)
       if (txn?.outcome === 'commit') continue
+      // Its marker lost to a power failure (a follower's unsynced copy that then led), a later one closed it.
+      const marker = txn?.markers.get(Number(tp.slice(tp.lastIndexOf('-') + 1)))
+      if (marker !== undefined && excused(marker)) {
+        this.#c.checker.excusedLosses++
+        continue
+      }
       throw new ClusterViolation(
         txn?.outcome === 'abort' ? ClusterInvariant.NoAbortedRead : ClusterInvariant.NoUncommittedRead,
         `${tp}@${offset} ${v} read by ${who}, its transaction ${txn?.outcome ?? 'undecided'}`,
@@ -318,16 +384,23 @@ export class TxnWorkload {
   }
 
   /** After convergence (every transaction complete): every replica read read_committed, and its log walked. */
-  async check(brokers: readonly SimBroker[], replicasOf: (partition: number) => readonly number[], leaderEpochOf: (partition: number) => number): Promise<void> {
+  async check(
+    brokers: readonly SimBroker[],
+    replicasOf: (partition: number) => readonly number[],
+    leaderEpochOf: (partition: number) => number,
+  ): Promise<void> {
     const { topic, checker } = this.#c
     for (let partition = 0; partition < this.#c.partitions; partition++) {
       const tp = `${topic}-${partition}`
       const epoch = leaderEpochOf(partition)
       const excused = (offset: bigint) => checker.powerLossExplains(tp, offset, epoch)
-      // What a committed transaction wrote here, as acknowledged.
+      // What a committed transaction wrote here, as acknowledged (unless its marker was lost to a power failure).
       const expected = new Map<string, bigint>()
-      for (const t of this.txns)
-        if (t.outcome === 'commit') for (const b of t.acked.get(partition) ?? []) for (const v of b.values) expected.set(v, b.offset)
+      for (const t of this.txns) {
+        const marker = t.markers.get(partition)
+        if (t.outcome === 'commit' && !(marker !== undefined && excused(marker)))
+          for (const b of t.acked.get(partition) ?? []) for (const v of b.values) expected.set(v, b.offset)
+      }
       // A read_committed consumer that passed a committed record delivered it.
       const position = this.#positions.get(partition)!
       const delivered = this.#delivered.get(partition)!
@@ -341,9 +414,25 @@ export class TxnWorkload {
         const rm = brokers[id - 1]!.rm!
         const read = async (isolationLevel: number, from: bigint) => {
           const [o] = await rm.fetchMessages(
-            [{ topic: topic, partition, fetchOffset: from, maxBytes: 1 << 20, currentLeaderEpoch: -1, lastFetchedEpoch: -1 }],
+            [
+              {
+                topic: topic,
+                partition,
+                fetchOffset: from,
+                maxBytes: 1 << 20,
+                currentLeaderEpoch: -1,
+                lastFetchedEpoch: -1,
+              },
+            ],
             isolationLevel === 1
-              ? { replicaId: -1, clientRack: 'sim', maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 20, isolationLevel }
+              ? {
+                  replicaId: -1,
+                  clientRack: 'sim',
+                  maxWaitMs: 0,
+                  minBytes: 0,
+                  maxBytes: 1 << 20,
+                  isolationLevel,
+                }
               : { replicaId: -2, maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 20, isolationLevel },
           )
           return o!
@@ -353,14 +442,31 @@ export class TxnWorkload {
         for (let from = 0n; ; ) {
           const o = await read(1, from)
           if (o.errorCode !== ErrorCode.None)
-            throw new ClusterViolation(ClusterInvariant.Convergence, `${tp} replica ${id}: read_committed error ${o.errorCode}`)
+            throw new ClusterViolation(
+              ClusterInvariant.Convergence,
+              `${tp} replica ${id}: read_committed error ${o.errorCode}`,
+            )
           if (o.lastStableOffset !== o.highWatermark && !excused(o.lastStableOffset))
-            throw new ClusterViolation(ClusterInvariant.TransactionMarkers, `${tp} replica ${id}: LSO ${o.lastStableOffset} below the high watermark ${o.highWatermark} with every transaction complete`)
+            throw new ClusterViolation(
+              ClusterInvariant.TransactionMarkers,
+              `${tp} replica ${id}: LSO ${o.lastStableOffset} below the high watermark ${o.highWatermark} with every transaction complete`,
+            )
           const next = readCommitted(o, (h, values) => {
             if (h.producerId !== TXN_PRODUCER_ID) return
-            this.#visible(tp, h.baseOffset, o.lastStableOffset, values, `replica ${id}`)
+            this.#visible(
+              tp,
+              h.baseOffset,
+              o.lastStableOffset,
+              values,
+              `replica ${id} (read from ${from}, aborted transactions ${JSON.stringify(o.abortedTransactions ?? [], (_k, v) => (typeof v === 'bigint' ? Number(v) : v))})`,
+              excused,
+            )
             for (const v of values) {
-              if (seen.has(v)) throw new ClusterViolation(ClusterInvariant.NoTornTransaction, `${tp} replica ${id}: ${v} read twice`)
+              if (seen.has(v))
+                throw new ClusterViolation(
+                  ClusterInvariant.NoTornTransaction,
+                  `${tp} replica ${id}: ${v} read twice`,
+                )
               seen.set(v, h.baseOffset)
             }
           })
@@ -393,18 +499,35 @@ export class TxnWorkload {
                 const type = decodeControlKey(batch.records[0]?.key ?? null).type
                 const outcome: Outcome = type === ControlRecordType.commit ? 'commit' : 'abort'
                 if (open !== null) {
-                  if (this.txns[open]!.outcome !== outcome)
-                    throw new ClusterViolation(ClusterInvariant.TransactionMarkers, `${where}: ${outcome} marker closes transaction ${open}, decided ${this.txns[open]!.outcome}`)
+                  const lost = this.txns[open]!.markers.get(partition)
+                  if (this.txns[open]!.outcome !== outcome && !(lost !== undefined && excused(lost)))
+                    throw new ClusterViolation(
+                      ClusterInvariant.TransactionMarkers,
+                      `${where}: ${outcome} marker closes transaction ${open}, decided ${this.txns[open]!.outcome}`,
+                    )
                   lastClosed = open
                   open = null
-                } else if (!this.txns.some((t) => t.id >= lastClosed && t.outcome === outcome && t.partitions.includes(partition)))
-                  throw new ClusterViolation(ClusterInvariant.TransactionMarkers, `${where}: a ${outcome} marker of no transaction`)
+                } else if (
+                  !this.txns.some(
+                    (t) => t.id >= lastClosed && t.outcome === outcome && t.partitions.includes(partition),
+                  )
+                )
+                  throw new ClusterViolation(
+                    ClusterInvariant.TransactionMarkers,
+                    `${where}: a ${outcome} marker of no transaction`,
+                  )
               } else {
                 const t = this.#outcomeOf(batch.records[0]!.value!.toString())!
                 if (open !== null && open !== t.id)
-                  throw new ClusterViolation(ClusterInvariant.TransactionMarkers, `${where}: transaction ${t.id} begins before ${open} has its marker`)
+                  throw new ClusterViolation(
+                    ClusterInvariant.TransactionMarkers,
+                    `${where}: transaction ${t.id} begins before ${open} has its marker`,
+                  )
                 if (t.id <= lastClosed)
-                  throw new ClusterViolation(ClusterInvariant.TransactionMarkers, `${where}: a record of transaction ${t.id} after its marker`)
+                  throw new ClusterViolation(
+                    ClusterInvariant.TransactionMarkers,
+                    `${where}: a record of transaction ${t.id} after its marker`,
+                  )
                 open = t.id
               }
             }
@@ -412,7 +535,10 @@ export class TxnWorkload {
           }
         }
         if (open !== null && !excused(this.txns[open]!.acked.get(partition)?.[0]?.offset ?? 0n))
-          throw new ClusterViolation(ClusterInvariant.TransactionMarkers, `${tp} replica ${id}: transaction ${open} has no marker`)
+          throw new ClusterViolation(
+            ClusterInvariant.TransactionMarkers,
+            `${tp} replica ${id}: transaction ${open} has no marker`,
+          )
       }
     }
   }
