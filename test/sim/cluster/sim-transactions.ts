@@ -186,8 +186,8 @@ export class TxnWorkload {
               } catch (e) {
                 this.#c.world.fail(e)
               }
-              let list = txn.acked.get(partition)
-              if (list === undefined) txn.acked.set(partition, (list = []))
+              const list = txn.acked.get(partition) ?? []
+              txn.acked.set(partition, list)
               list.push({ offset: r.baseOffset, values })
               this.#sequences.set(partition, seq + values.length)
               send(i + 1)
