@@ -27,6 +27,12 @@ export const ClusterInvariant = {
   IsrSubsetOfReplicas: 'IsrSubsetOfReplicas',
   NoDivergenceBelowHighWatermark: 'NoDivergenceBelowHighWatermark',
   CommittedOffsetNeverRegresses: 'CommittedOffsetNeverRegresses',
+  NoAbortedRead: 'NoAbortedRead',
+  NoUncommittedRead: 'NoUncommittedRead',
+  NoTornTransaction: 'NoTornTransaction',
+  NoLostCommittedWrite: 'NoLostCommittedWrite',
+  NoSkippedTransaction: 'NoSkippedTransaction',
+  TransactionMarkers: 'TransactionMarkers',
   Convergence: 'Convergence',
   SimulatorError: 'SimulatorError',
 } as const

@@ -12,11 +12,12 @@
 import { GROUP_METADATA_TOPIC_NAME, partitionForGroup } from '../../../src/coordinator/index.ts'
 import { SeededRandom } from '../../../src/io/random.ts'
 import type { BrokerId, GroupId, TopicName } from '../../../src/model/index.ts'
-import { ErrorCode, encodeBatch, readBatchHeader } from '../../../src/protocol/index.ts'
+import { ErrorCode, encodeBatch, isControl, readBatchHeader } from '../../../src/protocol/index.ts'
 import type { ReadOutcome } from '../../../src/replication/index.ts'
 import { ClusterChecker, ClusterInvariant, ClusterViolation } from './cluster-invariants.ts'
 import { type BrokerTimings, SimBroker } from './sim-broker.ts'
 import { CONTROLLER_ID, SimController } from './sim-controller.ts'
+import { TxnWorkload } from './sim-transactions.ts'
 import { CALM_NETWORK, type NetworkProfile, NodeClock, type SimEndpoint, SimWorld } from './sim-world.ts'
 
 export interface ClusterPlan {
@@ -59,6 +60,8 @@ export interface ClusterSeedResult {
   readonly crashes: number
   readonly excusedLosses: number
   readonly anomalies: number
+  /** Transactions completed (committed, aborted) by the transactional workload. */
+  readonly transactions: { readonly committed: number; readonly aborted: number }
   readonly traceHash: string
   readonly trace: readonly string[]
 }
@@ -121,6 +124,8 @@ const TOPIC = 'sim' as TopicName
  * dir goes offline (reported in heartbeats, leaderships moved) and comes back through recovery.
  */
 const DISK_FULL_SEED_SHARE = 0.3
+/** The share of seeds with a transactional producer and read_committed consumers. */
+const TXN_SEED_SHARE = 0.3
 
 interface ClientEndpoint extends SimEndpoint {
   readonly clock: NodeClock
@@ -190,6 +195,7 @@ export async function runClusterSeed(
     }
   }
   let anomalies = 0
+  let txn: TxnWorkload | undefined
   const clients: ClientEndpoint[] = []
   const client = (id: number): ClientEndpoint => {
     const c: { id: number; up: boolean; incarnation: number; clock?: NodeClock } = {
@@ -588,6 +594,7 @@ export async function runClusterSeed(
     crashes: brokers.reduce((n, b) => n + b.crashes, 0),
     excusedLosses: checker.excusedLosses,
     anomalies,
+    transactions: { committed: txn?.committed ?? 0, aborted: txn?.aborted ?? 0 },
     traceHash: world.traceHash,
     trace: world.trace,
     ...extra,
@@ -608,6 +615,24 @@ export async function runClusterSeed(
     for (let k = 0; k < plan.producers; k++) produce(k)
     for (let p = 0; p < plan.partitions; p++) consume(p)
     commitGroupOffsets()
+    // Transactions come from their own stream, so that seeds without them replay as before.
+    const txnRandom = new SeededRandom(BigInt(seed) + (8n << 40n))
+    if (txnRandom.nextFloat() < TXN_SEED_SHARE) {
+      txn = new TxnWorkload({
+        world,
+        topic: TOPIC,
+        partitions: plan.partitions,
+        timeoutMs,
+        backoffMs: Math.max(1, 100 * plan.timeScale),
+        gapMs: plan.produceGapMs * 5,
+        random: txnRandom,
+        checker,
+        client,
+        leaderOf,
+        anomaly: () => anomalies++,
+      })
+      txn.start()
+    }
     world.network = plan.network
     world.at(start + faults.nextFloat() * plan.faultGapMs, 'fault', fault)
     // Full disks come from their own stream, so that seeds without them replay as before.
@@ -639,11 +664,20 @@ export async function runClusterSeed(
     for (const b of brokers) if (!b.up) b.start()
     world.log('QUIET: faults stop')
     producing = false
-    const converged = () => convergence(controller, brokers, plan) === null
+    txn?.stop()
+    const converged = () => convergence(controller, brokers, plan, txn) === null
     await world.runUntil(quietAt + plan.convergenceBoundMs, converged)
-    const why = convergence(controller, brokers, plan)
+    const why = convergence(controller, brokers, plan, txn)
     if (why !== null) throw new ClusterViolation(ClusterInvariant.Convergence, why)
     await readBack(checker, controller, brokers, plan)
+    if (txn !== undefined) {
+      const topic = controller.loader.image.topicsByName.get(TOPIC)!
+      await txn.check(
+        brokers,
+        (p) => topic.partitions.get(p)!.replicas,
+        (p) => topic.partitions.get(p)!.leaderEpoch,
+      )
+    }
     return result(true)
   } catch (error) {
     if (error instanceof ClusterViolation) {
@@ -691,7 +725,9 @@ function convergence(
   controller: SimController,
   brokers: readonly SimBroker[],
   plan: ClusterPlan,
+  txn: TxnWorkload | undefined,
 ): string | null {
+  if (txn !== undefined && !txn.idle) return 'a transaction is not complete'
   const image = controller.loader.image
   for (const b of brokers) {
     if (!b.serving) return `broker ${b.id} not serving`
@@ -754,6 +790,12 @@ async function readBack(
       let at = 0
       while (at + 61 <= o!.records.length) {
         const h = readBatchHeader(o!.records, at)
+        if (isControl(h.attributes)) {
+          // A transaction marker: no sequence (a retried marker may be in the log twice).
+          offset = h.baseOffset + BigInt(h.lastOffsetDelta) + 1n
+          at += 12 + h.batchLength
+          continue
+        }
         seen.set(h.baseOffset, { producerId: h.producerId, sequence: h.baseSequence })
         // Idempotence: each (producer, sequence) is in the log once, however often it was retried.
         const key = `${h.producerId}:${h.producerEpoch}:${h.baseSequence}`
