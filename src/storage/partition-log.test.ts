@@ -380,4 +380,16 @@ describe('PartitionLog segments', () => {
     assert.equal((await log.offsetForTimestamp(-2))?.offset, 0n)
     assert.equal((await log.offsetForTimestamp(-3))?.offset, 29n)
   })
+
+  it('a read of one segment lists an aborted transaction that began in it and ended in a later one', async () => {
+    const { log } = await openSimLog({ segmentBytes: 300 })
+    for (let i = 0; i < 10; i++) await log.append(valuesBatch(2, `s${i}-`))
+    assert.ok(log.segments.length > 3)
+    const marker = log.logEndOffset - 1n
+    // The entry goes to the segment of its marker, the last one; the transaction began at 1.
+    const entry = { producerId: 7n, firstOffset: 1n, lastOffset: marker, lastStableOffset: 1n }
+    await log.appendAbortedTxn(entry)
+    const firstSegmentEnd = log.segments[1]!.baseOffset
+    assert.deepEqual(await log.collectAbortedTxns(0n, firstSegmentEnd), [entry])
+  })
 })

@@ -489,15 +489,16 @@ export class PartitionLog {
   /**
    * The aborted transactions a read of `[fetchOffset, upperBoundOffset)` must report to a
    * read_committed consumer (Kafka's `collectAbortedTransactions`): from the segment holding
-   * `fetchOffset` on, until an entry's last stable offset reaches the bound.
+   * `fetchOffset` on, until an entry's last stable offset reaches the bound (or the last segment).
    */
   async collectAbortedTxns(fetchOffset: bigint, upperBoundOffset: bigint): Promise<AbortedTxn[]> {
     await this.#abortedTxnWrites
     const segments = this.#local.segments.all
     const out: AbortedTxn[] = []
+    // No stop at a segment past the bound: an aborted transaction that began inside the read is
+    // indexed in the segment of its marker, which may start after the records read end.
     for (let i = Math.max(0, this.#local.segments.floorIndex(fetchOffset)); i < segments.length; i++) {
       const s = segments[i]!
-      if (s.baseOffset >= upperBoundOffset) break
       const found = (await s.transactionIndex()).collectAbortedTxns(fetchOffset, upperBoundOffset)
       out.push(...found.abortedTransactions)
       if (found.isComplete) break
