@@ -19,6 +19,7 @@ import { PLAIN_JAAS, pythonOf } from '../test/support/security-clients.ts'
 import { makeTestCerts } from '../test/support/tls-certs.ts'
 import { freePorts, REPO, tempDir, WeirProcess, writeProperties } from '../test/support/weir-process.ts'
 import { kafkaVersion, startKafka } from '../tools/kafka/kafka.ts'
+import { run } from './run-command.ts'
 
 const { values: opts } = parseArgs({
   options: {
@@ -73,23 +74,6 @@ const SECURED = {
   'listener.name.sasl_ssl.ssl.keystore.password': certs.password,
   'listener.name.sasl_ssl.sasl.enabled.mechanisms': 'PLAIN',
   'listener.name.sasl_ssl.plain.sasl.jaas.config': PLAIN_JAAS({ [USER.username]: USER.password }),
-}
-
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString()
-    })
-    child.stderr.on('data', (d: Buffer) => {
-      if (err.length < 65536) err += d.toString()
-    })
-    child.once('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args[0]} exited with ${code}:\n${err}`)),
-    )
-  })
 }
 
 async function weir(): Promise<Node> {

@@ -23,6 +23,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { freePorts, REPO, tempDir, WeirProcess, writeProperties } from '../test/support/weir-process.ts'
 import { installKafka, kafkaVersion, startKafka } from '../tools/kafka/kafka.ts'
+import { run } from './run-command.ts'
 
 const { values: opts } = parseArgs({
   options: {
@@ -79,23 +80,6 @@ function javaClasspath(): string {
     renameSync(tmp, out)
   }
   return `${out}:${libs}/*`
-}
-
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString()
-    })
-    child.stderr.on('data', (d: Buffer) => {
-      if (err.length < 65536) err += d.toString()
-    })
-    child.once('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}:\n${err}`)),
-    )
-  })
 }
 
 async function weir(): Promise<Node> {
