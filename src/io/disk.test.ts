@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { after, describe, it } from 'node:test'
 import { type Disk, DiskError, isNotFound, joinPath, parentDir } from './disk.ts'
-import { NodeDisk } from './node-disk.ts'
+import { NodeDisk, openFileLimit, openFilesMaxDefault } from './node-disk.ts'
 import { SeededRandom } from './random.ts'
 import { SimDisk } from './sim-disk.ts'
 
@@ -24,6 +24,10 @@ const impls: [string, () => Promise<{ disk: Disk; root: string }>][] = [
   [
     'NodeDisk, every write in the thread pool',
     async () => ({ disk: new NodeDisk({ syncWriteBytesMax: 0 }), root: await nodeRoot() }),
+  ],
+  [
+    'NodeDisk, one file open at a time',
+    async () => ({ disk: new NodeDisk({ openFilesMax: 1 }), root: await nodeRoot() }),
   ],
   [
     'SimDisk',
@@ -167,6 +171,93 @@ describe('NodeDisk small writes', () => {
       pending = f.write([Buffer.from('late')], 0)
     })
     await assert.rejects(pending!, (e: unknown) => e instanceof DiskError && e.code === 'EBADF')
+  })
+})
+
+/** How many descriptors of this process point into `dir`. */
+function descriptorsUnder(dir: string): number {
+  let n = 0
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${dir}/`)) n++
+    } catch {
+      // closed meanwhile (the readdir's own descriptor)
+    }
+  }
+  return n
+}
+
+describe('NodeDisk open-file bound', () => {
+  it('holds at most openFilesMax descriptors for many open files, each still reading and writing its own bytes', async () => {
+    const root = await nodeRoot()
+    const disk = new NodeDisk({ openFilesMax: 8 })
+    const files = []
+    for (let i = 0; i < 100; i++) {
+      const f = await disk.open(joinPath(root, `f${i}`), { create: true })
+      await f.append([Buffer.from(`file ${i};`)])
+      files.push(f)
+    }
+    assert.ok(descriptorsUnder(root) <= 8, `${descriptorsUnder(root)} descriptors`)
+    assert.equal(disk.openFiles.max, 8)
+    assert.ok(disk.openFiles.open <= 8)
+    // Each in turn, several at once: every file reopens by its name and appends at its own end.
+    await Promise.all(files.map((f, i) => f.write([Buffer.from(`again ${i}`)], f.size())))
+    await Promise.all(files.map((f) => f.sync()))
+    // Busy files may pass the bound while they work; idle again, the extra ones close.
+    assert.ok(disk.openFiles.open <= 8, `${disk.openFiles.open} open`)
+    for (let i = 0; i < 100 && descriptorsUnder(root) > 8; i++) await new Promise((r) => setTimeout(r, 10))
+    assert.ok(descriptorsUnder(root) <= 8, `${descriptorsUnder(root)} descriptors`)
+    for (let i = 0; i < 100; i++) {
+      const into = Buffer.alloc(files[i]!.size())
+      await files[i]!.read(into, 0, into.length)
+      assert.equal(into.toString(), `file ${i};again ${i}`)
+    }
+    for (const f of files) await f.close()
+    assert.equal(descriptorsUnder(root), 0)
+    assert.equal(disk.openFiles.open, 0)
+  })
+
+  it('reopens a closed-for-now file by its new name after a rename of it or of its directory', async () => {
+    const root = await nodeRoot()
+    const disk = new NodeDisk({ openFilesMax: 1 })
+    await disk.mkdir(joinPath(root, 'd'))
+    const a = await disk.open(joinPath(root, 'd/a'), { create: true })
+    await a.append([Buffer.from('a1')])
+    const b = await disk.open(joinPath(root, 'b'), { create: true }) // a gives its descriptor to b
+    await disk.rename(joinPath(root, 'd/a'), joinPath(root, 'd/a2'))
+    await b.append([Buffer.from('b1')])
+    await disk.rename(joinPath(root, 'd'), joinPath(root, 'e'))
+    await b.append([Buffer.from('b2')])
+    await a.append([Buffer.from('a2')])
+    await a.close()
+    await b.close()
+    assert.equal(readFileSync(joinPath(root, 'e/a2'), 'latin1'), 'a1a2')
+    assert.equal(readFileSync(joinPath(root, 'b'), 'latin1'), 'b1b2')
+  })
+
+  it('keeps a removed file readable through its handle: it never gives that descriptor back', async () => {
+    const root = await nodeRoot()
+    const disk = new NodeDisk({ openFilesMax: 1 })
+    const a = await disk.open(joinPath(root, 'a'), { create: true })
+    await a.append([Buffer.from('kept')])
+    const b = await disk.open(joinPath(root, 'b'), { create: true })
+    await disk.remove(joinPath(root, 'a'))
+    await b.append([Buffer.from('x')])
+    const c = await disk.open(joinPath(root, 'c'), { create: true })
+    const into = Buffer.alloc(4)
+    assert.equal(await a.read(into, 0, 4), 4)
+    assert.equal(into.toString(), 'kept')
+    for (const f of [a, b, c]) await f.close()
+  })
+})
+
+describe('openFilesMaxDefault', () => {
+  it('is half the open-file limit, 4,096 when the limit is unknown', () => {
+    assert.equal(openFilesMaxDefault(20_000), 10_000)
+    assert.equal(openFilesMaxDefault(null), 4096)
+    assert.equal(openFilesMaxDefault(Number.MAX_SAFE_INTEGER), 1 << 29)
+    const limit = openFileLimit()
+    assert.ok(limit === null || limit > 0)
   })
 })
 
