@@ -3,6 +3,7 @@
  * the metadata loader, the controller (when a voter), the broker's log directories and lifecycle
  * (registration, heartbeats), and the listeners with their handlers; then stops them in order.
  */
+import { getHeapStatistics } from 'node:v8'
 import { type ClientSecurity, isAuthenticationError, PLAINTEXT_SECURITY } from '../client/index.ts'
 import {
   AUTHORIZER_KEYS,
@@ -281,7 +282,8 @@ export class WeirNode {
     }
     const effective = resolveBrokerConfig({ staticBroker })
     const config = nodeConfig(effective)
-    const disk = options.disk ?? new NodeDisk()
+    const disk =
+      options.disk ?? new NodeDisk({ openFilesMax: effective.int('log.open.files.max') || undefined })
     const clock = options.clock ?? systemClock
     const random = options.random ?? systemRandom
     const transport = options.transport ?? nodeTransport
@@ -479,6 +481,7 @@ export class WeirNode {
       defaultNumPartitions: effective.int('num.partitions'),
       defaultReplicationFactor: effective.int('default.replication.factor'),
       deleteTopicEnable: effective.boolean('delete.topic.enable'),
+      brokerPartitionsMax: effective.int('max.broker.partitions') || brokerPartitionsMaxDefault(),
     }
     if (config.controller) {
       this.#controller = new QuorumController({
@@ -1090,4 +1093,12 @@ async function resolveClusterId(
     )
   }
   return clusterId
+}
+
+/**
+ * `max.broker.partitions` when 0: the V8 heap limit over 32 KiB a partition (what a partition may
+ * take in memory, with room to work), so that a broker refuses partitions before its heap runs out.
+ */
+export function brokerPartitionsMaxDefault(heapLimitBytes = getHeapStatistics().heap_size_limit): number {
+  return Math.max(1, Math.floor(heapLimitBytes / (32 * 1024)))
 }

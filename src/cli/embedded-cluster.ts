@@ -26,6 +26,7 @@ import {
   NodeDisk,
   nodeTransport,
   type OpenOptions,
+  openFilesMaxDefault,
   type Transport,
   type TransportConnection,
 } from '../io/index.ts'
@@ -368,7 +369,8 @@ async function startClusterOnce(options: StartClusterOptions): Promise<EmbeddedC
     config.set('log.dirs', s.dataDir)
     config.set('cluster.id', clusterId)
     if (!httpConfigured) config.set('http.listeners', `http://${host}:${s.httpPort}`)
-    const disk = new FreezableDisk(new NodeDisk())
+    // The nodes share the process and so its open-file limit.
+    const disk = new FreezableDisk(new NodeDisk({ openFilesMax: Math.floor(openFilesMaxDefault() / count) }))
     const transport = new CuttableTransport(nodeTransport)
     const log = options.log
     s.disk = disk

@@ -39,7 +39,14 @@ describe('BROKER_CONFIGS', () => {
     )
     assert.deepEqual(
       BROKER_CONFIGS.filter((d) => d.weirOnly).map((d) => d.name),
-      ['http.listeners', 'log.format', 'log.flush.on.ack', 'leader.imbalance.per.broker.percentage'],
+      [
+        'http.listeners',
+        'log.open.files.max',
+        'max.broker.partitions',
+        'log.format',
+        'log.flush.on.ack',
+        'leader.imbalance.per.broker.percentage',
+      ],
     )
   })
 

@@ -31,6 +31,11 @@ export interface ControllerSettings {
   readonly defaultReplicationFactor: number
   /** `delete.topic.enable` */
   readonly deleteTopicEnable: boolean
+  /**
+   * `max.broker.partitions` as resolved: the most partition replicas placed on one broker.
+   * Absent or 0: no bound.
+   */
+  readonly brokerPartitionsMax?: number
 }
 
 export interface DecisionContext {

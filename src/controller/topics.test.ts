@@ -245,3 +245,53 @@ test('CreatePartitions grows a topic and refuses to shrink it', () => {
   })
   assert.equal(shrink.response.results![0]!.errorCode, ErrorCode.InvalidPartitions)
 })
+
+test('max.broker.partitions: a topic or growth past a broker budget is refused whole, the rest goes on', () => {
+  const budget = (image: MetadataImage, max: number): DecisionContext => ({
+    ...ctx(image),
+    settings: { ...ctx(image).settings, brokerPartitionsMax: max },
+  })
+  let image = cluster(2)
+  // Two brokers of 10 replicas each: 6 partitions at RF 3 cannot be placed (RF > brokers), so RF 2.
+  const first = createTopics(budget(image, 10), {
+    topics: [topic('a', 6, 2), topic('b', 5, 2), topic('c', 4, 1)],
+    timeoutMs: 0,
+    validateOnly: false,
+  })
+  const [a, b, c] = first.response.topics!
+  assert.equal(a!.errorCode, ErrorCode.None)
+  // a took 6 on each broker: b's 5 more would make 11.
+  assert.equal(b!.errorCode, ErrorCode.PolicyViolation)
+  assert.match(b!.errorMessage!, /broker \d: it holds 6 of at most 10 \(max\.broker\.partitions\)/)
+  assert.equal(c!.errorCode, ErrorCode.None, 'the budget counts what the request placed before it')
+  image = commit(image, first.records)
+  assert.equal(image.topicsByName.has(name('b')), false)
+  // 8 replicas are left in all: growing a by 5 (10 replicas) does not fit, by 2 does.
+  const grow = createPartitions(budget(image, 10), {
+    topics: [{ name: name('a'), count: 11, assignments: null }],
+    timeoutMs: 0,
+    validateOnly: false,
+  })
+  assert.equal(grow.response.results![0]!.errorCode, ErrorCode.PolicyViolation)
+  assert.equal(grow.records.length, 0)
+  const small = createPartitions(budget(image, 10), {
+    topics: [{ name: name('a'), count: 8, assignments: null }],
+    timeoutMs: 0,
+    validateOnly: false,
+  })
+  assert.equal(small.response.results![0]!.errorCode, ErrorCode.None)
+  // Internal topics count, and are never refused: the brokers need them.
+  const internal = createTopics(
+    budget(image, 10),
+    { topics: [topic('__consumer_offsets', 50, 1)], timeoutMs: 0, validateOnly: false },
+    { allowInternal: true },
+  )
+  assert.equal(internal.response.topics![0]!.errorCode, ErrorCode.None)
+  // 0: no bound.
+  const unbounded = createTopics(budget(image, 0), {
+    topics: [topic('big', 100, 2)],
+    timeoutMs: 0,
+    validateOnly: false,
+  })
+  assert.equal(unbounded.response.topics![0]!.errorCode, ErrorCode.None)
+})

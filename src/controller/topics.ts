@@ -137,6 +137,54 @@ function planAssignments(
   }
 }
 
+/**
+ * The partition replicas each broker holds, and those a request places, against
+ * `max.broker.partitions`: a topic (or its new partitions) that would take a broker past it is
+ * refused whole, with POLICY_VIOLATION, as a CreateTopicPolicy refuses; the rest of the request
+ * goes on. Counted from the image once per request, only when there is a bound.
+ */
+class ReplicaBudget {
+  readonly #image: MetadataImage
+  readonly #max: number
+  #held: Map<BrokerId, number> | null = null
+
+  constructor(ctx: DecisionContext) {
+    this.#image = ctx.image
+    this.#max = ctx.settings.brokerPartitionsMax ?? 0
+  }
+
+  /**
+   * Why these assignments do not fit, or null: then they count as held for the rest of the request.
+   * An internal topic (`refuse` false) always fits: the brokers need it to serve groups.
+   */
+  take(assignments: readonly (readonly BrokerId[])[], refuse = true): Failure | null {
+    if (this.#max <= 0) return null
+    this.#held ??= replicasByBroker(this.#image)
+    const held = this.#held
+    const adding = new Map<BrokerId, number>()
+    for (const replicas of assignments) for (const b of replicas) adding.set(b, (adding.get(b) ?? 0) + 1)
+    for (const [b, n] of adding) {
+      const has = held.get(b) ?? 0
+      if (refuse && has + n > this.#max) {
+        return {
+          errorCode: ErrorCode.PolicyViolation,
+          message: `Unable to place ${n} more partition replica(s) on broker ${b}: it holds ${has} of at most ${this.#max} (max.broker.partitions).`,
+        }
+      }
+    }
+    for (const [b, n] of adding) held.set(b, (held.get(b) ?? 0) + n)
+    return null
+  }
+}
+
+function replicasByBroker(image: MetadataImage): Map<BrokerId, number> {
+  const held = new Map<BrokerId, number>()
+  for (const topic of image.topicsById.values()) {
+    for (const p of topic.partitions.values()) for (const b of p.replicas) held.set(b, (held.get(b) ?? 0) + 1)
+  }
+  return held
+}
+
 function assignmentProblem(
   image: MetadataImage,
   brokerIds: readonly BrokerId[],
@@ -234,6 +282,7 @@ export function createTopics(
   for (const name of ctx.image.topicsByName.keys()) collisions.set(collisionName(name), name)
   const results: TopicResult[] = []
   const plans: TopicPlan[] = []
+  const budget = new ReplicaBudget(ctx)
   const duplicates = new Set<string>()
   for (const topic of req.topics) {
     const name = topic.name
@@ -295,6 +344,11 @@ export function createTopics(
     const placed = planAssignments(ctx, topic)
     if ('errorCode' in placed) {
       results.push(fail(name, placed))
+      continue
+    }
+    const over = budget.take(placed.assignments, !INTERNAL_TOPICS.has(name))
+    if (over !== null) {
+      results.push(fail(name, over))
       continue
     }
     const id = randomUuid(ctx.random)
@@ -414,6 +468,7 @@ export function createPartitions(
 ): Decision<CreatePartitionsResponseData.CreatePartitionsResponseIn> {
   const results: CreatePartitionsResponseData.CreatePartitionsTopicResultIn[] = []
   const records: PendingRecord[] = []
+  const budget = new ReplicaBudget(ctx)
   const counts = new Map<string, number>()
   for (const t of req.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1)
   const duplicates = new Set<string>()
@@ -480,6 +535,11 @@ export function createPartitions(
           shift: ctx.random.int(Math.max(brokers.length - 1, 1)),
         },
       )
+    }
+    const over = budget.take(assignments)
+    if (over !== null) {
+      failWith(over.errorCode, over.message)
+      continue
     }
     results.push({ name: t.name, errorCode: ErrorCode.None, errorMessage: null })
     if (!req.validateOnly) records.push(...partitionRecords(ctx.image, topic.id, current, assignments))

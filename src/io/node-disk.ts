@@ -23,8 +23,8 @@ import {
   DiskError,
   type DiskFile,
   type DiskStat,
-  type OpenOptions,
   joinPath,
+  type OpenOptions,
   parentDir,
 } from './disk.ts'
 
@@ -132,9 +132,9 @@ class OpenFiles {
 
   added(f: NodeDiskFile): void {
     const dir = parentDir(f.currentPath)
-    let files = this.#byDir.get(dir)
-    if (files === undefined) this.#byDir.set(dir, (files = new Set()))
-    files.add(f)
+    const files = this.#byDir.get(dir)
+    if (files === undefined) this.#byDir.set(dir, new Set([f]))
+    else files.add(f)
   }
 
   removed(f: NodeDiskFile): void {
@@ -414,7 +414,9 @@ export class NodeDisk implements Disk {
    * thread pool; 0 sends all to the pool. `openFilesMax`: the files kept open at once (the least
    * recently used idle ones are closed past it and reopened when next used).
    */
-  constructor(options: { readonly syncWriteBytesMax?: number; readonly openFilesMax?: number } = {}) {
+  constructor(
+    options: { readonly syncWriteBytesMax?: number; readonly openFilesMax?: number | undefined } = {},
+  ) {
     this.#syncWriteBytesMax = options.syncWriteBytesMax ?? SYNC_WRITE_BYTES_MAX_DEFAULT
     this.#files = new OpenFiles(options.openFilesMax ?? openFilesMaxDefault())
   }
