@@ -24,6 +24,15 @@ export function isNotFound(e: unknown): boolean {
   return e instanceof DiskError && e.code === 'ENOENT'
 }
 
+/**
+ * True when `e` says the process ran out of a resource, not that the disk failed: descriptors
+ * (EMFILE for the process, ENFILE for the system) or kernel memory (ENOMEM). Such a failure is
+ * refused and retried later; it never takes a log directory offline.
+ */
+export function isResourceExhausted(e: unknown): boolean {
+  return e instanceof DiskError && (e.code === 'EMFILE' || e.code === 'ENFILE' || e.code === 'ENOMEM')
+}
+
 export interface OpenOptions {
   /** Create the file when it does not exist (default false: ENOENT). */
   readonly create?: boolean

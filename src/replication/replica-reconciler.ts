@@ -7,7 +7,14 @@
  * this broker a replica or leader of before it serves them so.
  */
 import type { EffectiveConfig } from '../config/index.ts'
-import { type Clock, type Disk, DiskError, joinPath } from '../io/index.ts'
+import {
+  type Clock,
+  type Disk,
+  DiskError,
+  isResourceExhausted,
+  joinPath,
+  type TimerHandle,
+} from '../io/index.ts'
 import { ConfigResourceType, type ImagePublication, type MetadataImage } from '../metadata/index.ts'
 import { assert, type BrokerId, TopicName, type Uuid } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
@@ -41,6 +48,9 @@ interface Pending {
 }
 
 type Log = (level: 'info' | 'warn' | 'error', message: string) => void
+
+/** How soon a partition that failed for want of descriptors or memory is reconciled again. */
+const UNRECONCILED_RETRY_MS = 1000
 
 export interface ReplicaReconcilerOptions {
   readonly nodeId: BrokerId
@@ -84,6 +94,7 @@ export class ReplicaReconciler {
   readonly #hw: HighWatermarkCheckpoints
   /** Partitions whose last reconciliation failed (a disk error), by key. */
   readonly #unreconciled = new Map<string, { topic: TopicName; partition: number }>()
+  #retryTimer: TimerHandle | null = null
   /** High watermarks of partitions rebuilt after their log directory came back, until re-opened. */
   readonly #carriedHighWatermarks = new Map<string, bigint>()
 
@@ -145,6 +156,7 @@ export class ReplicaReconciler {
       m.subscribe({
         onOffline: (dir, cause) => this.#onLogDirOffline(dir, cause),
         onOnline: (dir) => this.#onLogDirOnline(dir),
+        onLogsReopened: (dir) => this.#onLogDirOnline(dir),
       })
     this.#reconciling = this.#reconciling.then(() => this.#hw.read(this.#managers))
     this.#scheduleReconcile()
@@ -169,7 +181,8 @@ export class ReplicaReconciler {
   }
 
   /**
-   * A log directory is back, every log in it re-opened through recovery: each of its partitions is
+   * A log directory is back, every log in it re-opened through recovery (or some of its logs, taken
+   * offline alone for want of descriptors or memory): each partition on a new log is
    * rebuilt on its new log (epoch cache and producer state loaded again, the high watermark it had,
    * clamped to the recovered log end) and reconciled to the latest image, so it leads or follows
    * (fetching from the leader, truncating where it diverged, rejoining the ISR) as after a restart.
@@ -198,7 +211,7 @@ export class ReplicaReconciler {
       }
       this.#o.log(
         'info',
-        `log dir ${m.dir} online again: rebuilding ${this.#carriedHighWatermarks.size} partitions`,
+        `log dir ${m.dir}: rebuilding ${this.#carriedHighWatermarks.size} partitions on re-opened logs`,
       )
       this.#pending.work.push({ deleted: [], partitions, configs: new Set() })
     })
@@ -348,9 +361,11 @@ export class ReplicaReconciler {
       await this.#becomeLeaderOrFollower(p, key, reg)
     } catch (e) {
       this.#o.log('error', `partition ${key}: ${(e as Error).message}`)
-      // Reconciled again when a log dir comes back (a failed write took its dir offline).
+      // Reconciled again when a log dir comes back (a failed write took its dir offline), or soon
+      // when the process was out of descriptors or memory.
       this.#unreconciled.set(key, { topic, partition })
-      this.#failLogDir(e)
+      if (isResourceExhausted(e)) this.#retryUnreconciledLater()
+      else this.#failLogDir(e)
     }
   }
 
@@ -381,9 +396,30 @@ export class ReplicaReconciler {
    */
   #failLogDir(e: unknown): void {
     if (!(e instanceof DiskError) || e.code === 'ENOENT') return
+    if (isResourceExhausted(e)) {
+      // Not the disk: the log whose file it was goes offline alone and is re-opened (a directory
+      // file, the high-watermark checkpoint, is written again at its next interval).
+      for (const m of this.#managers)
+        for (const h of m.logs()) if (e.path.startsWith(joinPath(h.log.dir, ''))) h.log.markOffline(e)
+      return
+    }
     for (const m of this.#managers) {
       if (e.path === m.dir || e.path.startsWith(joinPath(m.dir, ''))) m.markOffline(e)
     }
+  }
+
+  /** Reconcile the partitions that failed for want of descriptors or memory again, in a second. */
+  #retryUnreconciledLater(): void {
+    if (this.#retryTimer !== null || this.#closed) return
+    this.#retryTimer = this.#o.clock.setTimer(UNRECONCILED_RETRY_MS, () => {
+      this.#retryTimer = null
+      if (this.#closed || this.#unreconciled.size === 0) return
+      const partitions = new Map<TopicName, Set<number>>()
+      for (const { topic, partition } of this.#unreconciled.values())
+        partitions.set(topic, (partitions.get(topic) ?? new Set<number>()).add(partition))
+      this.#pending.work.push({ deleted: [], partitions, configs: new Set() })
+      this.#scheduleReconcile()
+    })
   }
 
   /** The log directory holding the log of that topic and partition, with the log, or null. */
@@ -553,6 +589,8 @@ export class ReplicaReconciler {
   /** Shutdown began: no reconciliation, publication or log dir event is acted on from now. */
   markClosed(): void {
     this.#closed = true
+    if (this.#retryTimer !== null) this.#o.clock.clearTimer(this.#retryTimer)
+    this.#retryTimer = null
   }
 
   /** Writes every partition's producer snapshot at its log end (clean shutdown). */

@@ -171,4 +171,57 @@ describe('log directory health', () => {
     )
     await m.close()
   })
+
+  it('out of descriptors is not a failed disk: the directory stays online, the one log re-opens and goes on', async () => {
+    const { disk, clock, options } = await setup()
+    const m = await LogManager.open(ROOT, options)
+    const events: string[] = []
+    m.subscribe({
+      onOffline: () => events.push('offline'),
+      onOnline: () => events.push('online'),
+      onLogsReopened: () => events.push('reopened'),
+    })
+    const a = await m.getOrCreateLog('t', 0)
+    const b = await m.getOrCreateLog('t', 1)
+    await a.append(valuesBatch(2, 'a'), { flush: true })
+    // The process has no descriptor left for a while: every open, write and fsync fails.
+    let exhausted = true
+    let refusedOpens = 0
+    disk.setHook((op, path) => {
+      if (!exhausted || !(op === 'open' || op === 'append' || op === 'write' || op === 'sync'))
+        return undefined
+      if (op === 'open' && path.endsWith('.log')) refusedOpens++
+      return 'EMFILE'
+    })
+    await assert.rejects(a.append(valuesBatch(1, 'refused')), LogOfflineError)
+    assert.equal(m.state, 'online', 'the directory is not taken for failed')
+    assert.equal(b.offlineCause, null, 'the other log goes on')
+    assert.equal(m.health.failures, 0)
+    // A checkpoint that cannot be written is refused, the directory still online.
+    await assert.rejects(m.checkpointRecoveryPoints())
+    assert.equal(m.state, 'online')
+    // Still short at the first re-open: it waits longer.
+    clock.advance(100)
+    await until('a re-open tried', () => refusedOpens > 0)
+    clock.advance(100)
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r))
+    assert.equal(refusedOpens, 1, 'the next re-open waits twice as long')
+    assert.equal(m.getLog('t', 0), a)
+    assert.equal(events.length, 0)
+    exhausted = false
+    clock.advance(800)
+    await until('re-opened', () => events.includes('reopened'))
+    assert.deepEqual(events, ['reopened'])
+    const a2 = m.getLog('t', 0)!
+    assert.notEqual(a2, a)
+    assert.equal(a2.offlineCause, null)
+    const r = await a2.append(valuesBatch(1, 'after'), { flush: true })
+    assert.ok('baseOffset' in r && r.baseOffset === 2n)
+    assert.deepEqual(
+      (await readAll(a2)).map((x) => x.value),
+      ['a0', 'a1', 'after0'],
+    )
+    await b.append(valuesBatch(1, 'b'), { flush: true })
+    await m.close()
+  })
 })

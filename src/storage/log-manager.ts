@@ -2,7 +2,15 @@
  * One log directory: its `meta.properties`, the partition logs in it, the per-directory checkpoint
  * files, the clean-shutdown marker, and the schedule for flushes, retention and the cleaner.
  */
-import { type Clock, type Disk, isNotFound, joinPath, parentDir, type TimerHandle } from '../io/index.ts'
+import {
+  type Clock,
+  type Disk,
+  isNotFound,
+  isResourceExhausted,
+  joinPath,
+  parentDir,
+  type TimerHandle,
+} from '../io/index.ts'
 import { assert } from '../model/index.ts'
 import { type CleanerStats, LogCleaner } from './log-cleaner.ts'
 import {
@@ -109,6 +117,11 @@ export interface LogDirListener {
   readonly onOffline?: (manager: LogManager, cause: Error) => void
   /** Every log was re-opened through recovery: `getLog` returns the new logs. */
   readonly onOnline?: (manager: LogManager) => void
+  /**
+   * Some logs, taken offline alone because the process ran out of a resource (descriptors,
+   * memory) rather than the disk failing, were re-opened through recovery: `getLog` returns them.
+   */
+  readonly onLogsReopened?: (manager: LogManager) => void
 }
 
 interface HostedLog {
@@ -150,6 +163,8 @@ export class LogManager {
   readonly #opening = new Map<string, Promise<PartitionLog>>()
   #cleanerOffsets: OffsetCheckpoint = new Map()
   readonly #checkpointSerial = new Serial()
+  /** The directory's recovery and single logs' re-opening, one at a time. */
+  readonly #reopenSerial = new Serial()
   readonly #cleaner: LogCleaner
   #timers: TimerHandle[] = []
   #running = new Set<string>()
@@ -329,7 +344,10 @@ export class LogManager {
       ...(hooks !== undefined ? { hooks } : {}),
       onRecoveryPointLowered: () => this.checkpointRecoveryPoints(),
       onWarning: (m: string) => this.#warn(m),
-      onOffline: (cause: Error) => this.markOffline(cause),
+      onOffline: (cause: Error) =>
+        isResourceExhausted(cause) && this.#state === 'online'
+          ? this.#reopenLater(topic, partition, cause, this.#probe.backoffMs)
+          : this.markOffline(cause),
       ...(this.#options.onFlushed !== undefined ? { onFlushed: this.#options.onFlushed } : {}),
       tailBudget: this.#tailBudget,
       tailBytesMax: BROKER_TAIL_BYTES_MAX,
@@ -395,6 +413,53 @@ export class LogManager {
     this.#armProbe()
   }
 
+  /**
+   * A log failed because the process ran out of descriptors or memory, not because the disk did:
+   * the directory stays online and only this log is offline (its partition answers
+   * KAFKA_STORAGE_ERROR, which clients retry) until it is re-opened through recovery, after the
+   * probe's backoff, longer each time the resource is still short.
+   */
+  #reopenLater(topic: string, partition: number, cause: Error, delayMs: number): void {
+    const key = partitionKey(topic, partition)
+    this.#warn(`${this.dir}: log ${key} offline, re-opening in ${delayMs} ms: ${cause.message}`)
+    const timer = this.#clock.setTimer(delayMs, () => {
+      this.#timers = this.#timers.filter((t) => t !== timer)
+      void this.#reopenSerial.run(() => this.#reopen(key, delayMs))
+    })
+    this.#timers.push(timer)
+  }
+
+  async #reopen(key: string, delayMs: number): Promise<void> {
+    const h = this.#logs.get(key)
+    // Deleted meanwhile, or the directory's own recovery re-opens every log.
+    if (this.#closed || this.#state !== 'online' || h === undefined || h.log.offlineCause === null) return
+    const old = h.log
+    await old.close()
+    let log: PartitionLog
+    try {
+      log = await PartitionLog.open(old.dir, old.config, {
+        ...this.#logOptions(h.topic, h.partition),
+        recoveryPoint: old.recoveryPoint,
+        logStartOffset: old.logStartOffset,
+        hadCleanShutdown: false,
+      })
+    } catch (e) {
+      const err = e instanceof Error ? e : new Error(String(e))
+      if (this.#closed || this.#logs.get(key) !== h) return
+      if (isResourceExhausted(err) && this.#state === 'online')
+        this.#reopenLater(h.topic, h.partition, err, Math.min(delayMs * 2, this.#probe.backoffMsMax))
+      else this.markOffline(err)
+      return
+    }
+    if (this.#closed || this.#state !== 'online' || this.#logs.get(key) !== h) {
+      await log.close()
+      return
+    }
+    this.#logs.set(key, { topic: h.topic, partition: h.partition, log })
+    this.#warn(`${this.dir}: log ${key} re-opened`)
+    for (const l of this.#listeners) l.onLogsReopened?.(this)
+  }
+
   #armProbe(): void {
     if (this.#closed || this.#probeTimer !== null) return
     this.#probeTimer = this.#clock.setTimer(this.#probeDelayMs, () => {
@@ -424,6 +489,11 @@ export class LogManager {
    * failure on the way goes back offline with a longer wait.
    */
   async #recover(): Promise<void> {
+    if (this.#closed || this.#state !== 'offline') return
+    await this.#reopenSerial.run(() => this.#recoverLogs())
+  }
+
+  async #recoverLogs(): Promise<void> {
     if (this.#closed || this.#state !== 'offline') return
     this.#state = 'recovering'
     this.#recoveryFailure = null
@@ -530,7 +600,9 @@ export class LogManager {
 
   /**
    * A checkpoint write: skipped while the directory is offline (its logs' offsets are not
-   * trustworthy, and a partial file would lose entries); a failure takes the directory offline.
+   * trustworthy, and a partial file would lose entries); a failure takes the directory offline,
+   * unless the process ran out of descriptors or memory: the last checkpoint stays, as after a
+   * crash before this write, and the next interval writes it again.
    */
   #checkpoint(write: () => Promise<void>): Promise<void> {
     return this.#checkpointSerial.run(async () => {
@@ -538,7 +610,7 @@ export class LogManager {
       try {
         await write()
       } catch (e) {
-        this.markOffline(e instanceof Error ? e : new Error(String(e)))
+        if (!isResourceExhausted(e)) this.markOffline(e instanceof Error ? e : new Error(String(e)))
         throw e
       }
     })
