@@ -217,6 +217,36 @@ describe('NodeDisk open-file bound', () => {
     assert.equal(disk.openFiles.open, 0)
   })
 
+  it('keeps the bound while hundreds of opens, appends and syncs start at once', async () => {
+    const root = await nodeRoot()
+    const disk = new NodeDisk({ openFilesMax: 8 })
+    let most = 0
+    const sample = () => {
+      most = Math.max(most, descriptorsUnder(root))
+    }
+    const timer = setInterval(sample, 1)
+    try {
+      const files = await Promise.all(
+        Array.from({ length: 200 }, async (_, i) => {
+          const f = await disk.open(joinPath(root, `f${i}`), { create: true })
+          sample()
+          await f.append([Buffer.from(`file ${i}`)])
+          sample()
+          await f.sync()
+          sample()
+          return f
+        }),
+      )
+      await Promise.all(files.map((f, i) => f.append([Buffer.from(`;${i}`)]).then(sample)))
+      for (const f of files) await f.close()
+    } finally {
+      clearInterval(timer)
+    }
+    assert.ok(most <= 8, `at most ${most} descriptors at once`)
+    for (let i = 0; i < 200; i++)
+      assert.equal(readFileSync(joinPath(root, `f${i}`), 'latin1'), `file ${i};${i}`)
+  })
+
   it('reopens a closed-for-now file by its new name after a rename of it or of its directory', async () => {
     const root = await nodeRoot()
     const disk = new NodeDisk({ openFilesMax: 1 })

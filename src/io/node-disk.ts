@@ -54,6 +54,9 @@ async function guard<T>(path: string, op: () => Promise<T>): Promise<T> {
  */
 export const SYNC_WRITE_BYTES_MAX_DEFAULT = 65_536
 
+/** The longest an open waits for a busy file of its disk to go idle before it passes the bound. */
+const SLOT_WAIT_MS = 10_000
+
 /** Whether `e` says the process or the system is out of file descriptors. */
 function outOfDescriptors(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code
@@ -74,6 +77,12 @@ class OpenFiles {
   readonly max: number
   /** Files holding a descriptor, least recently used first (a Set keeps insertion order). */
   readonly #open = new Set<NodeDiskFile>()
+  /** Opens under way: they count against the bound before their descriptor exists. */
+  #opening = 0
+  /** Closes under way: they count until their descriptor is gone. */
+  #closing = 0
+  /** Opens waiting for a busy file to go idle. */
+  readonly #waiting: Array<() => void> = []
   /** Every file not closed, by the directory of its current path: for renames and removals. */
   readonly #byDir = new Map<string, Set<NodeDiskFile>>()
 
@@ -87,32 +96,72 @@ class OpenFiles {
   }
 
   /**
-   * Open `path` with `flags`, first closing idle files past the bound. Out of descriptors (EMFILE,
-   * ENFILE: the process's or the system's limit, others holding the rest), it closes a share of
-   * its idle files and tries once more before it gives the error to the caller.
+   * Run `op`, which opens a descriptor (and registers it with `used`, or closes it, before it
+   * returns), counted against the bound from start to end: idle files close for it, else it waits
+   * for a busy one to go idle; `pastBound` skips that wait (the caller holds descriptors already).
+   * Out of descriptors (EMFILE, ENFILE: the process's or the system's limit, others holding the
+   * rest), it closes a share of its idle files, or waits once for a busy one, and runs `op` again;
+   * with none of its own to give back it gives the error to the caller.
    */
-  async open(path: string, flags: number): Promise<FileHandle> {
-    await this.#evict(this.#open.size + 1 - this.max)
+  async withSlot<T>(op: () => Promise<T>, pastBound = false): Promise<T> {
+    if (pastBound) this.#opening++
+    else await this.#slot()
     try {
-      return await open(path, flags, 0o644)
-    } catch (e) {
-      if (!outOfDescriptors(e) || (await this.#evict(Math.ceil(this.#open.size / 4))) === 0) throw e
-      return await open(path, flags, 0o644)
+      for (let waited = false; ; ) {
+        try {
+          return await op()
+        } catch (e) {
+          if (!outOfDescriptors(e)) throw e
+          if ((await this.#evict(Math.ceil(this.#open.size / 4))) > 0) continue
+          if (waited || !(await this.#freed())) throw e
+          waited = true
+        }
+      }
+    } finally {
+      this.#opening--
     }
   }
 
-  /** Run `op`, which opens a file of its own for a moment, again once after freeing descriptors. */
-  async briefly<T>(op: () => Promise<T>): Promise<T> {
-    try {
-      return await op()
-    } catch (e) {
-      if (!outOfDescriptors(e) || (await this.#evict(Math.ceil(this.#open.size / 4))) === 0) throw e
-      return await op()
+  /**
+   * Until an open may start within the bound: idle files close for it, else it waits for a busy
+   * file to go idle (each holds its descriptor only for an operation under way, and no operation
+   * waits here while it holds one). Should none go idle within SLOT_WAIT_MS (files in use without
+   * a pause), the open goes ahead past the bound rather than stall.
+   */
+  async #slot(): Promise<void> {
+    for (;;) {
+      const held = this.#open.size + this.#opening + this.#closing
+      if (held < this.max) break
+      if ((await this.#evict(held + 1 - this.max)) > 0) continue
+      if (!(await this.#freed())) break
     }
+    // Taken in the turn that checked: opens resuming together must not all see the same free slot.
+    this.#opening++
   }
 
-  /** Back within the bound once busy files are idle again (several used at once may pass it). */
-  trim(): void {
+  /** Wait until a file of this disk goes idle or closes; false after SLOT_WAIT_MS without one. */
+  #freed(): Promise<boolean> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer)
+        resolve(true)
+      }
+      const timer = setTimeout(() => {
+        const i = this.#waiting.indexOf(wake)
+        if (i >= 0) this.#waiting.splice(i, 1)
+        resolve(false)
+      }, SLOT_WAIT_MS)
+      this.#waiting.push(wake)
+    })
+  }
+
+  /** A file went idle: an open waiting for a descriptor takes it, else the bound is restored. */
+  idle(): void {
+    const waiting = this.#waiting.shift()
+    if (waiting !== undefined) {
+      waiting()
+      return
+    }
     const over = this.#open.size - this.max
     if (over > 0) void this.#evict(over)
   }
@@ -137,6 +186,17 @@ class OpenFiles {
     else files.add(f)
   }
 
+  /** Close a descriptor given back; an open waiting for one may go once it is gone. */
+  async close(fh: FileHandle): Promise<void> {
+    this.#closing++
+    try {
+      await fh.close()
+    } finally {
+      this.#closing--
+      this.#waiting.shift()?.()
+    }
+  }
+
   removed(f: NodeDiskFile): void {
     this.#open.delete(f)
     const dir = parentDir(f.currentPath)
@@ -146,8 +206,9 @@ class OpenFiles {
     if (files.size === 0) this.#byDir.delete(dir)
   }
 
-  /** `f` holds a descriptor and was just used: last to be closed. */
+  /** `f` holds a descriptor and was just used: last to be closed (a pinned file is never). */
   used(f: NodeDiskFile): void {
+    if (f.pinned) return
     this.#open.delete(f)
     this.#open.add(f)
   }
@@ -218,50 +279,60 @@ class NodeDiskFile implements DiskFile {
     if (fh === null || this.#busy > 0 || this.#pinned) return null
     this.#handle = null
     this.#files.unused(this)
-    return fh.close().catch(() => undefined)
+    return this.#files.close(fh).catch(() => undefined)
   }
 
   /**
-   * Hold the descriptor (reopening it if given back) until `release`; with `pin`, for good: the
-   * name is about to go away.
+   * Hold the descriptor (reopening it, past the bound: the caller may hold others already) until
+   * `release`; with `pin`, for good: the name is about to go away, and the file leaves the bound.
    */
   async hold(pin: boolean): Promise<void> {
     this.#busy++
     try {
-      await this.#fh()
+      await this.#fh(true)
     } catch (e) {
       this.#busy--
       throw e
     }
-    if (pin) this.#pinned = true
+    if (pin && !this.#pinned) {
+      this.#pinned = true
+      this.#files.unused(this)
+      this.#files.idle()
+    }
+  }
+
+  get pinned(): boolean {
+    return this.#pinned
   }
 
   release(): void {
-    if (--this.#busy === 0) this.#files.trim()
+    if (--this.#busy === 0) this.#files.idle()
   }
 
   /** The handle, reopened when it was given back (EBADF once closed). */
-  #fh(): FileHandle | Promise<FileHandle> {
+  #fh(pastBound = false): FileHandle | Promise<FileHandle> {
     if (this.#closed) throw new DiskError('EBADF', this.path, `file is closed: ${this.path}`)
     const fh = this.#handle
     if (fh !== null) {
       this.#files.used(this)
       return fh
     }
-    this.#reopening ??= this.#reopen()
+    this.#reopening ??= this.#reopen(pastBound)
     return this.#reopening
   }
 
-  async #reopen(): Promise<FileHandle> {
+  async #reopen(pastBound: boolean): Promise<FileHandle> {
     try {
-      const fh = await this.#files.open(this.currentPath, constants.O_RDWR)
-      if (this.#closed) {
-        await fh.close().catch(() => undefined)
-        throw new DiskError('EBADF', this.path, `file is closed: ${this.path}`)
-      }
-      this.#handle = fh
-      this.#files.used(this)
-      return fh
+      return await this.#files.withSlot(async () => {
+        const fh = await open(this.currentPath, constants.O_RDWR)
+        if (this.#closed) {
+          await fh.close().catch(() => undefined)
+          throw new DiskError('EBADF', this.path, `file is closed: ${this.path}`)
+        }
+        this.#handle = fh
+        this.#files.used(this)
+        return fh
+      }, pastBound)
     } finally {
       this.#reopening = null
     }
@@ -275,7 +346,7 @@ class NodeDiskFile implements DiskFile {
     } catch (e) {
       throw wrap(e, this.path)
     } finally {
-      if (--this.#busy === 0) this.#files.trim()
+      if (--this.#busy === 0) this.#files.idle()
     }
   }
 
@@ -373,7 +444,7 @@ class NodeDiskFile implements DiskFile {
       this.#files.removed(this)
       const fh = this.#handle
       this.#handle = null
-      if (fh !== null) await fh.close()
+      if (fh !== null) await this.#files.close(fh)
     })
   }
 }
@@ -432,19 +503,21 @@ export class NodeDisk implements Disk {
       if (options.create === true) flags |= constants.O_CREAT
       if (options.create === true && options.exclusive === true) flags |= constants.O_EXCL
       if (options.truncate === true) flags |= constants.O_TRUNC
-      const fh = await this.#files.open(path, flags)
-      try {
-        const { size } = await fh.stat()
-        return new NodeDiskFile(path, fh, size, this.#syncWriteBytesMax, this.#files)
-      } catch (e) {
-        await fh.close()
-        throw e
-      }
+      return await this.#files.withSlot(async () => {
+        const fh = await open(path, flags, 0o644)
+        try {
+          const { size } = await fh.stat()
+          return new NodeDiskFile(path, fh, size, this.#syncWriteBytesMax, this.#files)
+        } catch (e) {
+          await fh.close()
+          throw e
+        }
+      })
     })
   }
 
   readFile(path: string): Promise<Buffer> {
-    return guard(path, () => this.#files.briefly(() => readFile(path)))
+    return guard(path, () => this.#files.withSlot(() => readFile(path)))
   }
 
   rename(from: string, to: string): Promise<void> {
@@ -480,7 +553,7 @@ export class NodeDisk implements Disk {
   }
 
   list(dir: string): Promise<string[]> {
-    return guard(dir, async () => (await readdir(dir)).sort())
+    return guard(dir, async () => (await this.#files.withSlot(() => readdir(dir))).sort())
   }
 
   mkdir(path: string): Promise<void> {
@@ -491,12 +564,14 @@ export class NodeDisk implements Disk {
 
   syncDir(path: string): Promise<void> {
     return guard(path, async () => {
-      const fh = await this.#files.open(path, constants.O_RDONLY)
-      try {
-        await fh.sync()
-      } finally {
-        await fh.close()
-      }
+      await this.#files.withSlot(async () => {
+        const fh = await open(path, constants.O_RDONLY)
+        try {
+          await fh.sync()
+        } finally {
+          await fh.close()
+        }
+      })
     })
   }
 
