@@ -1,0 +1,372 @@
+/**
+ * Many partitions on one node, Weir beside Apache Kafka in the same run (one system up at a time):
+ * `--partitions` partitions in `--topics` topics (one replica), and for each system
+ *
+ *   - create: CreateTopics in requests of at most 5,000 partitions, until Metadata shows every
+ *     partition with a leader;
+ *   - first record: one record to every partition from librdkafka (confluent-kafka, acks=all, each
+ *     record sent to its partition explicitly), until every delivery is reported;
+ *   - metadata: a full Metadata v12 (every topic) over a raw socket: time to the whole answer, and
+ *     its bytes;
+ *   - RSS and open descriptors of the broker process after the writes;
+ *   - clean stop (SIGTERM to exit) and restart to ready, then kill -9 and restart to ready, where
+ *     ready is the broker answering, Metadata listing every partition with a leader and a Produce to
+ *     every partition (one request) succeeding everywhere.
+ *
+ * A step that fails or runs past `--step-timeout` seconds is printed with its error and ends that
+ * system's run. Not in CI.
+ *
+ *   npm run bench:scale                                   # 100,000 partitions in 1,000 topics
+ *   npm run bench:scale -- --partitions 10000 --topics 100 --systems weir,kafka
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import { connect } from 'node:net'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { KafkaConnection } from '../src/client/index.ts'
+import { nodeTransport, systemClock } from '../src/io/index.ts'
+import type { TopicName } from '../src/model/index.ts'
+import { apis, encodeBatch, encodeRequest } from '../src/protocol/index.ts'
+import { pythonOf } from '../test/support/security-clients.ts'
+import { freePorts, tempDir, WeirProcess, writeProperties } from '../test/support/weir-process.ts'
+import { type KafkaBroker, kafkaVersion, startKafka } from '../tools/kafka/kafka.ts'
+
+const { values: opts } = parseArgs({
+  options: {
+    partitions: { type: 'string', default: '100000' },
+    topics: { type: 'string', default: '1000' },
+    systems: { type: 'string', default: 'weir,kafka' },
+    'step-timeout': { type: 'string', default: '900' },
+    'kafka-heap-mb': { type: 'string', default: '1024' },
+  },
+})
+const TOPICS = Number(opts.topics)
+const PER_TOPIC = Math.ceil(Number(opts.partitions) / TOPICS)
+const PARTITIONS = TOPICS * PER_TOPIC
+const STEP_TIMEOUT_MS = Number(opts['step-timeout']) * 1000
+const topicName = (t: number) => `scale-${String(t).padStart(4, '0')}` as TopicName
+const dir = tempDir('weir-bench-scale-')
+const PY = pythonOf()
+
+interface Broker {
+  readonly port: number
+  pid(): number
+  /** SIGTERM and wait for the exit. */
+  stop(): Promise<void>
+  kill(): Promise<void>
+  /** Start again on the same directory, resolving once it answers. */
+  restart(): Promise<void>
+}
+
+async function weir(): Promise<Broker> {
+  const [port, controllerPort] = (await freePorts(2)) as [number, number]
+  const config = writeProperties(dir.path, 'weir.properties', {
+    'node.id': 1,
+    'process.roles': 'broker,controller',
+    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    'controller.listener.names': 'CONTROLLER',
+    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
+    'log.dirs': join(dir.path, 'weir-data'),
+    'metadata.log.dir': join(dir.path, 'weir-metadata'),
+    'offsets.topic.replication.factor': 1,
+  })
+  let node = new WeirProcess(['--config', config])
+  await node.start(STEP_TIMEOUT_MS)
+  return {
+    port,
+    pid: () => node.pid!,
+    stop: async () => {
+      await node.stop()
+    },
+    kill: () => node.kill(),
+    restart: async () => {
+      node = new WeirProcess(['--config', config])
+      await node.start(STEP_TIMEOUT_MS)
+    },
+  }
+}
+
+async function kafka(): Promise<Broker> {
+  const [port, controllerPort] = (await freePorts(2)) as [number, number]
+  const options = {
+    port,
+    controllerPort,
+    dataDir: join(dir.path, 'kafka-data'),
+    quiet: true,
+    heapMb: Number(opts['kafka-heap-mb']),
+    startTimeoutMs: STEP_TIMEOUT_MS,
+    config: { 'offsets.topic.replication.factor': '1' },
+  }
+  let broker: KafkaBroker = await startKafka(options)
+  return {
+    port,
+    pid: () => broker.pid!,
+    stop: () => broker.stop(STEP_TIMEOUT_MS),
+    kill: async () => {
+      const exited = new Promise<void>((resolve) => {
+        const poll = setInterval(() => {
+          try {
+            process.kill(broker.pid!, 0)
+          } catch {
+            clearInterval(poll)
+            resolve()
+          }
+        }, 50)
+      })
+      process.kill(broker.pid!, 'SIGKILL')
+      await exited
+    },
+    restart: async () => {
+      broker = await startKafka({ ...options, fresh: false })
+    },
+  }
+}
+
+const connectionOptions = {
+  clientId: 'bench-scale',
+  clock: systemClock,
+  transport: nodeTransport,
+  requestTimeoutMs: STEP_TIMEOUT_MS,
+  inFlightRequestsMax: 1,
+  responseBytesMax: 1 << 28,
+  connectTimeoutMs: 5_000,
+}
+
+async function withConnection<T>(port: number, fn: (c: KafkaConnection) => Promise<T>): Promise<T> {
+  const c = await KafkaConnection.open({ host: '127.0.0.1', port }, connectionOptions)
+  try {
+    return await fn(c)
+  } finally {
+    c.close()
+  }
+}
+
+/** Partitions that Metadata lists with a leader. */
+async function ledPartitions(port: number): Promise<number> {
+  return withConnection(port, async (c) => {
+    const m = await c.request(apis.Metadata, 12, {
+      topics: null,
+      allowAutoTopicCreation: false,
+      includeTopicAuthorizedOperations: false,
+    })
+    let led = 0
+    for (const t of m.topics)
+      if (t.name?.startsWith('scale-')) for (const p of t.partitions) if (p.errorCode === 0 && p.leaderId >= 0) led++
+    return led
+  })
+}
+
+/** Polls `check` until it holds, or throws after the step timeout. */
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + STEP_TIMEOUT_MS
+  for (;;) {
+    if (await check().catch(() => false)) return
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${STEP_TIMEOUT_MS / 1000} s`)
+    await new Promise((r) => setTimeout(r, 250))
+  }
+}
+
+async function createTopics(port: number): Promise<void> {
+  const perRequest = Math.max(1, Math.floor(5000 / PER_TOPIC))
+  await withConnection(port, async (c) => {
+    for (let t = 0; t < TOPICS; t += perRequest) {
+      const res = await c.request(apis.CreateTopics, 7, {
+        topics: Array.from({ length: Math.min(perRequest, TOPICS - t) }, (_, i) => ({
+          name: topicName(t + i),
+          numPartitions: PER_TOPIC,
+          replicationFactor: 1,
+        })),
+        timeoutMs: STEP_TIMEOUT_MS,
+      })
+      for (const r of res.topics)
+        if (r.errorCode !== 0) throw new Error(`CreateTopics ${r.name}: error ${r.errorCode} ${r.errorMessage ?? ''}`)
+    }
+  })
+  await until('every partition led', async () => (await ledPartitions(port)) === PARTITIONS)
+}
+
+/** One record to every partition from librdkafka, until every delivery is reported. */
+async function firstRecords(port: number): Promise<void> {
+  const script = `
+import sys
+from confluent_kafka import Producer
+topics, per_topic = int(sys.argv[2]), int(sys.argv[3])
+failed = []
+def report(err, msg):
+    if err is not None: failed.append(err)
+p = Producer({'bootstrap.servers': sys.argv[1], 'acks': 'all', 'linger.ms': 5,
+              'queue.buffering.max.messages': 2000000, 'message.timeout.ms': ${STEP_TIMEOUT_MS}})
+for t in range(topics):
+    name = 'scale-%04d' % t
+    for q in range(per_topic):
+        while True:
+            try:
+                p.produce(name, value=b'first record', partition=q, on_delivery=report)
+                break
+            except BufferError:
+                p.poll(0.05)
+    p.poll(0)
+left = p.flush(${STEP_TIMEOUT_MS / 1000})
+if left or failed:
+    print('undelivered %d, failed %d: %s' % (left, len(failed), failed[:3]), file=sys.stderr)
+    sys.exit(1)
+`
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(PY, ['-c', script, `127.0.0.1:${port}`, String(TOPICS), String(PER_TOPIC)], {
+      stdio: ['ignore', 'inherit', 'pipe'],
+    })
+    let err = ''
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString()
+    })
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`librdkafka producer: ${err.slice(-2000)}`))))
+  })
+}
+
+/** A full Metadata v12 over a raw socket: the time to the last byte of the answer, and its size. */
+function fullMetadata(port: number): Promise<{ ms: number; bytes: number }> {
+  const frame = encodeRequest(
+    apis.Metadata,
+    { requestApiVersion: 12, correlationId: 1, clientId: 'bench-scale' },
+    { topics: null, allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false },
+  )
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port })
+    let got = 0
+    let size = -1
+    let head = Buffer.alloc(0)
+    let started = 0
+    s.once('connect', () => {
+      started = performance.now()
+      s.write(Buffer.concat(frame))
+    })
+    s.on('data', (d: Buffer) => {
+      if (size < 0) {
+        head = Buffer.concat([head, d])
+        if (head.length < 4) return
+        size = head.readInt32BE(0)
+        got = head.length - 4
+      } else got += d.length
+      if (got >= size) {
+        const ms = performance.now() - started
+        s.destroy()
+        resolve({ ms, bytes: size + 4 })
+      }
+    })
+    s.once('error', reject)
+  })
+}
+
+/** A Produce to every partition in one request: how many took the record. */
+async function produceEverywhere(port: number): Promise<number> {
+  return withConnection(port, async (c) => {
+    const res = await c.request(apis.Produce, 9, {
+      transactionalId: null,
+      acks: -1,
+      timeoutMs: 30_000,
+      topicData: Array.from({ length: TOPICS }, (_, t) => ({
+        name: topicName(t),
+        partitionData: Array.from({ length: PER_TOPIC }, (_, p) => ({
+          index: p,
+          records: encodeBatch({ records: [{ value: Buffer.from('ready check') }] }),
+        })),
+      })),
+    })
+    let ok = 0
+    for (const t of res.responses) for (const p of t.partitionResponses) if (p.errorCode === 0) ok++
+    return ok
+  })
+}
+
+async function ready(port: number): Promise<void> {
+  await until('every partition led', async () => (await ledPartitions(port)) === PARTITIONS)
+  await until('every partition writable', async () => (await produceEverywhere(port)) === PARTITIONS)
+}
+
+function rssMb(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+  return Math.round(Number(kb) / 1024)
+}
+
+function descriptors(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const started = performance.now()
+  await fn()
+  return Math.round(performance.now() - started)
+}
+
+type Figures = Record<string, string>
+
+async function measure(system: string, start: () => Promise<Broker>): Promise<Figures> {
+  const out: Figures = {}
+  let broker: Broker | null = null
+  const step = async (name: string, fn: () => Promise<string>) => {
+    const value = await fn()
+    out[name] = value
+    console.log(`  ${system} ${name}: ${value}`)
+  }
+  try {
+    await step('start (ms)', async () => String(await timed(async () => (broker = await start()))))
+    const b = broker!
+    await step('empty RSS (MB)', async () => String(rssMb(b.pid())))
+    await step('create (ms)', async () => String(await timed(() => createTopics(b.port))))
+    await step('first record to each, librdkafka (ms)', async () => String(await timed(() => firstRecords(b.port))))
+    await step('full Metadata (ms, bytes)', async () => {
+      await fullMetadata(b.port)
+      const m = await fullMetadata(b.port)
+      return `${Math.round(m.ms)} ms, ${m.bytes} B`
+    })
+    await step('RSS (MB)', async () => String(rssMb(b.pid())))
+    await step('open descriptors', async () => String(descriptors(b.pid())))
+    await step('clean stop (ms)', async () => String(await timed(() => b.stop())))
+    await step('restart to ready (ms)', async () =>
+      String(
+        await timed(async () => {
+          await b.restart()
+          await ready(b.port)
+        }),
+      ),
+    )
+    await step('RSS after restart (MB)', async () => String(rssMb(b.pid())))
+    await b.kill()
+    await step('kill -9, restart to ready (ms)', async () =>
+      String(
+        await timed(async () => {
+          await b.restart()
+          await ready(b.port)
+        }),
+      ),
+    )
+  } catch (e) {
+    const message = (e as Error).message.split('\n')[0] ?? ''
+    out.failed = message
+    console.log(`  ${system} failed: ${message}`)
+  } finally {
+    await (broker as Broker | null)?.stop().catch(() => undefined)
+  }
+  return out
+}
+
+const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()
+console.log(
+  `bench:scale ${PARTITIONS} partitions in ${TOPICS} topics, one node each, commit ${commit}, ${new Date().toISOString()}, load ${loadavg()[0]?.toFixed(2)}`,
+)
+const results = new Map<string, Figures>()
+try {
+  for (const system of opts.systems.split(',')) {
+    const label = system === 'kafka' ? `Kafka ${kafkaVersion()}` : 'Weir'
+    console.log(label)
+    results.set(label, await measure(label, system === 'kafka' ? kafka : weir))
+  }
+} finally {
+  dir.remove()
+}
+const names = [...new Set([...results.values()].flatMap((f) => Object.keys(f)))]
+console.log(`\n| figure | ${[...results.keys()].join(' | ')} |`)
+console.log(`|---|${[...results.keys()].map(() => '---').join('|')}|`)
+for (const n of names) console.log(`| ${n} | ${[...results.values()].map((f) => f[n] ?? '').join(' | ')} |`)
