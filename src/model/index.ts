@@ -49,3 +49,27 @@ export class AssertionError extends Error {
 export function assert(condition: unknown, message = 'assertion failed'): asserts condition {
   if (!condition) throw new AssertionError(message)
 }
+
+/**
+ * Runs `fn` on every item, at most `limit` at once, in order of the items; once one fails no more
+ * start, and it rejects with that first failure after those under way have settled.
+ */
+export async function eachAtMost<T>(
+  items: Iterable<T>,
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  const it = items[Symbol.iterator]()
+  let failure: { error: unknown } | null = null
+  const worker = async (): Promise<void> => {
+    for (let n = it.next(); failure === null && n.done !== true; n = it.next()) {
+      try {
+        await fn(n.value)
+      } catch (error) {
+        failure ??= { error }
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.max(1, limit) }, worker))
+  if (failure !== null) throw (failure as { error: unknown }).error
+}

@@ -61,11 +61,12 @@ export function producerInfo(h: BatchHeader): ProducerBatchInfo {
 
 /**
  * Cumulative bytes appended, by end offset, for the last APPENDED_BATCHES_TRACKED batches: how many
- * bytes lie between two offsets, without touching the log.
+ * bytes lie between two offsets, without touching the log. A ring that starts small and doubles up
+ * to that bound, so that an idle partition costs a few entries, not the whole window.
  */
-class AppendedBytes {
-  readonly #ends: bigint[] = new Array<bigint>(APPENDED_BATCHES_TRACKED).fill(0n)
-  readonly #totals: number[] = new Array<number>(APPENDED_BATCHES_TRACKED).fill(0)
+export class AppendedBytes {
+  #ends = new BigInt64Array(4)
+  #totals = new Float64Array(4)
   #next = 0
   #count = 0
   #total = 0
@@ -77,29 +78,49 @@ class AppendedBytes {
   }
 
   push(endOffset: bigint, bytes: number): void {
+    if (this.#count === this.#ends.length && this.#count < APPENDED_BATCHES_TRACKED) this.#grow()
     this.#total += bytes
     this.#ends[this.#next] = endOffset
     this.#totals[this.#next] = this.#total
-    this.#next = (this.#next + 1) % APPENDED_BATCHES_TRACKED
-    if (this.#count < APPENDED_BATCHES_TRACKED) this.#count++
+    this.#next = (this.#next + 1) % this.#ends.length
+    if (this.#count < this.#ends.length) this.#count++
+  }
+
+  /** Twice the room, the entries oldest first from index 0. */
+  #grow(): void {
+    const size = this.#ends.length
+    const ends = new BigInt64Array(Math.min(size * 2, APPENDED_BATCHES_TRACKED))
+    const totals = new Float64Array(ends.length)
+    for (let i = 0; i < this.#count; i++) {
+      const at = (this.#next - this.#count + i + size) % size
+      ends[i] = this.#ends[at]!
+      totals[i] = this.#totals[at]!
+    }
+    this.#ends = ends
+    this.#totals = totals
+    this.#next = this.#count
+  }
+
+  #at(back: number): number {
+    const size = this.#ends.length
+    return (this.#next - back + size) % size
   }
 
   /** Drops entries past `endOffset` (truncation). */
   truncateTo(endOffset: bigint): void {
     while (this.#count > 0) {
-      const last = (this.#next - 1 + APPENDED_BATCHES_TRACKED) % APPENDED_BATCHES_TRACKED
+      const last = this.#at(1)
       if (this.#ends[last]! <= endOffset) break
       this.#next = last
       this.#count--
-      this.#total =
-        this.#count > 0 ? this.#totals[(last - 1 + APPENDED_BATCHES_TRACKED) % APPENDED_BATCHES_TRACKED]! : 0
+      this.#total = this.#count > 0 ? this.#totals[this.#at(1)]! : 0
     }
   }
 
   /** Total bytes recorded at the last entry ending at or before `offset`; null when older than all. */
   #totalAt(offset: bigint): number | null {
     for (let i = 1; i <= this.#count; i++) {
-      const at = (this.#next - i + APPENDED_BATCHES_TRACKED) % APPENDED_BATCHES_TRACKED
+      const at = this.#at(i)
       if (this.#ends[at]! <= offset) return this.#totals[at]!
     }
     return null

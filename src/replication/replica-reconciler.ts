@@ -16,9 +16,10 @@ import {
   type TimerHandle,
 } from '../io/index.ts'
 import { ConfigResourceType, type ImagePublication, type MetadataImage } from '../metadata/index.ts'
-import { assert, type BrokerId, TopicName, type Uuid } from '../model/index.ts'
+import { assert, type BrokerId, eachAtMost, TopicName, type Uuid } from '../model/index.ts'
 import { ErrorCode } from '../protocol/index.ts'
 import {
+  LOGS_AT_ONCE,
   type LogHooks,
   type LogManager,
   LogOfflineError,
@@ -572,9 +573,17 @@ export class ReplicaReconciler {
   ): Promise<unknown> | null {
     const becoming = (x: { readonly topic: string; readonly partition: number }) =>
       this.#becomingServed(x.topic, x.partition)
-    if (!parts.some(becoming)) return null
+    let from = parts.findIndex(becoming)
+    if (from < 0) return null
+    // Each wake checks on from the first partition still waiting: a partition served stays so
+    // (should it change again, the request meets that as any other would), and a request naming
+    // thousands of partitions is not checked whole at every partition opened.
+    const served = () => {
+      while (from < parts.length && !becoming(parts[from]!)) from++
+      return from === parts.length
+    }
     const waitMs = timeoutMs > 0 ? Math.min(timeoutMs, this.#o.servingWaitMsMax) : this.#o.servingWaitMsMax
-    return this.#o.delayed.wait([this.#reconciled], () => !parts.some(becoming), waitMs, 'fetch')
+    return this.#o.delayed.wait([this.#reconciled], served, waitMs, 'fetch')
   }
 
   /** The error for a partition not hosted here: unknown to metadata, or led elsewhere. */
@@ -595,7 +604,7 @@ export class ReplicaReconciler {
 
   /** Writes every partition's producer snapshot at its log end (clean shutdown). */
   async closeStates(): Promise<void> {
-    for (const state of this.#states.values()) await state.close()
+    await eachAtMost(this.#states.values(), LOGS_AT_ONCE, (state) => state.close())
   }
 }
 

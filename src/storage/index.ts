@@ -14,7 +14,13 @@ export {
   parseCleanupPolicy,
   topicLogConfig,
 } from './log-config.ts'
-export { LogDirFile, LogManager, type LogManagerOptions, parsePartitionDir } from './log-manager.ts'
+export {
+  LOGS_AT_ONCE,
+  LogDirFile,
+  LogManager,
+  type LogManagerOptions,
+  parsePartitionDir,
+} from './log-manager.ts'
 export {
   type FoundTimestamp,
   type LogSegment,

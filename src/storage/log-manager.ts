@@ -11,7 +11,7 @@ import {
   parentDir,
   type TimerHandle,
 } from '../io/index.ts'
-import { assert } from '../model/index.ts'
+import { assert, eachAtMost } from '../model/index.ts'
 import { type CleanerStats, LogCleaner } from './log-cleaner.ts'
 import {
   DEFAULT_LOG_CONFIG,
@@ -140,6 +140,13 @@ export function parsePartitionDir(name: string): { topic: string; partition: num
   return { topic: name.slice(0, dash), partition: Number(partition) }
 }
 
+/**
+ * Logs opened at start, or flushed and closed at shutdown, at once: each waits on its own file
+ * reads and fsyncs, so a node with many partitions keeps the disk and the I/O threads busy instead
+ * of taking them one at a time.
+ */
+export const LOGS_AT_ONCE = 32
+
 /** A serial lock per checkpoint file, so writes never interleave. */
 class Serial {
   #tail: Promise<unknown> = Promise.resolve()
@@ -262,6 +269,7 @@ export class LogManager {
     const recoveryPoints = await this.#readCheckpoint(LogDirFile.recoveryPointCheckpoint)
     const logStartOffsets = await this.#readCheckpoint(LogDirFile.logStartOffsetCheckpoint)
     this.#cleanerOffsets = await this.#readCheckpoint(LogDirFile.cleanerOffsetCheckpoint)
+    const found: Array<{ name: string; topic: string; partition: number }> = []
     for (const name of await disk.list(this.dir)) {
       if (/-delete$/.test(name)) {
         await disk.removeTree(this.#path(name)) // a deleted partition whose removal was cut short
@@ -272,18 +280,23 @@ export class LogManager {
       // The KRaft metadata log shares the directory when metadata.log.dir is a log dir; the quorum
       // owns it, so (as Kafka's LogManager) it is never loaded, retained or cleaned here.
       if (tp.topic === KRAFT_METADATA_TOPIC) continue
-      const key = partitionKey(tp.topic, tp.partition)
+      found.push({ name, ...tp })
+    }
+    const opened: HostedLog[] = []
+    await eachAtMost(found.entries(), LOGS_AT_ONCE, async ([i, { name, topic, partition }]) => {
+      const key = partitionKey(topic, partition)
       const rp = recoveryPoints.get(key)?.offset
       const lso = logStartOffsets.get(key)?.offset
-      const log = await PartitionLog.open(this.#path(name), this.#configFor(tp.topic), {
-        ...this.#logOptions(tp.topic, tp.partition),
+      const log = await PartitionLog.open(this.#path(name), this.#configFor(topic), {
+        ...this.#logOptions(topic, partition),
         // Without a checkpointed recovery point, scan everything.
         recoveryPoint: rp ?? 0n,
         ...(lso !== undefined ? { logStartOffset: lso } : {}),
         hadCleanShutdown: this.#hadCleanShutdown && rp !== undefined,
       })
-      this.#logs.set(key, { topic: tp.topic, partition: tp.partition, log })
-    }
+      opened[i] = { topic, partition, log }
+    })
+    for (const h of opened) this.#logs.set(partitionKey(h.topic, h.partition), h)
     if (this.#hadCleanShutdown) {
       // From here on a crash must recover: the marker goes before any write.
       await disk.remove(this.#path(LogDirFile.cleanShutdown))
@@ -781,7 +794,9 @@ export class LogManager {
     this.#cleaner.stop()
     await this.#cleaner.idle()
     let clean = true
-    for (const h of this.logs()) if (!(await h.log.close())) clean = false
+    await eachAtMost(this.logs(), LOGS_AT_ONCE, async (h) => {
+      if (!(await h.log.close())) clean = false
+    })
     await this.checkpointRecoveryPoints()
     await this.checkpointLogStartOffsets()
     await this.checkpointCleanerOffsets()
