@@ -153,7 +153,8 @@ async function ledPartitions(port: number): Promise<number> {
     })
     let led = 0
     for (const t of m.topics)
-      if (t.name?.startsWith('scale-')) for (const p of t.partitions) if (p.errorCode === 0 && p.leaderId >= 0) led++
+      if (t.name?.startsWith('scale-'))
+        for (const p of t.partitions) if (p.errorCode === 0 && p.leaderId >= 0) led++
     return led
   })
 }
@@ -181,7 +182,8 @@ async function createTopics(port: number): Promise<void> {
         timeoutMs: STEP_TIMEOUT_MS,
       })
       for (const r of res.topics)
-        if (r.errorCode !== 0) throw new Error(`CreateTopics ${r.name}: error ${r.errorCode} ${r.errorMessage ?? ''}`)
+        if (r.errorCode !== 0)
+          throw new Error(`CreateTopics ${r.name}: error ${r.errorCode} ${r.errorMessage ?? ''}`)
     }
   })
   await until('every partition led', async () => (await ledPartitions(port)) === PARTITIONS)
@@ -221,7 +223,9 @@ if left or failed:
     child.stderr.on('data', (d: Buffer) => {
       err += d.toString()
     })
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`librdkafka producer: ${err.slice(-2000)}`))))
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`librdkafka producer: ${err.slice(-2000)}`)),
+    )
   })
 }
 
@@ -315,7 +319,9 @@ async function measure(system: string, start: () => Promise<Broker>): Promise<Fi
     const b = broker!
     await step('empty RSS (MB)', async () => String(rssMb(b.pid())))
     await step('create (ms)', async () => String(await timed(() => createTopics(b.port))))
-    await step('first record to each, librdkafka (ms)', async () => String(await timed(() => firstRecords(b.port))))
+    await step('first record to each, librdkafka (ms)', async () =>
+      String(await timed(() => firstRecords(b.port))),
+    )
     await step('full Metadata (ms, bytes)', async () => {
       await fullMetadata(b.port)
       const m = await fullMetadata(b.port)
