@@ -224,4 +224,52 @@ describe('log directory health', () => {
     await b.append(valuesBatch(1, 'b'), { flush: true })
     await m.close()
   })
+
+  it('tells of many logs out of descriptors in two lines an interval, not one a log', async () => {
+    const warnings: string[] = []
+    const { disk, clock, options } = await logDirSetup({
+      probe: { backoffMs: 100, backoffMsMax: 800 },
+      onWarning: (m) => warnings.push(m),
+    })
+    const m = await LogManager.open(ROOT, options)
+    let reopened = 0
+    m.subscribe({ onLogsReopened: () => reopened++ })
+    const logs = []
+    for (let p = 0; p < 40; p++) logs.push(await m.getOrCreateLog('t', p))
+    let exhausted = true
+    disk.setHook((op) =>
+      exhausted && (op === 'open' || op === 'append' || op === 'write') ? 'EMFILE' : undefined,
+    )
+    const before = warnings.length
+    for (const log of logs) await assert.rejects(log.append(valuesBatch(1, 'refused')), LogOfflineError)
+    for (let t = 0; t < 9_000; t += 100) {
+      clock.advance(100)
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r))
+    }
+    assert.equal(warnings.length - before, 1, warnings.slice(before).join('\n'))
+    assert.match(warnings.at(-1)!, /log t-0 offline for want of resources.*EMFILE/)
+    exhausted = false
+    clock.advance(1_000)
+    await until('every log re-opened', () => reopened === 40)
+    assert.equal(m.state, 'online')
+    clock.advance(10_000)
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r))
+    const told = warnings.slice(before)
+    assert.ok(told.length <= 3, told.join('\n'))
+    assert.match(
+      told[1]!,
+      /in the last 10 s: 40 logs offline for want of resources \((t-\d+, ){5}\.\.\.\), the last re-opening in \d+ ms: .*EMFILE/,
+    )
+    const reopenedTold = told
+      .map((w) => Number(/(\d+) logs re-opened/.exec(w)?.[1] ?? (/log t-\d+ re-opened/.test(w) ? 1 : 0)))
+      .reduce((a, b) => a + b, 0)
+    assert.equal(reopenedTold, 40, told.join('\n'))
+    clock.advance(20_000)
+    assert.equal(warnings.length - before, told.length, 'nothing more to tell')
+    for (const p of [0, 39]) {
+      const r = await m.getLog('t', p)!.append(valuesBatch(1, 'after'), { flush: true })
+      assert.ok('baseOffset' in r)
+    }
+    await m.close()
+  })
 })

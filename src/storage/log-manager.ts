@@ -157,6 +157,72 @@ class Serial {
   }
 }
 
+/** How often the logs that ran out of descriptors or memory are told of, at most. */
+export const EXHAUSTION_LOG_INTERVAL_MS = 10_000
+
+/**
+ * The warnings of logs that go offline for want of descriptors or memory, and come back: the first
+ * at once, the rest counted and told in one line at the end of each EXHAUSTION_LOG_INTERVAL_MS, so
+ * a thousand partitions meeting EMFILE together write two lines, not thousands.
+ */
+class ExhaustionLog {
+  readonly #clock: Clock
+  readonly #warn: (message: string) => void
+  #timer: TimerHandle | null = null
+  /** Logs that went offline (again) in this interval, in order. */
+  #offline = new Set<string>()
+  #cause = ''
+  #reopened = 0
+
+  constructor(clock: Clock, warn: (message: string) => void) {
+    this.#clock = clock
+    this.#warn = warn
+  }
+
+  offline(key: string, cause: string): void {
+    if (this.#timer === null) {
+      this.#warn(`log ${key} offline for want of resources, ${cause}`)
+      this.#arm()
+      return
+    }
+    this.#offline.add(key)
+    this.#cause = cause
+  }
+
+  reopened(key: string): void {
+    if (this.#timer === null) {
+      this.#warn(`log ${key} re-opened`)
+      this.#arm()
+      return
+    }
+    this.#reopened++
+  }
+
+  close(): void {
+    if (this.#timer !== null) this.#clock.clearTimer(this.#timer)
+    this.#timer = null
+  }
+
+  #arm(): void {
+    this.#timer = this.#clock.setTimer(EXHAUSTION_LOG_INTERVAL_MS, () => {
+      this.#timer = null
+      const offline = [...this.#offline]
+      const reopened = this.#reopened
+      if (offline.length === 0 && reopened === 0) return
+      this.#offline.clear()
+      this.#reopened = 0
+      const parts: string[] = []
+      if (offline.length > 0) {
+        const named = offline.slice(0, 5).join(', ') + (offline.length > 5 ? ', ...' : '')
+        parts.push(`${offline.length} logs offline for want of resources (${named}), the last ${this.#cause}`)
+      }
+      if (reopened > 0) parts.push(`${reopened} logs re-opened`)
+      this.#warn(`in the last ${EXHAUSTION_LOG_INTERVAL_MS / 1000} s: ${parts.join('; ')}`)
+      this.#arm()
+    })
+  }
+}
+
 export class LogManager {
   readonly dir: string
   readonly #disk: Disk
@@ -172,6 +238,8 @@ export class LogManager {
   readonly #checkpointSerial = new Serial()
   /** The directory's recovery and single logs' re-opening, one at a time. */
   readonly #reopenSerial = new Serial()
+  /** What logs that ran out of descriptors or memory say, once an interval however many they are. */
+  readonly #exhaustion: ExhaustionLog
   readonly #cleaner: LogCleaner
   #timers: TimerHandle[] = []
   #running = new Set<string>()
@@ -200,6 +268,7 @@ export class LogManager {
     this.config = options.config ?? DEFAULT_LOG_MANAGER_CONFIG
     this.defaultLogConfig = options.defaultLogConfig ?? DEFAULT_LOG_CONFIG
     this.#probe = { ...DEFAULT_LOG_DIR_PROBE, ...options.probe }
+    this.#exhaustion = new ExhaustionLog(this.#clock, (m) => this.#warn(`${dir}: ${m}`))
     assert(
       this.#probe.backoffMs >= 1 && this.#probe.backoffMsMax >= this.#probe.backoffMs,
       'log dir probe: 1 <= backoffMs <= backoffMsMax',
@@ -434,7 +503,7 @@ export class LogManager {
    */
   #reopenLater(topic: string, partition: number, cause: Error, delayMs: number): void {
     const key = partitionKey(topic, partition)
-    this.#warn(`${this.dir}: log ${key} offline, re-opening in ${delayMs} ms: ${cause.message}`)
+    this.#exhaustion.offline(key, `re-opening in ${delayMs} ms: ${cause.message}`)
     const timer = this.#clock.setTimer(delayMs, () => {
       this.#timers = this.#timers.filter((t) => t !== timer)
       void this.#reopenSerial.run(() => this.#reopen(key, delayMs))
@@ -469,7 +538,7 @@ export class LogManager {
       return
     }
     this.#logs.set(key, { topic: h.topic, partition: h.partition, log })
-    this.#warn(`${this.dir}: log ${key} re-opened`)
+    this.#exhaustion.reopened(key)
     for (const l of this.#listeners) l.onLogsReopened?.(this)
   }
 
@@ -791,6 +860,7 @@ export class LogManager {
     this.#probeTimer = null
     for (const t of this.#timers) this.#clock.clearTimer(t)
     this.#timers = []
+    this.#exhaustion.close()
     this.#cleaner.stop()
     await this.#cleaner.idle()
     let clean = true
