@@ -3,7 +3,7 @@
  * `--partitions` partitions in `--topics` topics (one replica), and for each system
  *
  *   - create: CreateTopics in requests of at most 5,000 partitions, until Metadata shows every
- *     partition with a leader;
+ *     partition with a leader and DescribeLogDirs lists every partition's log;
  *   - first record: one record to every partition from librdkafka (confluent-kafka, acks=all, each
  *     record sent to its partition explicitly), until every delivery is reported;
  *   - metadata: a full Metadata v12 (every topic) over a raw socket: time to the whole answer, and
@@ -187,6 +187,23 @@ async function createTopics(port: number): Promise<void> {
     }
   })
   await until('every partition led', async () => (await ledPartitions(port)) === PARTITIONS)
+  await until('every partition in the log dir', async () => (await loggedPartitions(port)) === PARTITIONS)
+}
+
+/**
+ * Partitions that DescribeLogDirs lists: those whose log the broker created. Kafka's broker creates
+ * a new partition's log before its metadata cache shows the partition; Weir's Metadata shows it at
+ * once and opens the log after (a produce meanwhile waits for it), so create counts to here.
+ */
+async function loggedPartitions(port: number): Promise<number> {
+  return withConnection(port, async (c) => {
+    const res = await c.request(apis.DescribeLogDirs, 4, { topics: null })
+    let n = 0
+    for (const r of res.results)
+      for (const t of r.topics)
+        if (t.name.startsWith('scale-')) n += t.partitions.filter((p) => !p.isFutureKey).length
+    return n
+  })
 }
 
 /** One record to every partition from librdkafka, until every delivery is reported. */

@@ -23,7 +23,7 @@ export class OffsetIndex {
   constructor(indexBytesMax: number) {
     this.entriesMax = Math.floor(indexBytesMax / OFFSET_INDEX_ENTRY_BYTES)
     assert(this.entriesMax >= 1, 'offset index must hold at least one entry')
-    this.#buf = Buffer.alloc(Math.min(this.entriesMax, 64) * OFFSET_INDEX_ENTRY_BYTES)
+    this.#buf = Buffer.alloc(Math.min(this.entriesMax, 8) * OFFSET_INDEX_ENTRY_BYTES)
   }
 
   /**

@@ -24,7 +24,7 @@ export class TimeIndex {
   constructor(indexBytesMax: number) {
     this.entriesMax = Math.floor(indexBytesMax / TIME_INDEX_ENTRY_BYTES)
     assert(this.entriesMax >= 1, 'time index must hold at least one entry')
-    this.#buf = Buffer.alloc(Math.min(this.entriesMax, 64) * TIME_INDEX_ENTRY_BYTES)
+    this.#buf = Buffer.alloc(Math.min(this.entriesMax, 8) * TIME_INDEX_ENTRY_BYTES)
   }
 
   /**

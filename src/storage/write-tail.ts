@@ -76,8 +76,8 @@ export const TAIL_BYTES_MAX_DEFAULT = 1024 * 1024
  */
 export const BROKER_TAIL_BYTES_MAX = 12 * 1024 * 1024
 
-/** The ring's first size (slots, a power of two); it doubles as needed. */
-const RING_SLOTS_MIN = 64
+/** The ring's first size (slots, a power of two), small for the many idle logs; it doubles as needed. */
+const RING_SLOTS_MIN = 8
 
 export class WriteTail {
   readonly #budget: TailBudget
