@@ -13,11 +13,17 @@
  *     ready is the broker answering, Metadata listing every partition with a leader and a Produce to
  *     every partition (one request) succeeding everywhere.
  *
+ * then, on the same node, `--connections` idle connections (each past ApiVersions): the RSS each adds;
+ * and `--groups` groups each committing one offset (no members, as an admin commit): the time, the
+ * RSS each adds, and after kill -9 the restart until OffsetFetch answers every group's offset
+ * (the coordinator has loaded `__consumer_offsets`). `--partitions 0` skips the partition steps.
+ *
  * A step that fails or runs past `--step-timeout` seconds is printed with its error and ends that
  * system's run. Not in CI.
  *
  *   npm run bench:scale                                   # 100,000 partitions in 1,000 topics
  *   npm run bench:scale -- --partitions 10000 --topics 100 --systems weir,kafka
+ *   npm run bench:scale -- --partitions 0 --connections 10000 --groups 10000
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
@@ -40,10 +46,15 @@ const { values: opts } = parseArgs({
     systems: { type: 'string', default: 'weir,kafka' },
     'step-timeout': { type: 'string', default: '900' },
     'kafka-heap-mb': { type: 'string', default: '1024' },
+    connections: { type: 'string', default: '10000' },
+    groups: { type: 'string', default: '10000' },
   },
 })
-const TOPICS = Number(opts.topics)
-const PER_TOPIC = Math.ceil(Number(opts.partitions) / TOPICS)
+const TOPICS = Number(opts.partitions) > 0 ? Number(opts.topics) : 0
+const PER_TOPIC = TOPICS > 0 ? Math.ceil(Number(opts.partitions) / TOPICS) : 0
+const CONNECTIONS = Number(opts.connections)
+const GROUPS = Number(opts.groups)
+const GROUPS_TOPIC = 'scale-groups' as TopicName
 const PARTITIONS = TOPICS * PER_TOPIC
 const STEP_TIMEOUT_MS = Number(opts['step-timeout']) * 1000
 const topicName = (t: number) => `scale-${String(t).padStart(4, '0')}` as TopicName
@@ -323,6 +334,107 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 
 type Figures = Record<string, string>
 
+/** `n` idle connections, each past ApiVersions (a Kafka connection, not only a socket): held until `close`. */
+async function idleConnections(port: number, n: number): Promise<{ close(): void }> {
+  const held: KafkaConnection[] = []
+  const close = () => {
+    for (const c of held) c.close()
+  }
+  try {
+    for (let i = 0; i < n; i += 100) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(100, n - i) }, async () => {
+          const c = await KafkaConnection.open({ host: '127.0.0.1', port }, connectionOptions)
+          held.push(c)
+          await c.request(apis.ApiVersions, 3, {
+            clientSoftwareName: 'bench-scale',
+            clientSoftwareVersion: '1',
+          })
+          return c
+        }),
+      )
+      void batch
+    }
+  } catch (e) {
+    close()
+    throw e
+  }
+  return { close }
+}
+
+/** The offsets topic is there and this node coordinates `group`. */
+async function coordinatorReady(port: number, group: string): Promise<void> {
+  await until('the group coordinator', () =>
+    withConnection(port, async (c) => {
+      const res = await c.request(apis.FindCoordinator, 4, { keyType: 0, coordinatorKeys: [group] })
+      return res.coordinators.every((x) => x.errorCode === 0)
+    }),
+  )
+}
+
+const groupName = (g: number) => `scale-group-${g}`
+
+/** One committed offset for each of `GROUPS` groups (offset g for group g), 8 connections at once. */
+async function commitGroups(port: number): Promise<void> {
+  await withConnection(port, async (c) => {
+    const res = await c.request(apis.CreateTopics, 7, {
+      topics: [{ name: GROUPS_TOPIC, numPartitions: 1, replicationFactor: 1 }],
+      timeoutMs: STEP_TIMEOUT_MS,
+    })
+    if (res.topics[0]?.errorCode !== 0)
+      throw new Error(`CreateTopics ${GROUPS_TOPIC}: ${res.topics[0]?.errorCode}`)
+  })
+  await coordinatorReady(port, groupName(0))
+  let next = 0
+  await Promise.all(
+    Array.from({ length: 8 }, () =>
+      withConnection(port, async (c) => {
+        for (let g = next++; g < GROUPS; g = next++) {
+          const res = await c.request(apis.OffsetCommit, 8, {
+            groupId: groupName(g) as never,
+            generationIdOrMemberEpoch: -1,
+            memberId: '',
+            groupInstanceId: null,
+            retentionTimeMs: -1n,
+            topics: [
+              {
+                name: GROUPS_TOPIC,
+                partitions: [
+                  {
+                    partitionIndex: 0,
+                    committedOffset: BigInt(g),
+                    committedLeaderEpoch: -1,
+                    committedMetadata: '',
+                  },
+                ],
+              },
+            ],
+          })
+          const code = res.topics[0]?.partitions[0]?.errorCode
+          if (code !== 0) throw new Error(`OffsetCommit ${groupName(g)}: error ${code}`)
+        }
+      }),
+    ),
+  )
+}
+
+/** Whether OffsetFetch answers every group's committed offset (every 100th group, and the last). */
+async function groupsLoaded(port: number): Promise<boolean> {
+  const sample = [...Array.from({ length: Math.ceil(GROUPS / 100) }, (_, i) => i * 100), GROUPS - 1]
+  return withConnection(port, async (c) => {
+    for (const g of sample) {
+      const res = await c.request(apis.OffsetFetch, 8, {
+        groups: [{ groupId: groupName(g) as never, topics: [{ name: GROUPS_TOPIC, partitionIndexes: [0] }] }],
+        requireStable: false,
+      })
+      const group = res.groups[0]
+      if (group?.errorCode !== 0) return false
+      if (group.topics[0]?.partitions[0]?.committedOffset !== BigInt(g)) return false
+    }
+    return true
+  })
+}
+
 async function measure(system: string, start: () => Promise<Broker>): Promise<Figures> {
   const out: Figures = {}
   let broker: Broker | null = null
@@ -335,36 +447,65 @@ async function measure(system: string, start: () => Promise<Broker>): Promise<Fi
     await step('start (ms)', async () => String(await timed(async () => (broker = await start()))))
     const b = broker!
     await step('empty RSS (MB)', async () => String(rssMb(b.pid())))
-    await step('create (ms)', async () => String(await timed(() => createTopics(b.port))))
-    await step('first record to each, librdkafka (ms)', async () =>
-      String(await timed(() => firstRecords(b.port))),
-    )
-    await step('full Metadata (ms, bytes)', async () => {
-      await fullMetadata(b.port)
-      const m = await fullMetadata(b.port)
-      return `${Math.round(m.ms)} ms, ${m.bytes} B`
-    })
-    await step('RSS (MB)', async () => String(rssMb(b.pid())))
-    await step('open descriptors', async () => String(descriptors(b.pid())))
-    await step('clean stop (ms)', async () => String(await timed(() => b.stop())))
-    await step('restart to ready (ms)', async () =>
-      String(
-        await timed(async () => {
-          await b.restart()
-          await ready(b.port)
-        }),
-      ),
-    )
-    await step('RSS after restart (MB)', async () => String(rssMb(b.pid())))
-    await b.kill()
-    await step('kill -9, restart to ready (ms)', async () =>
-      String(
-        await timed(async () => {
-          await b.restart()
-          await ready(b.port)
-        }),
-      ),
-    )
+    if (PARTITIONS > 0) {
+      await step('create (ms)', async () => String(await timed(() => createTopics(b.port))))
+      await step('first record to each, librdkafka (ms)', async () =>
+        String(await timed(() => firstRecords(b.port))),
+      )
+      await step('full Metadata (ms, bytes)', async () => {
+        await fullMetadata(b.port)
+        const m = await fullMetadata(b.port)
+        return `${Math.round(m.ms)} ms, ${m.bytes} B`
+      })
+      await step('RSS (MB)', async () => String(rssMb(b.pid())))
+      await step('open descriptors', async () => String(descriptors(b.pid())))
+      await step('clean stop (ms)', async () => String(await timed(() => b.stop())))
+      await step('restart to ready (ms)', async () =>
+        String(
+          await timed(async () => {
+            await b.restart()
+            await ready(b.port)
+          }),
+        ),
+      )
+      await step('RSS after restart (MB)', async () => String(rssMb(b.pid())))
+      await b.kill()
+      await step('kill -9, restart to ready (ms)', async () =>
+        String(
+          await timed(async () => {
+            await b.restart()
+            await ready(b.port)
+          }),
+        ),
+      )
+    }
+    if (CONNECTIONS > 0) {
+      const before = rssMb(b.pid())
+      const held = await idleConnections(b.port, CONNECTIONS)
+      await new Promise((r) => setTimeout(r, 2000))
+      await step(`${CONNECTIONS} idle connections: RSS each (KB)`, async () =>
+        (((rssMb(b.pid()) - before) * 1024) / CONNECTIONS).toFixed(1),
+      )
+      held.close()
+    }
+    if (GROUPS > 0) {
+      const before = rssMb(b.pid())
+      await step(`${GROUPS} groups: one offset commit each (ms)`, async () =>
+        String(await timed(() => commitGroups(b.port))),
+      )
+      await step(`${GROUPS} groups: RSS each (KB)`, async () =>
+        (((rssMb(b.pid()) - before) * 1024) / GROUPS).toFixed(1),
+      )
+      await b.kill()
+      await step(`${GROUPS} groups: kill -9, restart until every group's offset is fetched (ms)`, async () =>
+        String(
+          await timed(async () => {
+            await b.restart()
+            await until('every group loaded', () => groupsLoaded(b.port))
+          }),
+        ),
+      )
+    }
   } catch (e) {
     const message = (e as Error).message.split('\n')[0] ?? ''
     out.failed = message
