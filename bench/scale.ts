@@ -251,9 +251,14 @@ if left or failed:
     child.stderr.on('data', (d: Buffer) => {
       err += d.toString()
     })
-    child.once('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`librdkafka producer: ${err.slice(-2000)}`)),
-    )
+    child.once('exit', (code) => {
+      if (code === 0) return resolve()
+      // The script's own verdict is its last line; librdkafka's logs (`%level|...`) come before it.
+      const lines = err.trim().split('\n')
+      const verdict = lines.filter((l) => !l.startsWith('%')).at(-1) ?? lines.at(-1) ?? ''
+      const logs = lines.filter((l) => l.startsWith('%')).length
+      reject(new Error(`librdkafka producer (exit ${code}, ${logs} log lines): ${verdict}`))
+    })
   })
 }
 
