@@ -31,12 +31,18 @@ import { connect } from 'node:net'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { KafkaConnection } from '../src/client/index.ts'
-import { nodeTransport, systemClock } from '../src/io/index.ts'
+import type { KafkaConnection } from '../src/client/index.ts'
 import type { TopicName } from '../src/model/index.ts'
 import { apis, encodeBatch, encodeRequest } from '../src/protocol/index.ts'
+import { openConnection } from '../test/support/connection.ts'
 import { pythonOf } from '../test/support/security-clients.ts'
-import { freePorts, tempDir, WeirProcess, writeProperties } from '../test/support/weir-process.ts'
+import {
+  combinedNodeProperties,
+  freePorts,
+  tempDir,
+  WeirProcess,
+  writeProperties,
+} from '../test/support/weir-process.ts'
 import { type KafkaBroker, kafkaVersion, startKafka } from '../tools/kafka/kafka.ts'
 
 const { values: opts } = parseArgs({
@@ -73,16 +79,15 @@ interface Broker {
 
 async function weir(): Promise<Broker> {
   const [port, controllerPort] = (await freePorts(2)) as [number, number]
-  const config = writeProperties(dir.path, 'weir.properties', {
-    'node.id': 1,
-    'process.roles': 'broker,controller',
-    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    'controller.listener.names': 'CONTROLLER',
-    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
-    'log.dirs': join(dir.path, 'weir-data'),
-    'metadata.log.dir': join(dir.path, 'weir-metadata'),
-    'offsets.topic.replication.factor': 1,
-  })
+  const config = writeProperties(
+    dir.path,
+    'weir.properties',
+    combinedNodeProperties(port, controllerPort, {
+      'log.dirs': join(dir.path, 'weir-data'),
+      'metadata.log.dir': join(dir.path, 'weir-metadata'),
+      'offsets.topic.replication.factor': 1,
+    }),
+  )
   let node = new WeirProcess(['--config', config])
   await node.start(STEP_TIMEOUT_MS)
   return {
@@ -135,18 +140,11 @@ async function kafka(): Promise<Broker> {
   }
 }
 
-const connectionOptions = {
-  clientId: 'bench-scale',
-  clock: systemClock,
-  transport: nodeTransport,
-  requestTimeoutMs: STEP_TIMEOUT_MS,
-  inFlightRequestsMax: 1,
-  responseBytesMax: 1 << 28,
-  connectTimeoutMs: 5_000,
-}
+const connectTo = (port: number) =>
+  openConnection({ host: '127.0.0.1', port }, 'bench-scale', STEP_TIMEOUT_MS, 1 << 28)
 
 async function withConnection<T>(port: number, fn: (c: KafkaConnection) => Promise<T>): Promise<T> {
-  const c = await KafkaConnection.open({ host: '127.0.0.1', port }, connectionOptions)
+  const c = await connectTo(port)
   try {
     return await fn(c)
   } finally {
@@ -349,7 +347,7 @@ async function idleConnections(port: number, n: number): Promise<{ close(): void
     for (let i = 0; i < n; i += 100) {
       const batch = await Promise.all(
         Array.from({ length: Math.min(100, n - i) }, async () => {
-          const c = await KafkaConnection.open({ host: '127.0.0.1', port }, connectionOptions)
+          const c = await connectTo(port)
           held.push(c)
           await c.request(apis.ApiVersions, 3, {
             clientSoftwareName: 'bench-scale',

@@ -303,11 +303,9 @@ export class ReplicaReconciler {
       }
     }
     // Partitions are independent; each opening costs a few fsyncs, so a few run at once.
-    let next = 0
-    const worker = async () => {
-      while (next < tasks.length && !this.#closed) await tasks[next++]!()
-    }
-    await Promise.all(Array.from({ length: Math.min(this.#o.reconcileConcurrencyMax, tasks.length) }, worker))
+    await eachAtMost(tasks, this.#o.reconcileConcurrencyMax, (task) =>
+      this.#closed ? Promise.resolve() : task(),
+    )
   }
 
   /** A deleted topic's partitions go, with the logs of it never adopted here. */

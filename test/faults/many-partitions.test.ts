@@ -9,11 +9,18 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
-import { KafkaConnection } from '../../src/client/index.ts'
-import { nodeTransport, systemClock } from '../../src/io/index.ts'
-import type { BrokerId, TopicName } from '../../src/model/index.ts'
-import { apis, decodeBatch, encodeBatch } from '../../src/protocol/index.ts'
-import { freePorts, tempDir, WeirProcess, waitFor, writeProperties } from '../support/weir-process.ts'
+import type { TopicName } from '../../src/model/index.ts'
+import { apis, encodeBatch } from '../../src/protocol/index.ts'
+import { openConnection } from '../support/connection.ts'
+import { fetchAll } from '../support/fetch-all.ts'
+import {
+  combinedNodeProperties,
+  freePorts,
+  tempDir,
+  WeirProcess,
+  waitFor,
+  writeProperties,
+} from '../support/weir-process.ts'
 
 const TOPICS = 3
 const PER_TOPIC = 4000
@@ -25,34 +32,24 @@ after(async () => {
   dir.remove()
 })
 
-const connectionOptions = {
-  clientId: 'many-partitions-test',
-  clock: systemClock,
-  transport: nodeTransport,
-  requestTimeoutMs: 120_000,
-  inFlightRequestsMax: 1,
-  responseBytesMax: 1 << 27,
-  connectTimeoutMs: 5_000,
-}
-
 test('a node leading 12,000 partitions stops cleanly, starts again, and every partition has a leader, takes writes and keeps what it acknowledged', {
   timeout: 600_000,
 }, async () => {
   const [port, controllerPort] = await freePorts(2)
-  const config = writeProperties(dir.path, 'server.properties', {
-    'node.id': 1,
-    'process.roles': 'broker,controller',
-    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    'controller.listener.names': 'CONTROLLER',
-    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
-    'log.dirs': join(dir.path, 'data'),
-    'metadata.log.dir': join(dir.path, 'metadata'),
-    'cluster.id': 'manyPartitionsTestClust',
-    'offsets.topic.replication.factor': 1,
-  })
+  const config = writeProperties(
+    dir.path,
+    'server.properties',
+    combinedNodeProperties(port!, controllerPort!, {
+      'log.dirs': join(dir.path, 'data'),
+      'metadata.log.dir': join(dir.path, 'metadata'),
+      'cluster.id': 'manyPartitionsTestClust',
+      'offsets.topic.replication.factor': 1,
+    }),
+  )
   weir = new WeirProcess(['--config', config])
   await weir.start()
-  const open = () => KafkaConnection.open({ host: '127.0.0.1', port: port! }, connectionOptions)
+  const open = () =>
+    openConnection({ host: '127.0.0.1', port: port! }, 'many-partitions-test', 120_000, 1 << 27)
   let c = await open()
 
   /** Partitions Metadata lists with a leader. */
@@ -133,7 +130,10 @@ test('a node leading 12,000 partitions stops cleanly, starts again, and every pa
     await everywhere('every partition to take a write after the restart')
     assert.doesNotMatch(weir.output, /bad record count|ERROR/)
 
-    const read = await fetchAll(c)
+    const read = await fetchAll(
+      c,
+      Array.from({ length: TOPICS }, (_, t) => ({ name: topicName(t), partitions: PER_TOPIC })),
+    )
     for (let t = 0; t < TOPICS; t++)
       for (let p = 0; p < PER_TOPIC; p++) {
         const key = `${topicName(t)}-${p}`
@@ -148,55 +148,3 @@ test('a node leading 12,000 partitions stops cleanly, starts again, and every pa
   }
   assert.equal(await weir.stop(), 0)
 })
-
-/** Every record value of every partition up to its high watermark, by `topic-partition`. */
-async function fetchAll(c: KafkaConnection): Promise<Map<string, string[]>> {
-  const out = new Map<string, string[]>()
-  const next = new Map<string, bigint>()
-  const ends = new Map<string, bigint>()
-  for (;;) {
-    const topics = Array.from({ length: TOPICS }, (_, t) => ({
-      topic: topicName(t),
-      partitions: Array.from({ length: PER_TOPIC }, (_, p) => p)
-        .filter((p) => {
-          const key = `${topicName(t)}-${p}`
-          const end = ends.get(key)
-          return end === undefined || (next.get(key) ?? 0n) < end
-        })
-        .map((p) => ({
-          partition: p,
-          currentLeaderEpoch: -1,
-          fetchOffset: next.get(`${topicName(t)}-${p}`) ?? 0n,
-          lastFetchedEpoch: -1,
-          logStartOffset: -1n,
-          partitionMaxBytes: 1 << 16,
-        })),
-    })).filter((t) => t.partitions.length > 0)
-    if (topics.length === 0) return out
-    const res = await c.request(apis.Fetch, 12, {
-      replicaId: -1 as BrokerId,
-      maxWaitMs: 0,
-      minBytes: 0,
-      maxBytes: 1 << 26,
-      isolationLevel: 0,
-      sessionId: 0,
-      sessionEpoch: -1,
-      topics,
-      forgottenTopicsData: [],
-      rackId: '',
-    })
-    for (const t of res.responses)
-      for (const p of t.partitions) {
-        const key = `${t.topic}-${p.partitionIndex}`
-        assert.equal(p.errorCode, 0, `fetch ${key}`)
-        ends.set(key, p.highWatermark)
-        const records = p.records ?? Buffer.alloc(0)
-        for (let at = 0; at < records.length; ) {
-          const b = decodeBatch(records, at)
-          for (const r of b.records) out.set(key, [...(out.get(key) ?? []), r.value?.toString() ?? ''])
-          next.set(key, b.header.baseOffset + BigInt(b.header.lastOffsetDelta) + 1n)
-          at += 12 + b.header.batchLength
-        }
-      }
-  }
-}

@@ -13,11 +13,18 @@ import { readdirSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
-import { KafkaConnection } from '../../src/client/index.ts'
-import { nodeTransport, systemClock } from '../../src/io/index.ts'
-import type { BrokerId, TopicName } from '../../src/model/index.ts'
-import { apis, decodeBatch, encodeBatch } from '../../src/protocol/index.ts'
-import { freePorts, tempDir, WeirProcess, waitFor, writeProperties } from '../support/weir-process.ts'
+import type { TopicName } from '../../src/model/index.ts'
+import { apis, encodeBatch } from '../../src/protocol/index.ts'
+import { openConnection } from '../support/connection.ts'
+import { fetchAll } from '../support/fetch-all.ts'
+import {
+  combinedNodeProperties,
+  freePorts,
+  tempDir,
+  WeirProcess,
+  waitFor,
+  writeProperties,
+} from '../support/weir-process.ts'
 
 const NOFILE = 256
 const dir = tempDir('weir-open-files-')
@@ -37,15 +44,7 @@ const BROKER_PARTITIONS_MAX = 1100
 const KAFKA_STORAGE_ERROR = 56
 const POLICY_VIOLATION = 44
 
-const connectionOptions = {
-  clientId: 'open-files-test',
-  clock: systemClock,
-  transport: nodeTransport,
-  requestTimeoutMs: 60_000,
-  inFlightRequestsMax: 1,
-  responseBytesMax: 1 << 26,
-  connectTimeoutMs: 5_000,
-}
+const open = (port: number) => openConnection({ host: '127.0.0.1', port }, 'open-files-test', 60_000, 1 << 26)
 
 /** Descriptors the process holds now. */
 function descriptors(pid: number): number {
@@ -57,25 +56,24 @@ test('a node under a 256-descriptor limit hosts and writes 1,050 partitions, rid
 }, async () => {
   const [port, controllerPort] = await freePorts(2)
   const logDir = join(dir.path, 'data')
-  const config = writeProperties(dir.path, 'server.properties', {
-    'node.id': 1,
-    'process.roles': 'broker,controller',
-    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    'controller.listener.names': 'CONTROLLER',
-    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
-    'log.dirs': logDir,
-    'metadata.log.dir': join(dir.path, 'metadata'),
-    'cluster.id': 'openFilesTestClusterId',
-    'offsets.topic.replication.factor': 1,
-    'max.broker.partitions': BROKER_PARTITIONS_MAX,
-  })
+  const config = writeProperties(
+    dir.path,
+    'server.properties',
+    combinedNodeProperties(port!, controllerPort!, {
+      'log.dirs': logDir,
+      'metadata.log.dir': join(dir.path, 'metadata'),
+      'cluster.id': 'openFilesTestClusterId',
+      'offsets.topic.replication.factor': 1,
+      'max.broker.partitions': BROKER_PARTITIONS_MAX,
+    }),
+  )
   weir = new WeirProcess(['--config', config], { prefix: ['prlimit', `--nofile=${NOFILE}:${NOFILE}`, '--'] })
   await weir.start()
   const pid = weir.pid!
 
   const acked = new Map<string, string[]>()
   let round = 0
-  let c = await KafkaConnection.open({ host: '127.0.0.1', port: port! }, connectionOptions)
+  let c = await open(port!)
   const topics = [
     { name: WIDE, partitions: WIDE_PARTITIONS },
     { name: MORE, partitions: MORE_PARTITIONS },
@@ -180,7 +178,7 @@ test('a node under a 256-descriptor limit hosts and writes 1,050 partitions, rid
     assert.doesNotMatch(weir.output, /log directory offline/)
 
     await weir.start()
-    c = await KafkaConnection.open({ host: '127.0.0.1', port: port! }, connectionOptions)
+    c = await open(port!)
     await allTakeWrites('every partition to take writes after the restart', [{ name: MORE, partitions: 1 }])
     const read = await fetchAll(c, topics)
     for (const t of topics)
@@ -197,60 +195,3 @@ test('a node under a 256-descriptor limit hosts and writes 1,050 partitions, rid
   }
   assert.equal(await weir.stop(), 0)
 })
-
-/** Every record value of every partition, from offset 0 to the high watermark, by `topic-partition`. */
-async function fetchAll(
-  c: KafkaConnection,
-  topics: ReadonlyArray<{ name: TopicName; partitions: number }>,
-): Promise<Map<string, string[]>> {
-  const out = new Map<string, string[]>()
-  const next = new Map<string, bigint>()
-  const ends = new Map<string, bigint>()
-  for (;;) {
-    const wanted = topics
-      .map((t) => ({
-        topic: t.name,
-        partitions: Array.from({ length: t.partitions }, (_, p) => p)
-          .filter((p) => {
-            const key = `${t.name}-${p}`
-            const end = ends.get(key)
-            return end === undefined || (next.get(key) ?? 0n) < end
-          })
-          .map((p) => ({
-            partition: p,
-            currentLeaderEpoch: -1,
-            fetchOffset: next.get(`${t.name}-${p}`) ?? 0n,
-            lastFetchedEpoch: -1,
-            logStartOffset: -1n,
-            partitionMaxBytes: 1 << 16,
-          })),
-      }))
-      .filter((t) => t.partitions.length > 0)
-    if (wanted.length === 0) return out
-    const res = await c.request(apis.Fetch, 12, {
-      replicaId: -1 as BrokerId,
-      maxWaitMs: 0,
-      minBytes: 0,
-      maxBytes: 1 << 25,
-      isolationLevel: 0,
-      sessionId: 0,
-      sessionEpoch: -1,
-      topics: wanted,
-      forgottenTopicsData: [],
-      rackId: '',
-    })
-    for (const t of res.responses)
-      for (const p of t.partitions) {
-        const key = `${t.topic}-${p.partitionIndex}`
-        assert.equal(p.errorCode, 0, `fetch ${key}`)
-        ends.set(key, p.highWatermark)
-        const records = p.records ?? Buffer.alloc(0)
-        for (let at = 0; at < records.length; ) {
-          const b = decodeBatch(records, at)
-          for (const r of b.records) out.set(key, [...(out.get(key) ?? []), r.value?.toString() ?? ''])
-          next.set(key, b.header.baseOffset + BigInt(b.header.lastOffsetDelta) + 1n)
-          at += 12 + b.header.batchLength
-        }
-      }
-  }
-}

@@ -6,6 +6,7 @@ export function openConnection(
   address: { host: string; port: number },
   clientId: string,
   requestTimeoutMs = 10_000,
+  responseBytesMax = 1 << 24,
 ): Promise<KafkaConnection> {
   return KafkaConnection.open(address, {
     clientId,
@@ -13,7 +14,7 @@ export function openConnection(
     transport: nodeTransport,
     requestTimeoutMs,
     inFlightRequestsMax: 1,
-    responseBytesMax: 1 << 24,
+    responseBytesMax,
     connectTimeoutMs: 2_000,
   })
 }

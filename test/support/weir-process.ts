@@ -123,6 +123,25 @@ export class WeirProcess {
   }
 }
 
+/**
+ * The settings of one combined node (broker and controller, node 1, a voter quorum of itself) on
+ * loopback: PLAINTEXT on `port`, CONTROLLER on `controllerPort`, then `extra` (log dirs, ids, ...).
+ */
+export function combinedNodeProperties(
+  port: number,
+  controllerPort: number,
+  extra: Record<string, string | number> = {},
+): Record<string, string | number> {
+  return {
+    'node.id': 1,
+    'process.roles': 'broker,controller',
+    listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    'controller.listener.names': 'CONTROLLER',
+    'controller.quorum.voters': `1@127.0.0.1:${controllerPort}`,
+    ...extra,
+  }
+}
+
 /** Writes a server.properties file and returns its path. */
 export function writeProperties(dir: string, name: string, props: Record<string, string | number>): string {
   const path = join(dir, name)
