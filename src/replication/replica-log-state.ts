@@ -242,7 +242,18 @@ export class ReplicaLogState {
       lastOffset: completed.lastOffset,
       lastStableOffset: completed.lastStableOffset,
     }
-    this.#queueFile(() => log.appendAbortedTxn(txn))
+    // Started now, not when the file queue reaches it: a read_committed fetch waits for the index
+    // writes begun before it, and one that found the marker without its entry would hand out the
+    // aborted records. Queued too, so a later producer snapshot (which replay at load starts from)
+    // is written only once the entry is durable.
+    let write: Promise<void>
+    try {
+      write = log.appendAbortedTxn(txn)
+    } catch (e) {
+      write = Promise.reject(e)
+    }
+    write.catch(() => undefined)
+    this.#queueFile(() => write)
   }
 
   #onTruncateTo(end: bigint): void {

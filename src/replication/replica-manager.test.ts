@@ -807,6 +807,43 @@ describe('replica manager', () => {
     assert.equal(h.partition.lastStableOffset, 10n)
   })
 
+  test('an aborted transaction is listed to read_committed as soon as its marker is readable, while an earlier file write of the partition is still held', async () => {
+    // DeleteRecords moves the leader-epoch cache's first entry: its checkpoint is rewritten, and
+    // held at its rename here (a slow fsync, say). The marker's `.txnindex` entry must not wait
+    // behind it, or a read_committed fetch finds the marker and hands out the aborted records.
+    let held = false
+    let release: (() => void) | null = null
+    class HeldDisk extends SimDisk {
+      override async rename(from: string, to: string): Promise<void> {
+        if (held && release === null && to.endsWith('leader-epoch-checkpoint'))
+          await new Promise<void>((resolve) => {
+            release = resolve
+          })
+        return super.rename(from, to)
+      }
+    }
+    const h = new Harness(new HeldDisk())
+    await h.disk.mkdir(DIR)
+    await h.disk.syncDir('/')
+    await h.open()
+    await h.createTopic()
+    await h.produce(batch(2))
+    held = true
+    assert.deepEqual(await h.rm.deleteRecords(TOPIC, 0, 1n), { errorCode: 0, lowWatermark: 1n })
+    for (let i = 0; i < 100 && release === null; i++) await new Promise((r) => setImmediate(r))
+    assert.notEqual(release, null, "the epoch cache's checkpoint write is held")
+    assert.equal((await h.produce(batch(2, { producerId: 2n, transactional: true })))[0]!.baseOffset, 2n)
+    assert.equal((await h.marker(2n, false)).baseOffset, 4n)
+    const r = (await h.fetch(1n, { isolationLevel: 1 }))[0]!
+    assert.equal(r.lastStableOffset, 5n)
+    assert.deepEqual(r.abortedTransactions, [
+      { producerId: 2n, firstOffset: 2n, lastOffset: 4n, lastStableOffset: 5n },
+    ])
+    held = false
+    ;(release as (() => void) | null)?.()
+    await h.rm.settled()
+  })
+
   test("a coordinator's transactional batches (origin coordinator) get no duplicate or sequence check, only the epoch's", async () => {
     const h = await Harness.create()
     await h.createTopic()

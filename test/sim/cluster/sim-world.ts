@@ -103,6 +103,21 @@ export class SimWorld {
     if (this.nowMs < untilMs) this.nowMs = untilMs
   }
 
+  /**
+   * Awaits `p` while events run (a read waiting on a write a slow disk holds), for at most
+   * `limitMs` of simulated time; throws if it is still pending then.
+   */
+  async drive<T>(p: Promise<T>, limitMs = 60_000): Promise<T> {
+    let done = false
+    const watched = p.finally(() => {
+      done = true
+    })
+    await settle()
+    if (!done) await this.runUntil(this.nowMs + limitMs, () => done)
+    if (!done) throw new Error(`still pending after ${limitMs} ms of simulated time`)
+    return watched
+  }
+
   /** A promise that resolves after `ms` of simulated time (slow disks hold their fsyncs on it). */
   sleep(ms: number): Promise<void> {
     return new Promise((resolve) =>
