@@ -25,9 +25,11 @@ function report(failures: ClusterSeedSummary[]): string {
 }
 
 describe('whole-cluster simulation', () => {
-  for (const { seed, found, todo } of PINNED_CLUSTER_SEEDS) {
+  for (const { seed, found, todo, transactions } of PINNED_CLUSTER_SEEDS) {
     it(`pinned seed ${seed} (${found.split(':')[0]})`, todo === undefined ? {} : { todo }, async () => {
-      const result = summarizeCluster(await runClusterSeed(seed))
+      const result = summarizeCluster(
+        await runClusterSeed(seed, transactions === undefined ? {} : { transactions }),
+      )
       assert.ok(result.ok, report([result]))
     })
   }

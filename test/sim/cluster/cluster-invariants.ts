@@ -134,16 +134,15 @@ export class ClusterChecker {
   observe(tp: string, b: MirrorBatch, who: string, leaderOf: (epoch: number) => number | undefined): void {
     const c = this.#committedOf(tp)
     const known = c.batches.get(b.baseOffset)
+    // A replica still holding the history an excused loss replaced (it truncates once it fetches),
+    // whether the new history has a batch at the same offset or one around it.
+    const superseded =
+      this.#superseded
+        .get(tp)
+        ?.get(b.baseOffset)
+        ?.some((x) => same(x, b)) === true
     if (known !== undefined) {
-      if (same(known, b)) return
-      // A replica still holding the history an excused loss replaced (it truncates once it fetches).
-      if (
-        this.#superseded
-          .get(tp)
-          ?.get(b.baseOffset)
-          ?.some((x) => same(x, b)) === true
-      )
-        return
+      if (same(known, b) || superseded) return
       const excused = this.#excuse(tp, b, leaderOf, Math.min(known.epoch, b.epoch - 1))
       const wasAcked = this.acked.get(tp)?.has(b.baseOffset) === true
       const message = `${who} has ${describe(b)} at ${tp}@${b.baseOffset} below its high watermark; the committed batch there is ${describe(known)}`
@@ -161,6 +160,7 @@ export class ClusterChecker {
       for (const k of c.batches.values())
         if (k.baseOffset < b.baseOffset && k.lastOffset >= b.baseOffset) inside = true
       if (inside) {
+        if (superseded) return
         if (!this.#excuse(tp, b, leaderOf)) {
           throw new ClusterViolation(
             ClusterInvariant.NoDivergenceBelowHighWatermark,
