@@ -55,6 +55,8 @@ import {
   type IncrementalAlterConfigsResponseData,
   type ListPartitionReassignmentsRequestData,
   type ListPartitionReassignmentsResponseData,
+  type UpdateFeaturesRequestData,
+  type UpdateFeaturesResponseData,
 } from '../protocol/index.ts'
 import type { RaftStatus } from '../quorum/index.ts'
 import type {
@@ -282,6 +284,19 @@ export class ControllerChannel
       apis.DeleteTopics,
       req,
       (res) => allNotController(res.responses),
+      version,
+    )
+  }
+
+  updateFeatures(
+    req: UpdateFeaturesRequestData.UpdateFeaturesRequest,
+    version?: number,
+  ): Promise<UpdateFeaturesResponseData.UpdateFeaturesResponseIn> {
+    return this.#call(
+      this.#local((c) => c.updateFeatures(req, version)),
+      apis.UpdateFeatures,
+      req,
+      (res) => res.errorCode === ErrorCode.NotController,
       version,
     )
   }

@@ -502,6 +502,7 @@ export class WeirNode {
           createdTopicConfigs(this.image, overrides, this.configSource),
         configs: { ...this.configSource, controllerIds: config.voters.map((v) => v.id) },
         bootstrapFeatures: BOOTSTRAP_FEATURES,
+        supportedFeatures: SUPPORTED_FEATURES,
         bootstrapRecords: bootstrapScramRecords(this.#bootstrapScram, io.random),
         leaderBalance: {
           enabled: effective.boolean('auto.leader.rebalance.enable'),

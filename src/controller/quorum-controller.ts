@@ -42,6 +42,8 @@ import {
   type ListPartitionReassignmentsRequestData,
   type ListPartitionReassignmentsResponseData,
   metadataRecordTypes as T,
+  type UpdateFeaturesRequestData,
+  type UpdateFeaturesResponseData,
 } from '../protocol/index.ts'
 import type { ProposeResult, RaftStatus } from '../quorum/index.ts'
 import { deleteAclsFilters } from '../security/index.ts'
@@ -61,6 +63,7 @@ import {
   RECORDS_PER_USER_OP_MAX,
 } from './decision.ts'
 import { electLeaders } from './elections.ts'
+import { type SupportedFeature, updateFeatures } from './features.ts'
 import { hasLeaderless, rebalancePreferredLeaders, uncleanElections } from './leadership.ts'
 import { allocateProducerIds } from './producer-ids.ts'
 import {
@@ -109,6 +112,8 @@ export interface QuorumControllerOptions {
   readonly configs?: ConfigDecisionOptions
   /** Finalized features written when the cluster is new (metadata.version, ...). */
   readonly bootstrapFeatures: ReadonlyMap<string, number>
+  /** The features and levels this controller's software supports (UpdateFeatures checks them). */
+  readonly supportedFeatures?: readonly SupportedFeature[]
   /** Records written after the features when the cluster is new (the `--add-scram` credentials). */
   readonly bootstrapRecords?: readonly PendingRecord[]
   /**
@@ -362,6 +367,20 @@ export class QuorumController {
       ...internal,
     }
     return this.#write((image) => createTopics(this.#context(image), req, options))
+  }
+
+  /** UpdateFeatures: one atomic batch of FeatureLevelRecords, or a refusal (features.ts). */
+  updateFeatures(
+    req: UpdateFeaturesRequestData.UpdateFeaturesRequest,
+    version = 2,
+  ): Promise<UpdateFeaturesResponseData.UpdateFeaturesResponseIn> {
+    return this.#write((image) =>
+      updateFeatures(
+        { image, nodeId: this.#o.quorum.status().nodeId, supported: this.#o.supportedFeatures ?? [] },
+        req,
+        version,
+      ),
+    )
   }
 
   electLeaders(
