@@ -35,11 +35,11 @@ import {
   makeDescribeQuorumHandler,
   makeDescribeUserScramCredentialsHandler,
   makeElectLeadersHandler,
-  makeUpdateFeaturesHandler,
   makeIncrementalAlterConfigsHandler,
   makeMetadataHandler,
   makePartitionReassignmentHandlers,
   makeRaftHandlers,
+  makeUpdateFeaturesHandler,
 } from '../server/index.ts'
 import { type ControllerChannel, controllerFailure } from './controller-channel.ts'
 import type { VoterSpec } from './node-config.ts'
