@@ -6,6 +6,7 @@ import { DEFAULT_LOG_CONFIG, PartitionLog } from '../storage/index.ts'
 import { decodeKeyedBatches } from './coordinator-records.ts'
 import { LocalOffsetsLog, type OffsetsLog } from './offsets-log.ts'
 import {
+  COMPLETION_WAIT_MS,
   TransactionCoordinator,
   type TransactionCoordinatorConfig,
   type TxnMarker,
@@ -103,6 +104,56 @@ async function begin(c: TransactionCoordinator, id: string, timeoutMs = 60_000) 
 }
 
 describe('TransactionCoordinator', () => {
+  test("the next transaction's AddPartitionsToTxn waits for the last one's markers (COMPLETION_WAIT_MS at most), then answers", async () => {
+    const disk = new SimDisk()
+    const clock = new ManualClock({ nowMs: START_MS })
+    const log = await openLog(disk, clock)
+    // The markers are held until released.
+    let release: (() => void) | null = null
+    const markers = new InProcessMarkers()
+    const held: TxnMarkerChannel = {
+      writeMarkers: async (m) => {
+        await new Promise<void>((resolve) => {
+          release = resolve
+        })
+        return markers.writeMarkers(m)
+      },
+    }
+    const c = coordinator(new LocalOffsetsLog(() => log), clock, held)
+    await c.onElection(0, 1)
+    const init = await begin(c, 't')
+    const ids = { transactionalId: 't', producerId: init.producerId, producerEpoch: init.producerEpoch }
+    const ended = await c.endTxn({ ...ids, committed: true, clientTransactionVersion: 0 })
+    assert.equal(ended.errorCode, ErrorCode.None)
+    await settle()
+    let answer: ErrorCode | null = null
+    void c.addPartitionsToTxn({ ...ids, partitions: [P0] }).then((e) => {
+      answer = e
+    })
+    await settle()
+    assert.equal(answer, null, 'waiting while the markers are written')
+    ;(release as (() => void) | null)?.()
+    await settle()
+    assert.equal(answer, ErrorCode.None, 'answered once the completion is written, without a retry')
+    assert.equal(c.describeTransactions(['t'])[0]?.state, 'Ongoing')
+
+    // Markers that do not come: CONCURRENT_TRANSACTIONS after the wait, as before.
+    const ended2 = await c.endTxn({ ...ids, committed: false, clientTransactionVersion: 0 })
+    assert.equal(ended2.errorCode, ErrorCode.None)
+    await settle()
+    let second: ErrorCode | null = null
+    void c.addPartitionsToTxn({ ...ids, partitions: [P1] }).then((e) => {
+      second = e
+    })
+    await settle()
+    assert.equal(second, null)
+    clock.advance(COMPLETION_WAIT_MS)
+    await settle()
+    assert.equal(second, ErrorCode.ConcurrentTransactions)
+    ;(release as (() => void) | null)?.()
+    await settle()
+  })
+
   test('a transaction commits: markers to each partition, then CompleteCommit; a reload keeps it', async () => {
     const disk = new SimDisk()
     const clock = new ManualClock({ nowMs: START_MS })
