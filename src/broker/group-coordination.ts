@@ -285,13 +285,18 @@ export class GroupCoordination {
       addPartition: boolean
       abortableKnown: boolean
     },
-  ): Promise<ErrorCode> {
+  ): Promise<{ errorCode: ErrorCode; verificationGuard: object | null | undefined }> {
     const partition = partitionForGroup(input.groupId, this.#coordinator.partitionCount)
     const topic = GROUP_METADATA_TOPIC_NAME
-    if (
-      this.#o.replicas.startTxnVerification(topic, partition, input.producerId, input.producerEpoch) === null
+    const verificationGuard = this.#o.replicas.startTxnVerification(
+      topic,
+      partition,
+      input.producerId,
+      input.producerEpoch,
     )
-      return ErrorCode.None
+    // Open there already: the write still checks it is (a marker may end it meanwhile). Not led
+    // here (undefined): asked all the same, and the write, unguarded, meets the leadership.
+    if (verificationGuard === null) return { errorCode: ErrorCode.None, verificationGuard: null }
     const errors = await verifier.verify({
       transactionalId: input.transactionalId,
       producerId: input.producerId,
@@ -300,7 +305,7 @@ export class GroupCoordination {
       addPartitions: input.addPartition,
       abortableKnown: input.abortableKnown,
     })
-    return errors.values().next().value ?? ErrorCode.InvalidTxnState
+    return { errorCode: errors.values().next().value ?? ErrorCode.InvalidTxnState, verificationGuard }
   }
 
   /** The client-facing group handlers. */

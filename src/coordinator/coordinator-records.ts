@@ -225,6 +225,12 @@ function valueVersion(r: Reader, highest: number): number {
 export interface TransactionalProducer {
   readonly producerId: bigint
   readonly producerEpoch: number
+  /**
+   * KIP-890: the guard the partition gave when the transaction was verified with its coordinator
+   * (null: the transaction was open there already). The append is refused if a marker ended the
+   * transaction since; undefined: no verification.
+   */
+  readonly verificationGuard?: object | null
 }
 
 /**

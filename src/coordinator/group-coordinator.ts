@@ -318,6 +318,7 @@ export class GroupCoordinator {
       const r = await this.#options.log.append(
         shard.partition,
         encodeRecordBatch(records, this.#clock.nowMs(), transaction),
+        transaction?.verificationGuard,
       )
       errorCode = r.errorCode
       if (r.errorCode === ErrorCode.None) baseOffset = r.baseOffset

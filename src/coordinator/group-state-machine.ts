@@ -166,6 +166,8 @@ export interface TxnCommitInput {
   readonly groupInstanceId: string | null
   /** As OffsetCommit's; `commitTimestamp` is -1 (the coordinator stamps it). */
   readonly topics: CommitInput['topics']
+  /** KIP-890's guard for the write (TransactionalProducer.verificationGuard); undefined: none. */
+  readonly verificationGuard?: object | null
 }
 
 export interface DeleteOffsetsInput {
@@ -1311,7 +1313,11 @@ export class GroupStateMachine {
     this.#write(
       offsets.map((o) => ({ kind: 'offset', ...o })),
       { kind: 'txnCommit', token, producerId: input.producerId, offsets, result },
-      { producerId: input.producerId, producerEpoch: input.producerEpoch },
+      {
+        producerId: input.producerId,
+        producerEpoch: input.producerEpoch,
+        ...(input.verificationGuard === undefined ? {} : { verificationGuard: input.verificationGuard }),
+      },
     )
   }
 

@@ -29,8 +29,9 @@ export interface OffsetsLog {
    * Append one record batch (offsets assigned by the log) to `partition`, which this broker leads.
    * Resolves once the batch is committed (durable, and replicated as acks=all would wait for), or
    * with a Kafka error code: NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, KAFKA_STORAGE_ERROR, ...
+   * `verificationGuard`: KIP-890's, for a transactional batch (TransactionalProducer's).
    */
-  append(partition: number, batch: Buffer): Promise<OffsetsLogAppendResult>
+  append(partition: number, batch: Buffer, verificationGuard?: object | null): Promise<OffsetsLogAppendResult>
   /** Whole batches from the one holding `offset`, about `maxBytes` (at least one), below the high watermark. */
   read(partition: number, offset: bigint, maxBytes: number): Promise<OffsetsLogReadResult>
   /** Null when this broker does not host the partition. */
@@ -100,12 +101,23 @@ export class ReplicaOffsetsLog implements OffsetsLog {
     this.#topic = options.topic ?? GROUP_METADATA_TOPIC_NAME
   }
 
-  async append(partition: number, batch: Buffer): Promise<OffsetsLogAppendResult> {
+  async append(
+    partition: number,
+    batch: Buffer,
+    verificationGuard?: object | null,
+  ): Promise<OffsetsLogAppendResult> {
     // Kafka's AppendOrigin.COORDINATOR: the coordinator's transactional batches (TxnOffsetCommit)
     // all start at sequence 0, so they get no duplicate or sequence check, only the epoch check.
     const options = { acks: -1, timeoutMs: this.#commitTimeoutMs, origin: 'coordinator' as const }
     const [r] = await this.#replicas.appendRecords(
-      [{ topic: this.#topic, partition, records: batch }],
+      [
+        {
+          topic: this.#topic,
+          partition,
+          records: batch,
+          ...(verificationGuard === undefined ? {} : { verificationGuard }),
+        },
+      ],
       options,
     )
     if (r === undefined) return { errorCode: ErrorCode.UnknownServerError }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { resolveTopicConfig } from '../config/index.ts'
+import { ReplicaOffsetsLog } from '../coordinator/offsets-log.ts'
 import { ManualClock, SimDisk } from '../io/index.ts'
 import { ConfigResourceType, configKey, imageToSnapshot, MetadataLoader } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
@@ -842,6 +843,27 @@ describe('replica manager', () => {
     held = false
     ;(release as (() => void) | null)?.()
     await h.rm.settled()
+  })
+
+  test("KIP-890 for a coordinator's transactional write (TxnOffsetCommit): a guard a marker voided since is refused, a fresh one appends", async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    const log = new ReplicaOffsetsLog(h.rm, { commitTimeoutMs: 30_000, topic: TOPIC })
+    const offsets = () => batch(1, { producerId: 7n, seq: 0, transactional: true })
+    const stale = h.rm.startTxnVerification(TOPIC, 0, 7n, 0)
+    assert.ok(stale !== null && stale !== undefined, 'no transaction open: a guard')
+    // The producer's (previous) transaction ends here between the verification and the write.
+    assert.equal((await h.marker(7n, false)).errorCode, ErrorCode.None)
+    const refused = await log.append(0, offsets(), stale)
+    assert.equal(refused.errorCode, ErrorCode.InvalidTxnState)
+    const fresh = h.rm.startTxnVerification(TOPIC, 0, 7n, 0)
+    const written = await log.append(0, offsets(), fresh)
+    assert.equal(written.errorCode, ErrorCode.None)
+    // Open now: no guard needed (null), and the write checks it still is.
+    assert.equal(h.rm.startTxnVerification(TOPIC, 0, 7n, 0), null)
+    assert.equal((await log.append(0, offsets(), null)).errorCode, ErrorCode.None)
+    assert.equal((await h.marker(7n, true)).errorCode, ErrorCode.None)
+    assert.equal((await log.append(0, offsets(), null)).errorCode, ErrorCode.InvalidTxnState)
   })
 
   test("a coordinator's transactional batches (origin coordinator) get no duplicate or sequence check, only the epoch's", async () => {

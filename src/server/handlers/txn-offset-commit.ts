@@ -21,7 +21,8 @@ export interface TxnOffsetCommitView {
   /**
    * KIP-890 (`transaction.partition.verification.enable`): the group's `__consumer_offsets`
    * partition verified with the transaction coordinator (v5+: added to the transaction, Kafka 4's
-   * implicit AddOffsetsToTxn); NONE to commit, else the error every partition answers.
+   * implicit AddOffsetsToTxn); NONE to commit, with the guard the write carries, else the error
+   * every partition answers.
    */
   verifyInTransaction?(input: {
     transactionalId: string
@@ -30,7 +31,7 @@ export interface TxnOffsetCommitView {
     producerEpoch: number
     addPartition: boolean
     abortableKnown: boolean
-  }): Promise<ErrorCode>
+  }): Promise<{ readonly errorCode: ErrorCode; readonly verificationGuard: object | null | undefined }>
   /** Whether the metadata knows this partition. */
   partitionExists(topic: TopicName, partition: number): boolean
 }
@@ -85,8 +86,9 @@ export function makeTxnOffsetCommitHandler(view: TxnOffsetCommitView): Handler {
         })),
       })
     }
+    let verificationGuard: object | null | undefined
     if (topics.length > 0 && view.verifyInTransaction !== undefined) {
-      const errorCode = await view.verifyInTransaction({
+      const verified = await view.verifyInTransaction({
         transactionalId: req.transactionalId,
         groupId: req.groupId,
         producerId: req.producerId,
@@ -94,8 +96,9 @@ export function makeTxnOffsetCommitHandler(view: TxnOffsetCommitView): Handler {
         addPartition: v >= 5,
         abortableKnown: v >= 4,
       })
-      if (errorCode !== ErrorCode.None)
-        return answer((topic, partition) => refused.get(key(topic, partition)) ?? errorCode)
+      if (verified.errorCode !== ErrorCode.None)
+        return answer((topic, partition) => refused.get(key(topic, partition)) ?? verified.errorCode)
+      verificationGuard = verified.verificationGuard
     }
     const committed =
       topics.length === 0
@@ -108,6 +111,7 @@ export function makeTxnOffsetCommitHandler(view: TxnOffsetCommitView): Handler {
             memberId: v >= 3 ? req.memberId : '',
             groupInstanceId: v >= 3 ? req.groupInstanceId : null,
             topics,
+            ...(verificationGuard === undefined ? {} : { verificationGuard }),
           })
     for (const t of committed) {
       for (const p of t.partitions ?? []) {
