@@ -278,9 +278,15 @@ export class Partition {
    * open transaction, or of a completed one whose marker the high watermark has not passed, when
    * that is below the high watermark; else the high watermark. Leaders and followers alike.
    */
+  /**
+   * The first offset of the oldest transaction still open (or whose marker the high watermark has
+   * not passed), no lower than the log start (retention or DeleteRecords may pass an open
+   * transaction's first offset: Kafka's updateFirstUnstableOffset), else the high watermark.
+   */
   get lastStableOffset(): bigint {
     const unstable = this.state.producers.firstUnstableOffset(this.#highWatermark)
-    return unstable !== null && unstable < this.#highWatermark ? unstable : this.#highWatermark
+    if (unstable === null || unstable >= this.#highWatermark) return this.#highWatermark
+    return max(unstable, this.log.logStartOffset)
   }
 
   get logEndOffset(): bigint {

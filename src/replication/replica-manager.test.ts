@@ -845,6 +845,21 @@ describe('replica manager', () => {
     await h.rm.settled()
   })
 
+  test("DeleteRecords past an open transaction's first offset: the last stable offset is the new log start, not below it", async () => {
+    const h = await Harness.create()
+    await h.createTopic()
+    assert.equal((await h.produce(batch(1, { producerId: 3n, transactional: true })))[0]!.baseOffset, 0n)
+    await h.produce(batch(2))
+    assert.deepEqual([h.partition.lastStableOffset, h.partition.highWatermark], [0n, 3n])
+    assert.deepEqual(await h.rm.deleteRecords(TOPIC, 0, 2n), { errorCode: 0, lowWatermark: 2n })
+    assert.equal(h.partition.lastStableOffset, 2n)
+    assert.equal(await h.latest(1), 2n, 'ListOffsets latest at read_committed')
+    const r = (await h.fetch(2n, { isolationLevel: 1 }))[0]!
+    assert.deepEqual([r.errorCode, r.lastStableOffset, r.records.length], [ErrorCode.None, 2n, 0])
+    assert.equal((await h.marker(3n, false)).baseOffset, 3n)
+    assert.equal(h.partition.lastStableOffset, 4n)
+  })
+
   test("KIP-890 for a coordinator's transactional write (TxnOffsetCommit): a guard a marker voided since is refused, a fresh one appends", async () => {
     const h = await Harness.create()
     await h.createTopic()
