@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { resolveTopicConfig } from '../config/index.ts'
-import { ReplicaOffsetsLog } from '../coordinator/offsets-log.ts'
 import { ManualClock, SimDisk } from '../io/index.ts'
 import { ConfigResourceType, configKey, imageToSnapshot, MetadataLoader } from '../metadata/index.ts'
 import type { BrokerId, TopicName, Uuid } from '../model/index.ts'
@@ -863,7 +862,17 @@ describe('replica manager', () => {
   test("KIP-890 for a coordinator's transactional write (TxnOffsetCommit): a guard a marker voided since is refused, a fresh one appends", async () => {
     const h = await Harness.create()
     await h.createTopic()
-    const log = new ReplicaOffsetsLog(h.rm, { commitTimeoutMs: 30_000, topic: TOPIC })
+    // As ReplicaOffsetsLog appends a transactional offset commit.
+    const log = {
+      append: async (_partition: number, records: Buffer, verificationGuard: object | null) =>
+        (
+          await h.rm.appendRecords([{ topic: TOPIC, partition: 0, records, verificationGuard }], {
+            acks: -1,
+            timeoutMs: 30_000,
+            origin: 'coordinator',
+          })
+        )[0]!,
+    }
     const offsets = () => batch(1, { producerId: 7n, seq: 0, transactional: true })
     const stale = h.rm.startTxnVerification(TOPIC, 0, 7n, 0)
     assert.ok(stale !== null && stale !== undefined, 'no transaction open: a guard')
@@ -872,7 +881,7 @@ describe('replica manager', () => {
     const refused = await log.append(0, offsets(), stale)
     assert.equal(refused.errorCode, ErrorCode.InvalidTxnState)
     const fresh = h.rm.startTxnVerification(TOPIC, 0, 7n, 0)
-    const written = await log.append(0, offsets(), fresh)
+    const written = await log.append(0, offsets(), fresh ?? null)
     assert.equal(written.errorCode, ErrorCode.None)
     // Open now: no guard needed (null), and the write checks it still is.
     assert.equal(h.rm.startTxnVerification(TOPIC, 0, 7n, 0), null)
