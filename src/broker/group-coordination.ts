@@ -38,7 +38,7 @@ import {
   makeTxnOffsetCommitHandler,
 } from '../server/index.ts'
 import { createCoordinatorTopic, syncCoordinatorLeadership } from './coordinator-leadership.ts'
-import type { TxnVerifier } from './txn-verifier.ts'
+import { type TxnVerifier, VOIDED_REASKS_MAX } from './txn-verifier.ts'
 
 /**
  * How long a FindCoordinator waits for this broker to become a group's coordinator (a new
@@ -288,24 +288,31 @@ export class GroupCoordination {
   ): Promise<{ errorCode: ErrorCode; verificationGuard: object | null | undefined }> {
     const partition = partitionForGroup(input.groupId, this.#coordinator.partitionCount)
     const topic = GROUP_METADATA_TOPIC_NAME
-    const verificationGuard = this.#o.replicas.startTxnVerification(
-      topic,
-      partition,
-      input.producerId,
-      input.producerEpoch,
-    )
-    // Open there already: the write still checks it is (a marker may end it meanwhile). Not led
-    // here (undefined): asked all the same, and the write, unguarded, meets the leadership.
-    if (verificationGuard === null) return { errorCode: ErrorCode.None, verificationGuard: null }
-    const errors = await verifier.verify({
-      transactionalId: input.transactionalId,
-      producerId: input.producerId,
-      producerEpoch: input.producerEpoch,
-      partitions: [{ topic, partition }],
-      addPartitions: input.addPartition,
-      abortableKnown: input.abortableKnown,
-    })
-    return { errorCode: errors.values().next().value ?? ErrorCode.InvalidTxnState, verificationGuard }
+    const guard = () =>
+      this.#o.replicas.startTxnVerification(topic, partition, input.producerId, input.producerEpoch)
+    let verificationGuard = guard()
+    for (let asked = 0; asked <= VOIDED_REASKS_MAX; asked++) {
+      // Open there already: the write still checks it is (a marker may end it meanwhile). Not led
+      // here (undefined): asked all the same, and the write, unguarded, meets the leadership.
+      if (verificationGuard === null) return { errorCode: ErrorCode.None, verificationGuard: null }
+      const errors = await verifier.verify({
+        transactionalId: input.transactionalId,
+        producerId: input.producerId,
+        producerEpoch: input.producerEpoch,
+        partitions: [{ topic, partition }],
+        addPartitions: input.addPartition,
+        abortableKnown: input.abortableKnown,
+      })
+      const errorCode = errors.values().next().value ?? ErrorCode.InvalidTxnState
+      if (errorCode !== ErrorCode.None || verificationGuard === undefined)
+        return { errorCode, verificationGuard }
+      // A marker of the previous transaction, written while the coordinator waited for its
+      // completion, voids the guard taken before: ask again under a new one (as appendVerified).
+      const now = guard()
+      if (now === verificationGuard) return { errorCode, verificationGuard }
+      verificationGuard = now
+    }
+    return { errorCode: ErrorCode.ConcurrentTransactions, verificationGuard }
   }
 
   /** The client-facing group handlers. */

@@ -373,6 +373,11 @@ describe('TxnVerifier (real sockets)', () => {
   })
 
   test('transaction version 2: a produce that meets CONCURRENT_TRANSACTIONS asks again with a new guard, for up to 100 ms', async () => {
+    // The partition's guard, as its producer state keeps it: the same one until a marker voids it.
+    let current: object | null = null
+    const marker = () => {
+      current = null
+    }
     const produce = (apiVersion: number) => {
       const guards: object[] = []
       const appended: unknown[] = []
@@ -388,9 +393,11 @@ describe('TxnVerifier (real sockets)', () => {
           verifier,
           clock: systemClock,
           startTxnVerification: () => {
-            const g = {}
-            guards.push(g)
-            return g
+            if (current === null) {
+              current = {}
+              guards.push(current)
+            }
+            return current
           },
           appendRecords: async (entries) => {
             appended.push(...entries.map((e) => e.verificationGuard))
@@ -408,8 +415,13 @@ describe('TxnVerifier (real sockets)', () => {
       )
       return { result, guards, appended }
     }
+    // The previous transaction's markers are still being written at each CONCURRENT_TRANSACTIONS.
     let concurrent = 2
-    coordinator.answer = () => (concurrent-- > 0 ? ErrorCode.ConcurrentTransactions : ErrorCode.None)
+    coordinator.answer = () => {
+      if (concurrent-- <= 0) return ErrorCode.None
+      marker()
+      return ErrorCode.ConcurrentTransactions
+    }
     const retried = produce(12)
     assert.equal((await retried.result)[0]!.errorCode, ErrorCode.None)
     assert.equal(
@@ -418,7 +430,30 @@ describe('TxnVerifier (real sockets)', () => {
       'a guard per ask: the marker that ended the previous one voided it',
     )
     assert.deepEqual(retried.appended, [retried.guards[2]])
-    coordinator.answer = () => ErrorCode.ConcurrentTransactions
+    // The coordinator waited for the previous transaction's marker, which voided the guard, then
+    // said yes: asked again at once under a new guard, which stands.
+    let waited = 1
+    coordinator.answer = () => {
+      if (waited-- > 0) marker()
+      return ErrorCode.None
+    }
+    current = null
+    const reasked = produce(12)
+    assert.equal((await reasked.result)[0]!.errorCode, ErrorCode.None)
+    assert.equal(reasked.guards.length, 2)
+    assert.deepEqual(reasked.appended, [reasked.guards[1]], 'appended under the guard that stands')
+    // A marker at every answer: never appended under a voided guard.
+    coordinator.answer = () => {
+      marker()
+      return ErrorCode.None
+    }
+    const voided = produce(12)
+    assert.equal((await voided.result)[0]!.errorCode, ErrorCode.NotEnoughReplicas)
+    assert.deepEqual(voided.appended, [])
+    coordinator.answer = () => {
+      marker()
+      return ErrorCode.ConcurrentTransactions
+    }
     const given = produce(12)
     assert.equal((await given.result)[0]!.errorCode, ErrorCode.NotEnoughReplicas, 'retriable, after 100 ms')
     assert.ok(given.guards.length >= 3 && given.guards.length <= 6, `${given.guards.length} asks`)

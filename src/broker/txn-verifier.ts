@@ -194,6 +194,8 @@ function mapped(code: number, v: TxnVerification): ErrorCode {
  */
 export const ADD_PARTITIONS_RETRY_BACKOFF_MS = 20
 export const ADD_PARTITIONS_RETRY_MAX_MS = 100
+/** How often a partition whose guard a marker voided during its verification is asked again. */
+export const VOIDED_REASKS_MAX = 3
 
 /** Where `appendVerified` looks up and appends. */
 export interface VerifiedAppendPorts {
@@ -267,20 +269,42 @@ export async function appendVerified(
   const errors = new Map<string, ErrorCode>()
   let asking: TxnPartition[] = unverified.map((e) => ({ topic: e.topic, partition: e.partition }))
   const startMs = ports.clock.monotonicMs()
+  let reasks = 0
   while (asking.length > 0) {
-    for (const [k, e] of await ask(asking)) errors.set(k, e)
-    const concurrent = asking.filter(
-      (p) => errors.get(txnPartitionKey(p)) === ErrorCode.ConcurrentTransactions,
+    const asked = asking
+    for (const [k, e] of await ask(asked)) errors.set(k, e)
+    const askedHere = (e: ProduceEntry) =>
+      asked.some((p) => p.topic === e.topic && p.partition === e.partition)
+    // The previous transaction's marker, written while the coordinator waited for its completion,
+    // voids a guard taken before it: such a partition is asked again at once under a new guard
+    // (the coordinator answers at once now). A marker after the answer voids the guard for good.
+    const voided: TxnPartition[] = []
+    guarded.forEach((e, i) => {
+      if (e.verificationGuard == null || !askedHere(e) || errors.get(txnPartitionKey(e)) !== ErrorCode.None)
+        return
+      const now = ports.startTxnVerification(e.topic, e.partition, producerId, producerEpoch)
+      if (now === e.verificationGuard) return
+      if (now === undefined) notLeader.add(i)
+      guarded[i] = { ...e, verificationGuard: now ?? null }
+      if (now != null) {
+        voided.push({ topic: e.topic, partition: e.partition })
+        // Unverified under the new guard until the coordinator says so again.
+        errors.set(txnPartitionKey(e), ErrorCode.ConcurrentTransactions)
+      }
+    })
+    const concurrent = asked.filter(
+      (p) =>
+        errors.get(txnPartitionKey(p)) === ErrorCode.ConcurrentTransactions &&
+        !voided.some((v) => v.topic === p.topic && v.partition === p.partition),
     )
-    if (
-      !addPartitions ||
-      concurrent.length === 0 ||
-      ports.clock.monotonicMs() - startMs + ADD_PARTITIONS_RETRY_BACKOFF_MS > ADD_PARTITIONS_RETRY_MAX_MS
-    )
-      break
+    const waitAgain =
+      addPartitions &&
+      concurrent.length > 0 &&
+      ports.clock.monotonicMs() - startMs + ADD_PARTITIONS_RETRY_BACKOFF_MS <= ADD_PARTITIONS_RETRY_MAX_MS
+    asking = voided.length > 0 && reasks++ < VOIDED_REASKS_MAX ? voided : []
+    if (!waitAgain) continue
     await new Promise<void>((resolve) => ports.clock.setTimer(ADD_PARTITIONS_RETRY_BACKOFF_MS, resolve))
     // The previous transaction's marker voids a guard taken before it: each retry takes a new one.
-    asking = []
     guarded.forEach((e, i) => {
       if (!concurrent.some((p) => p.topic === e.topic && p.partition === e.partition)) return
       const verificationGuard = ports.startTxnVerification(e.topic, e.partition, producerId, producerEpoch)
