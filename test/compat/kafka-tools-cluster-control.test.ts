@@ -15,6 +15,8 @@ import { describeTopic, kafkaTool } from '../support/kafka-tools.ts'
 import { waitFor } from '../support/weir-process.ts'
 
 let cluster: WeirCluster
+/** How long a wait after a kill may take (see the unclean-election test). */
+const AFTER_KILL_MS = 90_000
 
 const tool = kafkaTool
 const describe = (topic: string, via = cluster.node(1).address) => describeTopic(via, topic)
@@ -239,20 +241,34 @@ test('a partition whose last ISR member died stays leaderless; unclean elections
     const full = (d: typeof a) => d !== undefined && [...d.isr].sort().join() === '3,4'
     return full(a) && full(b) ? true : undefined
   })
-  // Broker 3 dies: fenced, it leaves the ISR.
+  // Broker 3 dies: fenced, it leaves the ISR. Node 3 is a controller voter, perhaps the active one:
+  // the fencing may wait for a controller election first, and each look is two JVM tool runs
+  // (several seconds each on a loaded machine), so the waits after a kill allow more than the default.
   await cluster.node(3).process.kill()
-  await waitFor('broker 3 out of the ISR', async () => {
-    const a = (await describe('unclean-tool', via)).get(0)
-    const b = (await describe('unclean-config', via)).get(0)
-    return a?.isr.join() === '4' && b?.isr.join() === '4' ? true : undefined
+  let seen = ''
+  await waitFor(
+    'broker 3 out of the ISR',
+    async () => {
+      const a = (await describe('unclean-tool', via)).get(0)
+      const b = (await describe('unclean-config', via)).get(0)
+      seen = `unclean-tool ${JSON.stringify(a)}, unclean-config ${JSON.stringify(b)}`
+      return a?.isr.join() === '4' && b?.isr.join() === '4' ? true : undefined
+    },
+    AFTER_KILL_MS,
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}; last seen: ${seen}`)
   })
   // Broker 4, the last ISR member, dies: no leader, as unclean.leader.election.enable is false.
   await cluster.node(4).process.kill()
   for (const topic of ['unclean-tool', 'unclean-config']) {
-    const p = await waitFor(`${topic} leaderless`, async () => {
-      const d = (await describe(topic, via)).get(0)
-      return d?.leader === -1 ? d : undefined
-    })
+    const p = await waitFor(
+      `${topic} leaderless`,
+      async () => {
+        const d = (await describe(topic, via)).get(0)
+        return d?.leader === -1 ? d : undefined
+      },
+      AFTER_KILL_MS,
+    )
     assert.deepEqual(p.isr, [4], 'the ISR keeps its last member')
   }
   // Broker 3 comes back: alive, out of the ISR, with no leader to catch up from.
