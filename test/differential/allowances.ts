@@ -38,7 +38,6 @@ const NOT_SERVED: readonly [number, string, number, number][] = [
   [40, 'ExpireDelegationToken', 1, 2],
   [41, 'DescribeDelegationToken', 1, 3],
   [49, 'AlterClientQuotas', 0, 1],
-  [57, 'UpdateFeatures', 0, 2],
   [64, 'UnregisterBroker', 0, 0],
   [68, 'ConsumerGroupHeartbeat', 0, 1],
   [69, 'ConsumerGroupDescribe', 0, 1],
