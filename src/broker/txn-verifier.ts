@@ -269,6 +269,15 @@ export async function appendVerified(
   const errors = new Map<string, ErrorCode>()
   let asking: TxnPartition[] = unverified.map((e) => ({ topic: e.topic, partition: e.partition }))
   const startMs = ports.clock.monotonicMs()
+  /** Takes entry i's guard again; true when there is one to verify (null: its transaction is open). */
+  const retake = (i: number): boolean => {
+    const e = guarded[i]!
+    const verificationGuard = ports.startTxnVerification(e.topic, e.partition, producerId, producerEpoch)
+    if (verificationGuard === undefined) notLeader.add(i)
+    guarded[i] = { ...e, verificationGuard: verificationGuard ?? null }
+    if (verificationGuard === null) errors.delete(txnPartitionKey(e))
+    return verificationGuard != null
+  }
   let reasks = 0
   while (asking.length > 0) {
     const asked = asking
@@ -282,11 +291,7 @@ export async function appendVerified(
     guarded.forEach((e, i) => {
       if (e.verificationGuard == null || !askedHere(e) || errors.get(txnPartitionKey(e)) !== ErrorCode.None)
         return
-      const now = ports.startTxnVerification(e.topic, e.partition, producerId, producerEpoch)
-      if (now === e.verificationGuard) return
-      if (now === undefined) notLeader.add(i)
-      guarded[i] = { ...e, verificationGuard: now ?? null }
-      if (now != null) {
+      if (retake(i) && guarded[i]!.verificationGuard !== e.verificationGuard) {
         voided.push({ topic: e.topic, partition: e.partition })
         // Unverified under the new guard until the coordinator says so again.
         errors.set(txnPartitionKey(e), ErrorCode.ConcurrentTransactions)
@@ -307,11 +312,7 @@ export async function appendVerified(
     // The previous transaction's marker voids a guard taken before it: each retry takes a new one.
     guarded.forEach((e, i) => {
       if (!concurrent.some((p) => p.topic === e.topic && p.partition === e.partition)) return
-      const verificationGuard = ports.startTxnVerification(e.topic, e.partition, producerId, producerEpoch)
-      if (verificationGuard === undefined) notLeader.add(i)
-      guarded[i] = { ...e, verificationGuard: verificationGuard ?? null }
-      if (verificationGuard === null) errors.delete(txnPartitionKey(e))
-      else if (verificationGuard !== undefined) asking.push({ topic: e.topic, partition: e.partition })
+      if (retake(i)) asking.push({ topic: e.topic, partition: e.partition })
     })
   }
   const refused = new Map<number, ProduceResult>()

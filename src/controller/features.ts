@@ -128,20 +128,15 @@ function reasonNotSupported(ctx: FeatureUpdateContext, name: string, level: numb
     local?.maxVersion ?? 0,
   )
   if (localReason !== null) return localReason
-  for (const b of ctx.image.brokers.values()) {
-    const f = b.features.find((x) => x.name === name)
-    const reason = notIn(level, `broker${b.id}`, f?.minSupportedVersion ?? 0, f?.maxSupportedVersion ?? 0)
-    if (reason !== null) return reason
-  }
-  for (const c of ctx.image.controllers.values()) {
-    if (c.id === ctx.nodeId) continue
-    const f = c.features.find((x) => x.name === name)
-    const reason = notIn(
-      level,
-      `controller ${c.id}`,
-      f?.minSupportedVersion ?? 0,
-      f?.maxSupportedVersion ?? 0,
-    )
+  const registered = [
+    ...[...ctx.image.brokers.values()].map((b) => ({ who: `broker${b.id}`, features: b.features })),
+    ...[...ctx.image.controllers.values()]
+      .filter((c) => c.id !== ctx.nodeId)
+      .map((c) => ({ who: `controller ${c.id}`, features: c.features })),
+  ]
+  for (const { who, features } of registered) {
+    const f = features.find((x) => x.name === name)
+    const reason = notIn(level, who, f?.minSupportedVersion ?? 0, f?.maxSupportedVersion ?? 0)
     if (reason !== null) return reason
   }
   return null

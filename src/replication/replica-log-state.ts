@@ -246,13 +246,8 @@ export class ReplicaLogState {
     // writes begun before it, and one that found the marker without its entry would hand out the
     // aborted records. Queued too, so a later producer snapshot (which replay at load starts from)
     // is written only once the entry is durable.
-    let write: Promise<void>
-    try {
-      write = log.appendAbortedTxn(txn)
-    } catch (e) {
-      write = Promise.reject(e)
-    }
-    write.catch(() => undefined)
+    const write = log.appendAbortedTxn(txn)
+    write.catch(() => undefined) // reported by the file queue
     this.#queueFile(() => write)
   }
 

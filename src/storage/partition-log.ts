@@ -474,16 +474,17 @@ export class PartitionLog {
    * Records an aborted transaction in the `.txnindex` of the segment holding its marker
    * (`txn.lastOffset`), durably, as Kafka's `UnifiedLog.updateProducers` does; an entry the index
    * has already (a replay at load) is skipped (`LogSegment.appendAbortedTxn`). Not under the log's
-   * lock: the hooks that call it run inside it, and a roll waits for them.
+   * lock: the hooks that call it run inside it, and a roll waits for them. Starts the write before
+   * it returns (so a read_committed read after the call waits for it); an unusable log rejects.
    */
-  appendAbortedTxn(txn: AbortedTxn): Promise<void> {
+  async appendAbortedTxn(txn: AbortedTxn): Promise<void> {
     this.#checkUsable()
     const segments = this.#local.segments
     const at = segments.floorIndex(txn.lastOffset)
-    if (at < 0 || txn.lastOffset < this.#logStartOffset) return Promise.resolve()
+    if (at < 0 || txn.lastOffset < this.#logStartOffset) return
     const run = segments.all[at]!.appendAbortedTxn(txn)
     this.#abortedTxnWrites = run.catch(() => undefined)
-    return run
+    await run
   }
 
   /**
