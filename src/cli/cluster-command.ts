@@ -3,9 +3,7 @@
  * partition health (one Metadata response, so that a broker fenced meanwhile is not listed beside the
  * partitions its fencing left offline).
  */
-import { type ClusterClient, KafkaError } from '../client/index.ts'
-import { TopicName } from '../model/index.ts'
-import { apis, ErrorCode } from '../protocol/index.ts'
+import { type ClusterClient, clusterStatus } from '../client/index.ts'
 import { COMMON_USAGE, printJson, printTable, runSubcommands, withoutArguments } from './command-support.ts'
 
 export const CLUSTER_USAGE = `Usage: weir cluster status [options]
@@ -23,53 +21,10 @@ export function runCluster(argv: readonly string[]): Promise<number> {
 }
 
 async function status(client: ClusterClient, json: boolean): Promise<number> {
-  const { response: cluster } = await client.request(apis.DescribeCluster, {
-    includeClusterAuthorizedOperations: false,
-    endpointType: 1,
-  })
-  if (cluster.errorCode !== ErrorCode.None) throw new KafkaError(cluster.errorCode, cluster.errorMessage)
-  const { response: q } = await client.request(apis.DescribeQuorum, {
-    topics: [{ topicName: TopicName('__cluster_metadata'), partitions: [{ partitionIndex: 0 }] }],
-  })
-  if (q.errorCode !== ErrorCode.None) throw new KafkaError(q.errorCode, q.errorMessage)
-  const qp = q.topics[0]?.partitions[0]
-  if (qp !== undefined && qp.errorCode !== ErrorCode.None) throw new KafkaError(qp.errorCode, qp.errorMessage)
-  const md = await client.refresh({ all: true })
-  const partitions = [...md.topics.values()].flatMap((t) =>
-    t.partitions.map((p) => ({ topic: t.name, ...p })),
-  )
-  const underReplicated = partitions.filter((p) => p.leader >= 0 && p.isr.length < p.replicas.length)
-  const offline = partitions.filter((p) => p.leader < 0)
-  const hw = qp?.highWatermark ?? -1n
-  const voters = (qp?.currentVoters ?? []).map((v) => ({
-    nodeId: v.replicaId,
-    logEndOffset: v.logEndOffset,
-    lag: v.logEndOffset >= 0n && hw >= 0n ? (hw > v.logEndOffset ? hw - v.logEndOffset : 0n) : null,
-  }))
-  const observers = (qp?.observers ?? []).map((v) => ({ nodeId: v.replicaId, logEndOffset: v.logEndOffset }))
-  const result = {
-    clusterId: cluster.clusterId,
-    controllerId: cluster.controllerId,
-    quorum: {
-      leaderId: qp?.leaderId ?? -1,
-      leaderEpoch: qp?.leaderEpoch ?? -1,
-      highWatermark: hw,
-      voters,
-      observers,
-    },
-    brokers: [...md.brokers.values()]
-      .map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack }))
-      .sort((a, b) => a.nodeId - b.nodeId),
-    topics: md.topics.size,
-    partitions: partitions.length,
-    underReplicated: underReplicated.map((p) => ({
-      topic: p.topic,
-      partition: p.partition,
-      replicas: p.replicas,
-      isr: p.isr,
-    })),
-    offline: offline.map((p) => ({ topic: p.topic, partition: p.partition, replicas: p.replicas })),
-  }
+  const result = await clusterStatus(client)
+  const { voters } = result.quorum
+  const hw = result.quorum.highWatermark
+  const { underReplicated, offline } = result
   if (json) printJson(result)
   else {
     process.stdout.write(

@@ -1,14 +1,13 @@
 /** `weir group list|describe|delete|reset-offsets`: consumer groups over ListGroups, DescribeGroups, OffsetFetch, DeleteGroups, OffsetCommit. */
 import {
+  applyOffsetReset,
   type ClusterClient,
-  ConnectionError,
-  commitOffsets,
-  decodeAssignment,
-  EARLIEST,
-  fetchCommitted,
+  describeGroup,
+  groupOffsets,
   KafkaError,
-  LATEST,
-  listOffsets,
+  listGroups,
+  type OffsetResetSpec,
+  planOffsetReset,
 } from '../client/index.ts'
 import { GroupId } from '../model/index.ts'
 import { apis, ErrorCode, errorCodeOf } from '../protocol/index.ts'
@@ -60,31 +59,13 @@ export function runGroup(argv: readonly string[]): Promise<number> {
 }
 
 async function list(client: ClusterClient, values: Values): Promise<number> {
-  const md = await client.refresh()
-  const groups = new Map<string, { group: string; state: string; protocolType: string }>()
-  await Promise.all(
-    [...md.brokers.keys()].map(async (id) => {
-      let response: Awaited<ReturnType<typeof listGroupsOf>>
-      try {
-        response = await listGroupsOf(client, id)
-      } catch (e) {
-        // One broker down should not hide the others' groups: say so and go on.
-        if (!(e instanceof ConnectionError)) throw e
-        process.stderr.write(
-          `weir group list: broker ${id} did not answer (${e.message}); its groups are missing\n`,
-        )
-        return
-      }
-      if (response.errorCode !== ErrorCode.None) throw new KafkaError(response.errorCode)
-      for (const g of response.groups)
-        groups.set(g.groupId, {
-          group: g.groupId,
-          state: g.groupState === '' ? '-' : g.groupState,
-          protocolType: g.protocolType,
-        })
-    }),
-  )
-  const rows = [...groups.values()].sort((a, b) => a.group.localeCompare(b.group))
+  const { groups, unreachable } = await listGroups(client)
+  // One broker down should not hide the others' groups: say so and go on.
+  for (const u of unreachable)
+    process.stderr.write(
+      `weir group list: broker ${u.broker} did not answer (${u.error}); its groups are missing\n`,
+    )
+  const rows = groups.map((g) => ({ ...g, state: g.state === '' ? '-' : g.state }))
   if (values.json === true) printJson(rows)
   else
     printTable(
@@ -94,111 +75,19 @@ async function list(client: ClusterClient, values: Values): Promise<number> {
   return 0
 }
 
-async function listGroupsOf(client: ClusterClient, brokerId: number) {
-  return (await client.request(apis.ListGroups, { statesFilter: [], typesFilter: [] }, { to: brokerId }))
-    .response
-}
-
-interface Described {
-  group: string
-  state: string
-  protocolType: string
-  protocol: string
-  members: Array<{
-    memberId: string
-    clientId: string
-    host: string
-    partitions: Array<{ topic: string; partition: number }>
-  }>
-}
-
-async function describeGroup(client: ClusterClient, group: string): Promise<Described> {
-  return client.retrying(
-    async () => {
-      const coordinator = await client.coordinator(group)
-      const { response } = await client.request(
-        apis.DescribeGroups,
-        { groups: [GroupId(group)], includeAuthorizedOperations: false },
-        { to: coordinator },
-      )
-      const g = response.groups[0]
-      if (g === undefined)
-        throw new KafkaError(ErrorCode.UnknownServerError, 'DescribeGroups returned no group')
-      // DescribeGroups v6+ (KIP-1043) answers a group that does not exist so; older versions Dead.
-      if (g.errorCode === ErrorCode.GroupIdNotFound)
-        return { group, state: 'Dead', protocolType: '', protocol: '', members: [] }
-      if (g.errorCode !== ErrorCode.None) throw new KafkaError(g.errorCode, `group '${group}'`)
-      return {
-        group,
-        state: g.groupState,
-        protocolType: g.protocolType,
-        protocol: g.protocolData,
-        members: g.members.map((m) => ({
-          memberId: m.memberId,
-          clientId: m.clientId,
-          host: m.clientHost,
-          partitions: g.protocolType === 'consumer' ? safeAssignment(m.memberAssignment) : [],
-        })),
-      }
-    },
-    () => client.forgetCoordinator(group),
-  )
-}
-
-function safeAssignment(bytes: Buffer): Array<{ topic: string; partition: number }> {
-  try {
-    return decodeAssignment(bytes)
-  } catch {
-    return []
-  }
-}
-
 async function describe(client: ClusterClient, groups: readonly string[], values: Values): Promise<number> {
   if (groups.length === 0) throw new UsageError('give the groups to describe')
   const out = []
   for (const group of groups) {
     const d = await describeGroup(client, group)
     if (d.state === 'Dead') throw new KafkaError(ErrorCode.GroupIdNotFound, `group '${group}' does not exist`)
-    const committed = (await fetchCommitted(client, group, null)).filter((c) => c.offset >= 0n)
-    const owners = new Map<string, Described['members'][number]>()
-    for (const m of d.members) for (const p of m.partitions) owners.set(`${p.topic}\u0000${p.partition}`, m)
-    const keys = new Map<string, { topic: string; partition: number }>()
-    for (const c of committed) keys.set(`${c.topic}\u0000${c.partition}`, c)
-    for (const m of d.members) for (const p of m.partitions) keys.set(`${p.topic}\u0000${p.partition}`, p)
-    const partitions = [...keys.values()].sort(
-      (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
-    )
-    const ends = new Map<string, bigint>()
-    if (partitions.length > 0)
-      for (const e of await listOffsets(
-        client,
-        partitions.map((p) => ({ ...p, timestamp: LATEST })),
-      ))
-        ends.set(`${e.topic}\u0000${e.partition}`, e.offset)
-    const offsets = partitions.map((p) => {
-      const k = `${p.topic}\u0000${p.partition}`
-      const current =
-        committed.find((c) => c.topic === p.topic && c.partition === p.partition)?.offset ?? null
-      const end = ends.get(k) ?? null
-      const owner = owners.get(k)
-      return {
-        topic: p.topic,
-        partition: p.partition,
-        currentOffset: current,
-        logEndOffset: end,
-        lag: current !== null && end !== null ? end - current : null,
-        memberId: owner?.memberId ?? null,
-        host: owner?.host ?? null,
-        clientId: owner?.clientId ?? null,
-      }
-    })
     out.push({
       group,
       state: d.state,
       protocolType: d.protocolType,
       protocol: d.protocol,
       members: d.members,
-      offsets,
+      offsets: await groupOffsets(client, d),
     })
   }
   if (values.json === true) {
@@ -283,10 +172,8 @@ async function resetOffsets(
     throw new UsageError('--execute and --dry-run contradict')
 
   // Which partitions: the named topics (all or some partitions), or every topic the group committed.
-  const committed = await fetchCommitted(client, group, null)
-  let partitions: Array<{ topic: string; partition: number }> = []
-  if (values['all-topics'] === true) partitions = committed.filter((c) => c.offset >= 0n)
-  else {
+  const partitions: Array<{ topic: string; partition: number }> = []
+  if (values['all-topics'] !== true) {
     for (const spec of values.topic ?? []) {
       const [topic, list] = spec.split(':', 2) as [string, string | undefined]
       const t = await client.topic(topic)
@@ -304,71 +191,19 @@ async function resetOffsets(
       }
     }
   }
-  const key = (p: { topic: string; partition: number }) => `${p.topic}\u0000${p.partition}`
-  const current = new Map(committed.filter((c) => c.offset >= 0n).map((c) => [key(c), c.offset]))
-  const earliest = new Map<string, bigint>()
-  const latest = new Map<string, bigint>()
-  if (partitions.length > 0) {
-    for (const e of await listOffsets(
-      client,
-      partitions.map((p) => ({ ...p, timestamp: EARLIEST })),
-    ))
-      earliest.set(key(e), e.offset)
-    for (const e of await listOffsets(
-      client,
-      partitions.map((p) => ({ ...p, timestamp: LATEST })),
-    ))
-      latest.set(key(e), e.offset)
-  }
-  let target = new Map<string, bigint>()
-  const clamp = (p: { topic: string; partition: number }, o: bigint) => {
-    const lo = earliest.get(key(p)) ?? 0n
-    const hi = latest.get(key(p)) ?? o
-    return o < lo ? lo : o > hi ? hi : o
-  }
-  if (values['to-earliest'] === true) target = new Map(partitions.map((p) => [key(p), earliest.get(key(p))!]))
-  else if (values['to-latest'] === true)
-    target = new Map(partitions.map((p) => [key(p), latest.get(key(p))!]))
-  else if (values['to-datetime'] !== undefined) {
-    const ts = parseTime(values['to-datetime'], 'to-datetime')
-    for (const e of await listOffsets(
-      client,
-      partitions.map((p) => ({ ...p, timestamp: ts })),
-    ))
-      target.set(key(e), e.offset)
-  } else if (values['to-offset'] !== undefined) {
-    if (!/^\d+$/.test(values['to-offset'])) throw new UsageError('--to-offset takes an offset >= 0')
-    const o = BigInt(values['to-offset'])
-    target = new Map(partitions.map((p) => [key(p), clamp(p, o)]))
-  } else {
-    if (!/^-?\d+$/.test(values['shift-by']!)) throw new UsageError('--shift-by takes an integer')
-    const by = BigInt(values['shift-by']!)
-    target = new Map(
-      partitions.map((p) => [key(p), clamp(p, (current.get(key(p)) ?? earliest.get(key(p)) ?? 0n) + by)]),
-    )
-  }
-  const plan = partitions
-    .map((p) => ({
-      topic: p.topic,
-      partition: p.partition,
-      currentOffset: current.get(key(p)) ?? null,
-      newOffset: target.get(key(p))!,
-    }))
-    .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition)
+  const spec: OffsetResetSpec =
+    values['to-earliest'] === true
+      ? { to: 'earliest' }
+      : values['to-latest'] === true
+        ? { to: 'latest' }
+        : values['to-datetime'] !== undefined
+          ? { to: 'datetime', timestampMs: parseTime(values['to-datetime'], 'to-datetime') }
+          : values['to-offset'] !== undefined
+            ? { to: 'offset', offset: offsetFlag(values['to-offset']) }
+            : { to: 'shift', by: shiftFlag(values['shift-by']!) }
+  const plan = await planOffsetReset(client, group, values['all-topics'] === true ? null : partitions, spec)
   const execute = values.execute === true
-  if (execute && plan.length > 0) {
-    const d = await describeGroup(client, group)
-    if (d.state !== 'Empty' && d.state !== 'Dead')
-      throw new KafkaError(
-        ErrorCode.NonEmptyGroup,
-        `group '${group}' has active members (state ${d.state}): stop them before resetting its offsets`,
-      )
-    await commitOffsets(
-      client,
-      group,
-      plan.map((p) => ({ topic: p.topic, partition: p.partition, offset: p.newOffset })),
-    )
-  }
+  if (execute) await applyOffsetReset(client, group, plan)
   if (values.json === true) printJson({ group, executed: execute, partitions: plan })
   else {
     printTable(
@@ -382,4 +217,14 @@ async function resetOffsets(
     )
   }
   return 0
+}
+
+function offsetFlag(text: string): bigint {
+  if (!/^\d+$/.test(text)) throw new UsageError('--to-offset takes an offset >= 0')
+  return BigInt(text)
+}
+
+function shiftFlag(text: string): bigint {
+  if (!/^-?\d+$/.test(text)) throw new UsageError('--shift-by takes an integer')
+  return BigInt(text)
 }

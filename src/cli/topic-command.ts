@@ -1,5 +1,11 @@
 /** `weir topic create|list|describe|alter|delete`: topics over CreateTopics, Metadata, DescribeConfigs, CreatePartitions, IncrementalAlterConfigs, DeleteTopics. */
-import { type ClusterClient, KafkaError } from '../client/index.ts'
+import {
+  type ClusterClient,
+  KafkaError,
+  TOPIC_CONFIG_SOURCE,
+  TOPIC_RESOURCE,
+  topicConfigs,
+} from '../client/index.ts'
 import { TopicName } from '../model/index.ts'
 import { apis, ErrorCode } from '../protocol/index.ts'
 import {
@@ -24,8 +30,6 @@ export const TOPIC_USAGE = `Usage: weir topic <create|list|describe|alter|delete
 Partitions and replication factor default to the broker's num.partitions and default.replication.factor.
 
 ${COMMON_USAGE}`
-
-const TOPIC_RESOURCE = 2
 
 const OPTIONS = {
   partitions: { type: 'string', short: 'p' },
@@ -130,19 +134,10 @@ async function describe(
   const out = []
   for (const name of names) {
     const t = await client.topic(name)
-    const { response } = await client.request(apis.DescribeConfigs, {
-      resources: [{ resourceType: TOPIC_RESOURCE, resourceName: name, configurationKeys: null }],
-      includeSynonyms: false,
-      includeDocumentation: false,
-    })
-    const result = response.results[0]
-    if (result !== undefined && result.errorCode !== ErrorCode.None)
-      throw new KafkaError(result.errorCode, result.errorMessage)
-    // Only what is set on the topic itself (source TOPIC_CONFIG = 1), as kafka-topics --describe shows.
     const configs = Object.fromEntries(
-      (result?.configs ?? [])
-        .filter((c) => c.configSource === 1)
-        .map((c) => [c.name, c.isSensitive ? null : c.value]),
+      (await topicConfigs(client, name))
+        .filter((c) => c.source === TOPIC_CONFIG_SOURCE)
+        .map((c) => [c.name, c.value]),
     )
     out.push({
       topic: t.name,

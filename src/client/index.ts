@@ -1,4 +1,5 @@
 /** Kafka-protocol client connections: how a node or the `weir` command talks to other nodes. */
+export * from './admin.ts'
 export * from './authentication-backoff.ts'
 export * from './client-security.ts'
 export * from './cluster-client.ts'
