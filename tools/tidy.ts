@@ -40,10 +40,10 @@ export const MODULE_IMPORTS: Readonly<Record<string, readonly string[]>> = arrow
   server:
     'io protocol storage raft quorum metadata controller replication coordinator client config security',
   broker:
-    'io protocol storage raft quorum metadata controller replication coordinator server client config security',
+    'io protocol storage raft quorum metadata controller replication coordinator server client config security console',
   security: 'protocol io config', // authentication (SASL, TLS principals) and authorization: pure but for hashing
-  cli: 'protocol io client config broker security', // over the wire to clusters; `weir start` hosts a node (broker); ACL names and SCRAM salting from security
-  console: 'protocol io client',
+  cli: 'protocol io client config broker security console', // over the wire to clusters; `weir start` hosts a node (broker); ACL names and SCRAM salting from security; `weir console`
+  console: 'protocol io client', // the web console: the Kafka protocol only, so it serves any cluster
 })
 
 function arrows(table: Record<string, string>): Record<string, readonly string[]> {

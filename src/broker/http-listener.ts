@@ -1,16 +1,19 @@
 /**
  * A node's HTTP listeners (`http.listeners`): Prometheus metrics and health checks for
- * orchestrators and load balancers. GET (and HEAD) only, no request bodies; unknown paths are 404,
+ * orchestrators and load balancers, and the web console (console/, which bounds its own bodies).
+ * Metrics and health: GET (and HEAD) only, no request bodies; unknown paths are 404,
  * other methods 405; connections, header size and time are bounded so a misbehaving scraper cannot
  * hold the node's memory or sockets.
  *
  *   GET /metrics           Prometheus text 0.0.4, or OpenMetrics 1.0 when the Accept header asks
  *   GET /v1/health/live    200 while the process serves HTTP at all
  *   GET /v1/health/ready   200 once the node serves clients (metadata caught up), else 503
+ *   /console/              the web console (`http.console.enable`)
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
+import type { ConsoleHttp } from '../console/index.ts'
 import type { ListenerTls } from '../server/index.ts'
 
 /** One `http.listeners` entry: `http://host:port` or `https://host:port`. */
@@ -51,6 +54,8 @@ export interface HttpRoutes {
   readonly metrics: (openMetrics: boolean) => Promise<{ contentType: string; body: string }>
   /** Whether the node serves clients. */
   readonly ready: () => boolean
+  /** The web console (`/console/`, and `/` leads there), or null when it is off. */
+  readonly console: ConsoleHttp | null
 }
 
 /** Concurrent connections one HTTP listener accepts; more are refused by the kernel's backlog. */
@@ -113,6 +118,8 @@ export class HttpListener {
   }
 
   #serve(req: IncomingMessage, res: ServerResponse): void {
+    // The console reads its own (bounded) request bodies.
+    if (this.#routes.console?.handle(req, res) === true) return
     const path = (req.url ?? '/').split('?')[0]!
     const known = path === '/metrics' || path === '/v1/health/live' || path === '/v1/health/ready'
     // A body is never read: its bytes are drained so that keep-alive stays in step, up to a bound.

@@ -100,6 +100,31 @@ export function outgoingSecurity(
 }
 
 /**
+ * How the node's web console connects to one of its own listeners: that listener's TLS as a
+ * client trusts it (its truststore), and for a SASL listener the password mechanism users log in
+ * with (the first of PLAIN, SCRAM-SHA-512, SCRAM-SHA-256 it enables), never the broker's own
+ * credentials. Null when the listener enables only mechanisms without a password (OAUTHBEARER).
+ */
+export function consoleSecurity(
+  listener: { readonly name: string; readonly protocolName: ListenerSpec['protocolName'] },
+  sources: Pick<ListenerSecuritySources, 'staticBroker' | 'effective' | 'readFile'>,
+): { security: ClientSecurity; credentials: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512' | null } | null {
+  const keys = new ListenerKeys(listener.name, sources)
+  const protocol = listener.protocolName
+  const read = sources.readFile ?? ((path: string) => readFileSync(path))
+  return withListenerName(keys, () => {
+    const tls = protocol === 'SSL' || protocol === 'SASL_SSL' ? tlsClientOptions(keys, read) : null
+    const security: ClientSecurity = { protocol, tls, sasl: null }
+    if (protocol !== 'SASL_PLAINTEXT' && protocol !== 'SASL_SSL') return { security, credentials: null }
+    const enabled = keys.list('sasl.enabled.mechanisms')
+    const credentials = (['PLAIN', 'SCRAM-SHA-512', 'SCRAM-SHA-256'] as const).find((m) =>
+      enabled.includes(m),
+    )
+    return credentials === undefined ? null : { security, credentials }
+  })
+}
+
+/**
  * An SSL or SASL_SSL listener's TLS alone, from `sources` (for a reload: the static layer with the
  * dynamic broker configs over it); throws ListenerSecurityError as at start.
  */

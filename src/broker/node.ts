@@ -13,6 +13,7 @@ import {
   validateBrokerConfigs,
   validateTopicConfigs,
 } from '../config/index.ts'
+import { ConsoleHttp } from '../console/index.ts'
 import {
   brokerConfigLayers,
   createdTopicConfigs,
@@ -66,6 +67,7 @@ import { DataPath } from './data-path.ts'
 import { GroupCoordination, internalTopicRequest } from './group-coordination.ts'
 import { HTTP_LISTENER_NAME, HttpListener, HttpListenersError, parseHttpListeners } from './http-listener.ts'
 import {
+  consoleSecurity,
   isListenerPrefixedKey,
   type ListenerSecurity,
   ListenerSecurityError,
@@ -168,6 +170,39 @@ function httpsTls(sources: ListenerSecuritySources): ListenerTls {
   }
 }
 
+/**
+ * The web console of the node's HTTP listeners. It connects to one of the node's own broker
+ * listeners as a client would: a SASL one first (users log in, so ACLs apply to them), else
+ * PLAINTEXT, else SSL (the node's truststore; the console then acts as whatever identity that
+ * listener maps a client without a certificate to). Null, and said once, when no listener fits.
+ */
+function consoleOf(
+  bound: readonly BoundListener[],
+  sources: Pick<ListenerSecuritySources, 'staticBroker' | 'effective'>,
+  clock: Clock,
+  transport: Transport,
+  log: Logger,
+): ConsoleHttp | null {
+  const brokers = bound.filter((b) => !b.isController)
+  const order = ['SASL_SSL', 'SASL_PLAINTEXT', 'PLAINTEXT', 'SSL']
+  const chosen = [...brokers].sort(
+    (a, b) => order.indexOf(a.spec.protocolName) - order.indexOf(b.spec.protocolName),
+  )[0]
+  const how = chosen === undefined ? null : consoleSecurity(chosen.spec, sources)
+  if (chosen === undefined || how === null) {
+    log('warn', 'the web console is off: no broker listener it can log users in through (PLAIN or SCRAM)')
+    return null
+  }
+  const host = ['0.0.0.0', '::', ''].includes(chosen.spec.host) ? '127.0.0.1' : chosen.spec.host
+  return new ConsoleHttp({
+    bootstrap: [`${host.includes(':') ? `[${host}]` : host}:${chosen.listener.address?.port ?? chosen.spec.port}`],
+    security: how.security,
+    credentials: how.credentials,
+    clock,
+    transport,
+  })
+}
+
 /** How this node's own connections are secured: replica fetchers, and to the controllers. */
 interface OutgoingSecurity {
   readonly interBroker: ClientSecurity
@@ -246,6 +281,7 @@ export class WeirNode {
   /** server.properties with `--set`, without Weir's own keys: the STATIC_BROKER_CONFIG layer. */
   #staticBroker: ConfigLayer = new Map()
   readonly #http: HttpListener[] = []
+  #console: ConsoleHttp | null = null
   #metrics: NodeMetrics | null = null
   /** The node's buffer pool: its listeners' produce frames, its logs' holds, its fetch reads. */
   readonly #pool: ReadBufferPool
@@ -402,6 +438,10 @@ export class WeirNode {
         })
         metricsOf.current = metrics
         node.#metrics = metrics
+        const webConsole = effective.boolean('http.console.enable')
+          ? consoleOf(bound, { staticBroker, effective }, clock, transport, logs.logger(LOGGER_NAMES.network))
+          : null
+        node.#console = webConsole
         for (const spec of http) {
           const tls = spec.scheme === 'https' ? httpsTls(sources) : undefined
           node.#http.push(
@@ -410,6 +450,7 @@ export class WeirNode {
               {
                 metrics: (openMetrics) => metrics.scrape(openMetrics),
                 ready: () => node.#quorum !== null && node.#isReady(),
+                console: webConsole,
               },
               tls,
             ),
@@ -1022,6 +1063,7 @@ export class WeirNode {
       await b.listener.stop(Math.min(graceMs, 1000)).catch(() => {})
     await quorum?.close()
     await Promise.all(this.#http.map((h) => h.close()))
+    this.#console?.close()
   }
 }
 

@@ -15,7 +15,7 @@ export const DEV_USAGE = `Usage: weir dev [--brokers N] [options]
 
 Starts an N-node cluster (default 3), one process per node, each broker+controller, until Ctrl-C.
 Node i (1..N) serves clients on 127.0.0.1:PORT+2(i-1) and its controller on the next port;
-its HTTP listener (/metrics, /v1/health/live, /v1/health/ready) is on 127.0.0.1:PORT+2N+(i-1).
+its HTTP listener (/console/, /metrics, /v1/health/live, /v1/health/ready) is on 127.0.0.1:PORT+2N+(i-1).
 Internal topics get replication factor min(3, N). Logs go to DIR/node-i.log.
 
 Options:
@@ -199,6 +199,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
       process.stdout.write(
         `Weir dev cluster of ${brokers} node${brokers === 1 ? '' : 's'} ready in ${Math.round(performance.now() - started)} ms\n` +
           `  bootstrap: ${bootstrap}\n` +
+          `  console:   http://127.0.0.1:${specs[0]!.httpPort}/console/\n` +
           `  metrics:   ${specs.map((s) => `http://127.0.0.1:${s.httpPort}/metrics`).join(' ')}\n` +
           `  cluster:   ${clusterId}\n` +
           `  dir:       ${dir} (logs in node-N.log)\n` +

@@ -1,9 +1,10 @@
 /** `weir topic create|list|describe|alter|delete`: topics over CreateTopics, Metadata, DescribeConfigs, CreatePartitions, IncrementalAlterConfigs, DeleteTopics. */
 import {
+  alterTopicConfigs,
   type ClusterClient,
+  createTopic,
   KafkaError,
   TOPIC_CONFIG_SOURCE,
-  TOPIC_RESOURCE,
   topicConfigs,
 } from '../client/index.ts'
 import { TopicName } from '../model/index.ts'
@@ -67,15 +68,7 @@ async function create(
   const partitions = intFlag(values.partitions, 'partitions', -1, 1)
   const rf = intFlag(values['replication-factor'], 'replication-factor', -1, 1)
   const configs = keyValues(values.config, 'config').map(([k, v]) => ({ name: k, value: v }))
-  const { response } = await client.request(apis.CreateTopics, {
-    topics: [
-      { name: TopicName(name), numPartitions: partitions, replicationFactor: rf, assignments: [], configs },
-    ],
-    timeoutMs: 30_000,
-    validateOnly: false,
-  })
-  const r = response.topics[0]
-  if (r === undefined) throw new KafkaError(ErrorCode.UnknownServerError, 'CreateTopics returned no result')
+  const r = await createTopic(client, { name, partitions, replicationFactor: rf, configs })
   if (r.errorCode === ErrorCode.TopicAlreadyExists && values['if-not-exists'] === true) {
     if (values.json === true) printJson({ topic: name, created: false })
     else process.stdout.write(`topic ${name} already exists\n`)
@@ -198,21 +191,7 @@ async function alter(client: ClusterClient, positionals: readonly string[], valu
     done.partitions = count
   }
   if (set.length > 0 || deleted.length > 0) {
-    const { response } = await client.request(apis.IncrementalAlterConfigs, {
-      resources: [
-        {
-          resourceType: TOPIC_RESOURCE,
-          resourceName: name,
-          configs: [
-            ...set.map(([k, v]) => ({ name: k, configOperation: 0, value: v })),
-            ...deleted.map((k) => ({ name: k, configOperation: 1, value: null })),
-          ],
-        },
-      ],
-      validateOnly: false,
-    })
-    const r = response.responses[0]
-    if (r !== undefined && r.errorCode !== ErrorCode.None) throw new KafkaError(r.errorCode, r.errorMessage)
+    await alterTopicConfigs(client, name, set, deleted)
     done.set = Object.fromEntries(set)
     done.deleted = deleted
   }

@@ -388,3 +388,56 @@ export async function applyOffsetReset(
     plan.map((p) => ({ topic: p.topic, partition: p.partition, offset: p.newOffset })),
   )
 }
+
+export interface NewTopic {
+  readonly name: string
+  /** -1: the broker's num.partitions. */
+  readonly partitions: number
+  /** -1: the broker's default.replication.factor. */
+  readonly replicationFactor: number
+  readonly configs: ReadonlyArray<{ name: string; value: string }>
+}
+
+/** CreateTopics for one topic; its result as the broker gave it (the caller decides what an error means). */
+export async function createTopic(client: ClusterClient, topic: NewTopic) {
+  const { response } = await client.request(apis.CreateTopics, {
+    topics: [
+      {
+        name: TopicName(topic.name),
+        numPartitions: topic.partitions,
+        replicationFactor: topic.replicationFactor,
+        assignments: [],
+        configs: [...topic.configs],
+      },
+    ],
+    timeoutMs: 30_000,
+    validateOnly: false,
+  })
+  const r = response.topics[0]
+  if (r === undefined) throw new KafkaError(ErrorCode.UnknownServerError, 'CreateTopics returned no result')
+  return r
+}
+
+/** IncrementalAlterConfigs on a topic: `set` SET, `deleted` DELETE (back to the default). */
+export async function alterTopicConfigs(
+  client: ClusterClient,
+  topic: string,
+  set: ReadonlyArray<readonly [string, string]>,
+  deleted: readonly string[],
+): Promise<void> {
+  const { response } = await client.request(apis.IncrementalAlterConfigs, {
+    resources: [
+      {
+        resourceType: TOPIC_RESOURCE,
+        resourceName: topic,
+        configs: [
+          ...set.map(([k, v]) => ({ name: k, configOperation: 0, value: v })),
+          ...deleted.map((k) => ({ name: k, configOperation: 1, value: null })),
+        ],
+      },
+    ],
+    validateOnly: false,
+  })
+  const r = response.responses[0]
+  if (r !== undefined && r.errorCode !== ErrorCode.None) throw new KafkaError(r.errorCode, r.errorMessage)
+}

@@ -41,6 +41,7 @@ describe('BROKER_CONFIGS', () => {
       BROKER_CONFIGS.filter((d) => d.weirOnly).map((d) => d.name),
       [
         'http.listeners',
+        'http.console.enable',
         'log.open.files.max',
         'max.broker.partitions',
         'log.format',

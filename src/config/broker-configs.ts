@@ -1350,6 +1350,16 @@ export const BROKER_CONFIGS: readonly BrokerConfigDef[] = brokerConfigs([
     doc: "Weir: a key of its own, unknown to Kafka: comma-separated <code>http://host:port</code> or <code>https://host:port</code> URIs of the node's HTTP listeners (https takes the <code>listener.name.http.ssl.*</code> keys, else the broker's <code>ssl.*</code>), which serve <code>/metrics</code> (Prometheus text and OpenMetrics) and <code>/v1/health/live</code> and <code>/v1/health/ready</code>. Empty (the default under <code>weir start</code>): none. Port 0 binds a free port.",
   },
   {
+    name: 'http.console.enable',
+    type: 'boolean',
+    default: 'true',
+    importance: 'medium',
+    dynamic: 'read-only',
+    kafkaDynamic: 'read-only',
+    weirOnly: true,
+    doc: "Weir: a key of its own, unknown to Kafka: whether the node's HTTP listeners (<code>http.listeners</code>) also serve the web console at <code>/console/</code>. It connects to one of the node's broker listeners (a SASL one first, then PLAINTEXT, then SSL); on a SASL listener users log in with their Kafka user name and password (PLAIN or SCRAM), so ACLs apply to what each sees and does.",
+  },
+  {
     name: 'log.open.files.max',
     type: 'int',
     default: '0',
