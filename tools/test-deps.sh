@@ -2,7 +2,7 @@
 # Installs what `npm test` needs beyond `npm ci`, so that the README's two commands work on a fresh
 # machine: the first step of `npm test`, also runnable alone.
 #
-#   - Java 17+ (JDK), Maven, Go 1.21+, Python 3 with venv, kcat, iproute2 and Prometheus: Debian packages through
+#   - Java 17+ (JDK), Maven, Go 1.21+, Python 3 with venv, kcat, iproute2, Prometheus and Chromium: Debian packages through
 #     apt-get when missing and running as root; otherwise it says exactly what to install and fails.
 #   - Apache Kafka 4.4.0 (Kafka's tools and Java client are compat peers) and 4.0.0 (the differential
 #     tests' reference broker) from Maven Central (tools/kafka/install.sh).
@@ -29,7 +29,7 @@ outputs=(
   "$cache/compat/pyvenv/bin/python"
   "$cache/capture/venv/bin/python"
 )
-commands=(java javac mvn go python3 kcat ip prometheus)
+commands=(java javac mvn go python3 kcat ip prometheus chromium)
 
 # What the stamp records: the scripts that install, the clients' pinned inputs, and where each tool
 # resolves to (an upgraded JDK, Go or Python usually moves its real path).
@@ -67,6 +67,7 @@ missing() {
   command -v kcat >/dev/null || echo "kcat|kcat"
   command -v ip >/dev/null || echo "iproute2's ip|iproute2"
   command -v prometheus >/dev/null || echo "Prometheus|prometheus"
+  command -v chromium >/dev/null || echo "Chromium (the console's browser tests)|chromium"
 }
 
 mapfile -t lacking < <(missing)

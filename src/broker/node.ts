@@ -195,7 +195,9 @@ function consoleOf(
   }
   const host = ['0.0.0.0', '::', ''].includes(chosen.spec.host) ? '127.0.0.1' : chosen.spec.host
   return new ConsoleHttp({
-    bootstrap: [`${host.includes(':') ? `[${host}]` : host}:${chosen.listener.address?.port ?? chosen.spec.port}`],
+    bootstrap: [
+      `${host.includes(':') ? `[${host}]` : host}:${chosen.listener.address?.port ?? chosen.spec.port}`,
+    ],
     security: how.security,
     credentials: how.credentials,
     clock,

@@ -96,23 +96,31 @@ export function intFlag(value: string | undefined, name: string, fallback: numbe
   return Number(value)
 }
 
-/** Runs `fn` with a client of the cluster, closing it after. */
-export async function withClient<T>(
-  values: CommonValues,
-  fn: (client: ClusterClient) => Promise<T>,
-): Promise<T> {
+/** The brokers to bootstrap from and the `--command-config` properties (null without the flag). */
+export function clusterTarget(values: CommonValues): {
+  bootstrap: string[]
+  properties: Map<string, string> | null
+} {
   const properties = commandConfig(values['command-config'])
-  let bootstrap: string[]
   try {
-    bootstrap = parseBootstrap(
+    const bootstrap = parseBootstrap(
       values['bootstrap-server'] ??
         properties?.get('bootstrap.servers') ??
         process.env.WEIR_BOOTSTRAP ??
         DEFAULT_BOOTSTRAP,
     )
+    return { bootstrap, properties }
   } catch (e) {
     throw new UsageError(`--bootstrap-server: ${(e as Error).message}`)
   }
+}
+
+/** Runs `fn` with a client of the cluster, closing it after. */
+export async function withClient<T>(
+  values: CommonValues,
+  fn: (client: ClusterClient) => Promise<T>,
+): Promise<T> {
+  const { bootstrap, properties } = clusterTarget(values)
   const timeout = intFlag(values.timeout, 'timeout', 30_000, 1)
   const client = new ClusterClient({
     bootstrap,
@@ -143,7 +151,7 @@ function commandConfig(path: string | undefined): Map<string, string> | null {
 }
 
 /** TLS and SASL from the client properties, as a Kafka client reads them. */
-function securityOf(properties: ReadonlyMap<string, string>): ClientSecurity {
+export function securityOf(properties: ReadonlyMap<string, string>): ClientSecurity {
   try {
     return clientSecurityFromProperties({ properties, readFile: (p) => readFileSync(p) })
   } catch (e) {

@@ -14,6 +14,7 @@ Talk to any Kafka-compatible cluster (--bootstrap-server, default 127.0.0.1:9092
   bench produce|consume         throughput and latency percentiles
   acl create|list|delete        ACLs, with kafka-acls' flags
   user set|delete|list          SCRAM credentials (salted here, as kafka-configs does)
+  console                       the web console on a local port (--listen, default 127.0.0.1:9645)
 
 Run 'weir <command> --help' for a command's options. Every cluster command takes --json,
 and --command-config FILE for TLS and SASL (a Kafka client properties file).
@@ -32,6 +33,7 @@ const COMMANDS: Record<string, (argv: readonly string[]) => Promise<number>> = {
   bench: async (argv) => (await import('./bench-command.ts')).runBench(argv),
   acl: async (argv) => (await import('./acl-command.ts')).runAcl(argv),
   user: async (argv) => (await import('./user-command.ts')).runUser(argv),
+  console: async (argv) => (await import('./console-command.ts')).runConsole(argv),
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
