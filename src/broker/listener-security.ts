@@ -102,7 +102,7 @@ export function outgoingSecurity(
 /**
  * How the node's web console connects to one of its own listeners: that listener's TLS as a
  * client trusts it (its truststore), and for a SASL listener the password mechanism users log in
- * with (the first of PLAIN, SCRAM-SHA-512, SCRAM-SHA-256 it enables), never the broker's own
+ * with (the first of its sasl.enabled.mechanisms that takes a password), never the broker's own
  * credentials. Null when the listener enables only mechanisms without a password (OAUTHBEARER).
  */
 export function consoleSecurity(

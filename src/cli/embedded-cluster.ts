@@ -478,6 +478,9 @@ function securitySetup(
     'inter.broker.listener.name': 'PLAINTEXT',
     'listener.name.sasl_ssl.ssl.keystore.type': 'PEM',
     'listener.name.sasl_ssl.ssl.keystore.location': certs.serverPemStore,
+    // What the node's web console trusts when it connects to this listener (ssl.client.auth stays none).
+    'listener.name.sasl_ssl.ssl.truststore.type': 'PEM',
+    'listener.name.sasl_ssl.ssl.truststore.location': certs.caPem,
     'listener.name.sasl_ssl.sasl.enabled.mechanisms': 'SCRAM-SHA-512,PLAIN',
     'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config':
       'org.apache.kafka.common.security.scram.ScramLoginModule required;',

@@ -108,7 +108,11 @@ export async function topic(client: ClusterClient, name: string, page: Page) {
       name,
       shown.map((p) => ({ partition: p.partition, leader: p.leader })),
     ),
-    topicConfigs(client, name),
+    // A user may describe a topic without DESCRIBE_CONFIGS on it: the rest of the view still shows.
+    topicConfigs(client, name).catch((e: unknown) => {
+      if (e instanceof KafkaError) return e
+      throw e
+    }),
   ])
   return {
     name: t.name,
@@ -130,7 +134,9 @@ export async function topic(client: ClusterClient, name: string, page: Page) {
         sizeBytes: sizes.get(p.partition) ?? null,
       }
     }),
-    configs,
+    configs: configs instanceof KafkaError ? null : configs,
+    configsError:
+      configs instanceof KafkaError ? { error: configs.errorName, message: configs.message } : null,
   }
 }
 

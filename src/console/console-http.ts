@@ -275,7 +275,14 @@ export class ConsoleHttp {
   }
 
   #fail(req: IncomingMessage, res: ServerResponse, e: unknown): void {
-    if (e instanceof SaslAuthenticationError || e instanceof SslAuthenticationError) {
+    if (e instanceof SslAuthenticationError) {
+      sendJson(res, 502, {
+        error: 'SSL_HANDSHAKE_FAILED',
+        message: `the console could not connect to the cluster over TLS (its truststore: ssl.truststore.*): ${e.message}`,
+      })
+      return
+    }
+    if (e instanceof SaslAuthenticationError) {
       // A failed login is not kept: the next request authenticates again.
       const login = basicCredentials(req.headers.authorization)
       if (login !== null) {

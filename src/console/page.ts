@@ -216,7 +216,7 @@ async function topicView(name, params) {
   } },
   h('label', {}, 'Config', h('input', { name: 'key', required: true, list: 'config-names' })),
   h('label', {}, 'Value (empty: back to the default)', h('input', { name: 'value', size: 30 })),
-  h('datalist', { id: 'config-names' }, t.configs.map((c) => h('option', { value: c.name }))),
+  h('datalist', { id: 'config-names' }, (t.configs || []).map((c) => h('option', { value: c.name }))),
   h('button', { type: 'submit' }, 'Set config'))
   const produceForm = h('form', { id: 'produce', onsubmit: async (e) => {
     e.preventDefault()
@@ -236,7 +236,8 @@ async function topicView(name, params) {
   h('label', {}, 'Value', h('textarea', { name: 'value', rows: 1, cols: 40 })),
   h('label', {}, 'Headers (k=v, …)', h('input', { name: 'headers' })),
   h('button', { type: 'submit' }, 'Produce record'))
-  const set = t.configs.filter((c) => c.source === 1)
+  const configs = t.configs
+  const set = configs === null ? [] : configs.filter((c) => c.source === 1)
   return [
     h('h1', {}, 'Topic ' + t.name, h('span', { class: 'muted' }, '  ' + t.topicId)),
     h('h2', {}, 'Partitions (' + t.total + ')'),
@@ -246,11 +247,12 @@ async function topicView(name, params) {
         p.startOffset ?? '-', p.endOffset ?? '-', bytes(p.sizeBytes), link(base + '/' + p.partition, 'records')]), [0, 5, 6, 7]),
     pager(t, (o) => { location.hash = base + '?offset=' + o }),
     h('h2', {}, 'Produce'), produceForm,
-    h('h2', {}, 'Configs set on the topic (' + set.length + ')'),
-    table(['Name', 'Value'], set.map((c) => [c.name, c.sensitive ? '(sensitive)' : c.value])),
-    edit,
-    h('details', {}, h('summary', {}, 'All configs (' + t.configs.length + ')'),
-      table(['Name', 'Value', 'Source', 'Read-only'], t.configs.map((c) => [c.name, c.sensitive ? '(sensitive)' : (c.value ?? '-'), SOURCES[c.source] || c.source, c.readOnly ? 'yes' : '']))),
+    h('h2', {}, 'Configs set on the topic' + (configs === null ? '' : ' (' + set.length + ')')),
+    configs === null
+      ? notice('configs not shown: ' + t.configsError.error + ': ' + t.configsError.message, 'error')
+      : [table(['Name', 'Value'], set.map((c) => [c.name, c.sensitive ? '(sensitive)' : c.value])), edit,
+        h('details', {}, h('summary', {}, 'All configs (' + configs.length + ')'),
+          table(['Name', 'Value', 'Source', 'Read-only'], configs.map((c) => [c.name, c.sensitive ? '(sensitive)' : (c.value ?? '-'), SOURCES[c.source] || c.source, c.readOnly ? 'yes' : ''])))],
   ]
 }
 const SOURCES = { 1: 'topic', 2: 'broker (dynamic)', 3: 'brokers (dynamic default)', 4: 'broker (static)', 5: 'default', 6: 'broker logger' }

@@ -160,7 +160,7 @@ describe('web console in Chromium, 3-node cluster', { timeout: 240_000 }, () => 
 
   it('records from an offset as text, JSON and hex, and from a time', async () => {
     let text = await open(1, '#/topics/orders/1?offset=2&format=text')
-    let table = await page.$$eval('main table tbody tr', (trs) =>
+    const table = await page.$$eval('main table tbody tr', (trs) =>
       trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)),
     )
     assert.equal(table.length, 8)
