@@ -32,14 +32,20 @@ const LEGAL_TOPIC_NAME = /^[a-zA-Z0-9._-]+$/
 /** Topics clients may not create or delete themselves. */
 export const INTERNAL_TOPICS: ReadonlySet<string> = new Set(['__consumer_offsets', '__transaction_state'])
 
-/** Why a topic name is illegal, in Kafka's words, or null when it is legal. */
-export function topicNameProblem(name: string): string | null {
+/**
+ * Why a topic name is illegal, in Kafka's words, or null when it is legal. Kafka words a name's
+ * illegal characters one way where configs and metadata validate it (`Topic.validate(String)`) and
+ * another in CreateTopics (`create`).
+ */
+export function topicNameProblem(name: string, at: 'validate' | 'create' = 'validate'): string | null {
   if (name.length === 0) return "Topic name is illegal, it can't be empty"
   if (name === '.' || name === '..') return 'Topic name cannot be "." or ".."'
   if (name.length > TOPIC_NAME_LENGTH_MAX) {
     return `Topic name is illegal, it can't be longer than ${TOPIC_NAME_LENGTH_MAX} characters, topic name: ${name}`
   }
   if (!LEGAL_TOPIC_NAME.test(name)) {
+    if (at === 'create')
+      return `Topic name is invalid: '${name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'`
     return `Topic name "${name}" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'`
   }
   return null
@@ -293,7 +299,7 @@ export function createTopics(
       duplicates.add(name)
       continue
     }
-    const illegal = topicNameProblem(name)
+    const illegal = topicNameProblem(name, 'create')
     if (illegal !== null) {
       results.push(fail(name, { errorCode: ErrorCode.InvalidTopicException, message: illegal }))
       continue
