@@ -56,6 +56,11 @@ export interface HttpRoutes {
   readonly ready: () => boolean
   /** The web console (`/console/`, and `/` leads there), or null when it is off. */
   readonly console: ConsoleHttp | null
+  /**
+   * With `http.metrics.authenticate`: whether a request to /metrics or a health check carries
+   * Kafka credentials the cluster accepts; null when they are open.
+   */
+  readonly authenticate: ((req: IncomingMessage) => Promise<boolean>) | null
 }
 
 /** Concurrent connections one HTTP listener accepts; more are refused by the kernel's backlog. */
@@ -137,6 +142,23 @@ export class HttpListener {
       send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n')
       return
     }
+    const authenticate = this.#routes.authenticate
+    if (authenticate === null) this.#answer(req, res, path)
+    else
+      authenticate(req).then(
+        (ok) => {
+          if (ok) this.#answer(req, res, path)
+          else {
+            res.setHeader('WWW-Authenticate', 'Basic realm="Weir", charset="UTF-8"')
+            send(res, 401, 'text/plain; charset=utf-8', 'log in with a Kafka user name and password\n')
+          }
+        },
+        (e: unknown) =>
+          send(res, 503, 'text/plain; charset=utf-8', `cannot check credentials: ${(e as Error).message}\n`),
+      )
+  }
+
+  #answer(req: IncomingMessage, res: ServerResponse, path: string): void {
     if (path === '/v1/health/live') {
       send(res, 200, JSON_TYPE, '{"status":"live"}\n')
       return

@@ -440,10 +440,26 @@ export class WeirNode {
         })
         metricsOf.current = metrics
         node.#metrics = metrics
-        const webConsole = effective.boolean('http.console.enable')
-          ? consoleOf(bound, { staticBroker, effective }, clock, transport, logs.logger(LOGGER_NAMES.network))
-          : null
-        node.#console = webConsole
+        // The console's logins serve its pages and, with http.metrics.authenticate, the metrics
+        // and health checks too (open unless asked otherwise).
+        const consoleOn = effective.boolean('http.console.enable')
+        const metricsLogin = effective.boolean('http.metrics.authenticate')
+        const logins =
+          consoleOn || metricsLogin
+            ? consoleOf(
+                bound,
+                { staticBroker, effective },
+                clock,
+                transport,
+                logs.logger(LOGGER_NAMES.network),
+              )
+            : null
+        if (metricsLogin && logins?.logsIn !== true)
+          throw new StartupError(
+            'invalid configuration: http.metrics.authenticate needs a broker listener with SASL PLAIN or SCRAM to check logins against',
+          )
+        node.#console = logins
+        const webConsole = consoleOn ? logins : null
         for (const spec of http) {
           const tls = spec.scheme === 'https' ? httpsTls(sources) : undefined
           node.#http.push(
@@ -453,6 +469,7 @@ export class WeirNode {
                 metrics: (openMetrics) => metrics.scrape(openMetrics),
                 ready: () => node.#quorum !== null && node.#isReady(),
                 console: webConsole,
+                authenticate: metricsLogin ? (req) => logins!.authenticated(req) : null,
               },
               tls,
             ),

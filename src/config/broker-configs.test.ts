@@ -42,6 +42,7 @@ describe('BROKER_CONFIGS', () => {
       [
         'http.listeners',
         'http.console.enable',
+        'http.metrics.authenticate',
         'log.open.files.max',
         'max.broker.partitions',
         'log.format',

@@ -1360,6 +1360,16 @@ export const BROKER_CONFIGS: readonly BrokerConfigDef[] = brokerConfigs([
     doc: "Weir: a key of its own, unknown to Kafka: whether the node's HTTP listeners (<code>http.listeners</code>) also serve the web console at <code>/console/</code>. It connects to one of the node's broker listeners (a SASL one first, then PLAINTEXT, then SSL); on a SASL listener users log in with their Kafka user name and password (PLAIN or SCRAM), so ACLs apply to what each sees and does.",
   },
   {
+    name: 'http.metrics.authenticate',
+    type: 'boolean',
+    default: 'false',
+    importance: 'medium',
+    dynamic: 'read-only',
+    kafkaDynamic: 'read-only',
+    weirOnly: true,
+    doc: "Weir: a key of its own, unknown to Kafka: whether <code>/metrics</code>, <code>/v1/health/live</code> and <code>/v1/health/ready</code> ask for Kafka credentials (HTTP Basic, checked by a SASL PLAIN or SCRAM login to one of the node's broker listeners, as the web console's logins are). Default false: open, for scrapers and orchestrators that hold no credentials.",
+  },
+  {
     name: 'log.open.files.max',
     type: 'int',
     default: '0',

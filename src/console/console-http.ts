@@ -249,7 +249,7 @@ export class ConsoleHttp {
       if (login === null)
         throw new HttpError(401, 'LOGIN_REQUIRED', 'log in with your Kafka user name and password')
       security = { ...security, sasl: { mechanism: this.#o.credentials, ...login } }
-      key = createHash('sha256').update(`${login.username}\u0000${login.password}`).digest('hex')
+      key = principalKey(login)
     }
     const cached = this.#clients.get(key)
     if (cached !== undefined) {
@@ -284,12 +284,7 @@ export class ConsoleHttp {
     }
     if (e instanceof SaslAuthenticationError) {
       // A failed login is not kept: the next request authenticates again.
-      const login = basicCredentials(req.headers.authorization)
-      if (login !== null) {
-        const key = createHash('sha256').update(`${login.username}\u0000${login.password}`).digest('hex')
-        this.#clients.get(key)?.client.close()
-        this.#clients.delete(key)
-      }
+      this.#forget(req)
       challenge(req, res)
       sendJson(res, 401, { error: 'SASL_AUTHENTICATION_FAILED', message: e.message })
       return
@@ -304,6 +299,36 @@ export class ConsoleHttp {
     else if (e instanceof ConnectionError)
       sendJson(res, 503, { error: 'UNREACHABLE', message: `cannot reach the cluster: ${e.message}` })
     else sendJson(res, 500, { error: 'INTERNAL', message: (e as Error)?.message ?? String(e) })
+  }
+
+  /** Whether users log in (the cluster authenticates through SASL). */
+  get logsIn(): boolean {
+    return this.#o.credentials !== null
+  }
+
+  /**
+   * Whether `req` carries credentials the cluster accepts (a SASL login with them, cached as the
+   * console's own clients are); true when users do not log in. For `http.metrics.authenticate`.
+   */
+  async authenticated(req: IncomingMessage): Promise<boolean> {
+    if (this.#o.credentials === null) return true
+    if (basicCredentials(req.headers.authorization) === null) return false
+    try {
+      await this.#client(req).refresh({ topics: [] })
+      return true
+    } catch (e) {
+      if (!(e instanceof SaslAuthenticationError)) throw e
+      this.#forget(req)
+      return false
+    }
+  }
+
+  #forget(req: IncomingMessage): void {
+    const login = basicCredentials(req.headers.authorization)
+    if (login === null) return
+    const key = principalKey(login)
+    this.#clients.get(key)?.client.close()
+    this.#clients.delete(key)
   }
 
   close(): void {
@@ -378,6 +403,11 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
   res.setHeader('Content-Type', 'application/json')
   res.setHeader('Cache-Control', 'no-store')
   res.end(res.req.method === 'HEAD' ? undefined : body)
+}
+
+/** A cached client's key: a digest, so the map holds no password in clear. */
+function principalKey(login: { username: string; password: string }): string {
+  return createHash('sha256').update(`${login.username}\u0000${login.password}`).digest('hex')
 }
 
 function originHost(origin: string): string | null {

@@ -134,11 +134,14 @@ function showLogin(reason) {
   view.replaceChildren(h('h1', {}, 'Log in to the cluster'), reason ? notice(reason, 'error') : null, form)
 }
 
+const TROUBLED_SHOWN = 20
+function troubledTitle(kind, r) { return kind + ' partitions (' + r.total + (r.total > r.rows.length ? '; the first ' + r.rows.length : '') + ')' }
+
 async function clusterView() {
   const c = await api('/cluster')
   const [under, offline] = await Promise.all([
-    c.underReplicatedCount > 0 ? api('/partitions?state=under-replicated&limit=100') : null,
-    c.offlineCount > 0 ? api('/partitions?state=offline&limit=100') : null,
+    c.underReplicatedCount > 0 ? api('/partitions?state=under-replicated&limit=' + TROUBLED_SHOWN) : null,
+    c.offlineCount > 0 ? api('/partitions?state=offline&limit=' + TROUBLED_SHOWN) : null,
   ])
   const q = c.quorum
   const troubled = (r) => table(['Topic', 'Partition', 'Leader', 'Replicas', 'ISR'],
@@ -158,8 +161,8 @@ async function clusterView() {
     table(['Voter', 'Role', 'Log end offset', 'Lag'],
       q.voters.map((v) => [v.nodeId, v.nodeId === q.leaderId ? 'leader' : 'follower', v.logEndOffset, v.lag === null ? '-' : v.lag]), [2, 3]),
     q.observers.length > 0 ? table(['Observer', 'Log end offset'], q.observers.map((o) => [o.nodeId, o.logEndOffset]), [1]) : null,
-    under ? [h('h2', {}, 'Under-replicated partitions (' + under.total + ')'), troubled(under)] : null,
-    offline ? [h('h2', { class: 'bad' }, 'Offline partitions (' + offline.total + ')'), troubled(offline)] : null,
+    under ? [h('h2', {}, troubledTitle('Under-replicated', under)), troubled(under)] : null,
+    offline ? [h('h2', { class: 'bad' }, troubledTitle('Offline', offline)), troubled(offline)] : null,
   ]
 }
 

@@ -190,3 +190,33 @@ describe('web console of a secured cluster', { timeout: 180_000 }, () => {
     assert.equal((await fetch(`${base}/v1/health/ready`)).status, 200)
   })
 })
+
+describe('http.metrics.authenticate: metrics and health checks take the same logins', {
+  timeout: 120_000,
+}, () => {
+  let cluster: EmbeddedCluster
+  before(async () => {
+    cluster = await startCluster({
+      security: { users: { admin: ADMIN_PASSWORD }, superUsers: ['admin'], authorizer: true },
+      config: { 'http.metrics.authenticate': 'true' },
+    })
+  })
+  after(() => cluster?.stop())
+
+  it('401 with a challenge without credentials or with wrong ones; 200 with a Kafka user', async () => {
+    const base = `http://127.0.0.1:${cluster.nodes[0]!.httpPort}`
+    const auth = (password: string) => ({
+      Authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}`,
+    })
+    for (const path of ['/metrics', '/v1/health/live', '/v1/health/ready']) {
+      const open = await fetch(`${base}${path}`)
+      assert.equal(open.status, 401, path)
+      assert.match(open.headers.get('www-authenticate') ?? '', /^Basic /)
+      assert.equal((await fetch(`${base}${path}`, { headers: auth('not-it') })).status, 401, path)
+      const ok = await fetch(`${base}${path}`, { headers: auth(ADMIN_PASSWORD) })
+      assert.equal(ok.status, 200, path)
+      if (path === '/metrics')
+        assert.match(await ok.text(), /kafka_server_brokertopicmetrics_messagesin_total/)
+    }
+  })
+})
