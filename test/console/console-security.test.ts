@@ -6,11 +6,13 @@
  * the HTTP bounds (methods, media types, sizes, origins).
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
 import kafkajs from 'kafkajs'
 import type { Browser, Page } from 'playwright-core'
 import { type EmbeddedCluster, startCluster } from 'weir'
 import { launchBrowser } from '../support/browser.ts'
+import { NODE, WEIR, waitFor, writeProperties } from '../support/weir-process.ts'
 
 const ADMIN_PASSWORD = 'admin-pw-7f3e'
 const ALICE_PASSWORD = 'alice-pw-91ac'
@@ -123,6 +125,37 @@ describe('web console of a secured cluster', { timeout: 180_000 }, () => {
     await page.click('#produce button')
     await page.waitForSelector('text=produced to partition 0 at offset 0')
     await page.close()
+  })
+
+  it('weir console --command-config with SASL_SSL and no sasl.jaas.config: each user logs in', async () => {
+    const props = cluster.security!.clientProperties('admin')
+    delete props['sasl.jaas.config']
+    const config = writeProperties(cluster.dir, 'console-client.properties', props)
+    const child = spawn(NODE, [WEIR, 'console', '--command-config', config, '--listen', '127.0.0.1:0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    try {
+      let out = ''
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString()
+      })
+      const url = await waitFor('weir console', () => /at (http:\/\/[^/]+)\/console\//.exec(out)?.[1], 30_000)
+      assert.equal((await fetch(`${url}/console/api/topics`)).status, 401)
+      assert.equal(
+        (await fetch(`${url}/console/api/topics`, { headers: { Authorization: basic('alice', 'wrong') } }))
+          .status,
+        401,
+      )
+      const alice = await fetch(`${url}/console/api/topics`, {
+        headers: { Authorization: basic('alice', ALICE_PASSWORD) },
+      })
+      assert.deepEqual(
+        (await alice.json()).rows.map((t: { name: string }) => t.name),
+        ['public-orders'],
+      )
+    } finally {
+      child.kill('SIGTERM')
+    }
   })
 
   it('over HTTP: 401 with a Basic challenge without credentials or with wrong ones, never echoing them', async () => {
