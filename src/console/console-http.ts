@@ -6,7 +6,8 @@
  * cluster's ACLs decide what each user sees and does; the console itself keeps no secret beyond the
  * clients' connections.
  *
- * Bounded: request bodies (1 MiB), API requests in progress (16; more are answered 503), cached
+ * Bounded: request bodies (1 MiB), API requests per client address (a burst of 100, then 50 a
+ * second; more are answered 429), API requests in progress (16; more are answered 503), cached
  * principals (32, idle ones closed after 10 minutes). POST bodies must be JSON (a cross-site form
  * cannot send that without the browser asking first), and a request from another origin is refused.
  */
@@ -61,6 +62,11 @@ export interface ConsoleOptions {
 
 export const CONSOLE_BODY_BYTES_MAX = 1024 * 1024
 export const CONSOLE_REQUESTS_IN_PROGRESS_MAX = 16
+/** API requests one client address may make: a bucket of this many, refilled at this many a second. */
+export const CONSOLE_REQUESTS_BURST = 100
+export const CONSOLE_REQUESTS_PER_SECOND = 50
+/** Client addresses whose buckets are remembered; the least recently seen is forgotten beyond. */
+const ADDRESSES_MAX = 1024
 const PRINCIPALS_MAX = 32
 const IDLE_CLIENT_MS = 10 * 60_000
 const REALM = 'Basic realm="Weir console", charset="UTF-8"'
@@ -83,6 +89,8 @@ class HttpError extends Error {
 export class ConsoleHttp {
   readonly #o: ConsoleOptions
   readonly #clients = new Map<string, CachedClient>()
+  /** Per client address: tokens left and when they were counted (Map order: least recent first). */
+  readonly #buckets = new Map<string, { tokens: number; atMs: number }>()
   #inProgress = 0
 
   constructor(options: ConsoleOptions) {
@@ -112,6 +120,15 @@ export class ConsoleHttp {
     }
     if (!path.startsWith('/console/api/')) {
       sendJson(res, 404, { error: 'NOT_FOUND', message: 'no such page' })
+      return true
+    }
+    if (!this.#admit(req.socket.remoteAddress ?? '')) {
+      res.setHeader('Retry-After', '1')
+      sendJson(res, 429, {
+        error: 'TOO_MANY_REQUESTS',
+        message: 'too many console requests from this address',
+      })
+      req.resume()
       return true
     }
     if (this.#inProgress >= CONSOLE_REQUESTS_IN_PROGRESS_MAX) {
@@ -232,6 +249,23 @@ export class ConsoleHttp {
       result = await resetOffsets(client, b, text(body, 'topic'), spec, field(body, 'execute') === true)
     } else throw new HttpError(404, 'NOT_FOUND', 'no such API')
     sendJson(res, 200, result)
+  }
+
+  /** Takes a token from the address's bucket; false when it is empty. */
+  #admit(address: string): boolean {
+    const now = this.#o.clock.monotonicMs()
+    const b = this.#buckets.get(address) ?? { tokens: CONSOLE_REQUESTS_BURST, atMs: now }
+    b.tokens = Math.min(
+      CONSOLE_REQUESTS_BURST,
+      b.tokens + ((now - b.atMs) * CONSOLE_REQUESTS_PER_SECOND) / 1000,
+    )
+    b.atMs = now
+    this.#buckets.delete(address)
+    this.#buckets.set(address, b)
+    if (this.#buckets.size > ADDRESSES_MAX) this.#buckets.delete(this.#buckets.keys().next().value!)
+    if (b.tokens < 1) return false
+    b.tokens -= 1
+    return true
   }
 
   /** The client for this request's principal (HTTP Basic), or the one client without logins. */

@@ -219,6 +219,14 @@ describe('web console of a secured cluster', { timeout: 180_000 }, () => {
     const page = await fetch(`${base}/console/`)
     assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'self'/)
     assert.equal(page.headers.get('x-frame-options'), 'DENY')
+    // A burst beyond the address's allowance is answered 429, then the allowance refills.
+    const burst: number[] = []
+    for (let i = 0; i < 150; i++)
+      burst.push((await fetch(`${base}/console/api/nothing`, { headers: auth })).status)
+    assert.ok(burst.includes(429), `statuses: ${[...new Set(burst)]}`)
+    assert.ok(burst.filter((s) => s === 404).length >= 90)
+    await new Promise((r) => setTimeout(r, 1500))
+    assert.equal((await fetch(`${base}/console/api/nothing`, { headers: auth })).status, 404)
     // The node keeps serving after all of it.
     assert.equal((await fetch(`${base}/v1/health/ready`)).status, 200)
   })
