@@ -96,8 +96,9 @@ describe('web console of a secured cluster', { timeout: 180_000 }, () => {
     assert.match((await page.textContent('main')) ?? '', /configs not shown: TOPIC_AUTHORIZATION_FAILED/)
     await page.fill('#produce textarea[name=value]', 'from alice')
     await page.click('#produce button')
-    await page.waitForSelector('.error')
-    assert.match((await page.textContent('.error')) ?? '', /TOPIC_AUTHORIZATION_FAILED/)
+    // The form's own answer, placed after it (the view's other notices are not it).
+    await page.waitForSelector('#produce + .error')
+    assert.match((await page.textContent('#produce + .error')) ?? '', /TOPIC_AUTHORIZATION_FAILED/)
     await page.evaluate(() => {
       location.hash = '#/topics/secret'
     })

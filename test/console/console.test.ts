@@ -212,7 +212,10 @@ describe('web console in Chromium, 3-node cluster', { timeout: 240_000 }, () => 
         async () => ((await configOf('cleanup.policy'))?.configValue === 'compact' ? true : undefined),
         10_000,
       )
-      await page.waitForFunction(() => document.body.textContent?.includes('cleanup.policy'))
+      // The view is drawn again after a change: wait for the new one before using its form.
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll('h2')].some((e) => e.textContent === 'Configs set on the topic (2)'),
+      )
       await page.fill('#edit-configs input[name=key]', 'retention.ms')
       await page.fill('#edit-configs input[name=value]', '')
       await page.click('#edit-configs button')
@@ -222,6 +225,9 @@ describe('web console in Chromium, 3-node cluster', { timeout: 240_000 }, () => 
         10_000,
       )
 
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll('h2')].some((e) => e.textContent === 'Configs set on the topic (1)'),
+      )
       await page.fill('#produce input[name=partition]', '1')
       await page.fill('#produce input[name=key]', 'p-key')
       await page.fill('#produce textarea[name=value]', 'paid')
