@@ -8,7 +8,7 @@
  *   npm run bench:console -- [--partitions 10000] [--topics 200] [--systems weir,kafka] [--rounds 5]
  */
 /// <reference lib="dom" />
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { gzipSync } from 'node:zlib'
@@ -18,6 +18,7 @@ import { nodeTransport, systemClock } from '../src/io/index.ts'
 import type { TopicName } from '../src/model/index.ts'
 import { apis } from '../src/protocol/index.ts'
 import { launchBrowser } from '../test/support/browser.ts'
+import { startWeirConsole } from '../test/support/weir-console.ts'
 import {
   combinedNodeProperties,
   freePorts,
@@ -146,18 +147,6 @@ async function populate(bootstrap: string): Promise<void> {
   }
 }
 
-async function startConsole(bootstrap: string): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(NODE, [WEIR, 'console', '-b', bootstrap, '--listen', '127.0.0.1:0'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  let out = ''
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString()
-  })
-  const base = await waitFor('weir console', () => /at (http:\/\/[^/]+)\/console\//.exec(out)?.[1], 30_000)
-  return { child, base }
-}
-
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 const VIEWS: Array<[string, string]> = [
@@ -184,7 +173,7 @@ async function measure(system: string, start: () => Promise<Running>) {
     console.error(
       `${system}: ${TOPICS * PER_TOPIC} partitions ready in ${Math.round(performance.now() - t0)} ms`,
     )
-    const { child, base } = await startConsole(running.bootstrap)
+    const { child, base } = await startWeirConsole(['-b', running.bootstrap])
     const browser = await launchBrowser()
     try {
       for (const [name, path] of CALLS) {

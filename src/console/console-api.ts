@@ -48,8 +48,13 @@ function paged<T>(rows: readonly T[], page: Page): { total: number; offset: numb
   return { total: rows.length, offset: page.offset, rows: rows.slice(page.offset, page.offset + page.limit) }
 }
 
+/** Troubled partitions of each kind the cluster view lists itself (the rest are paged by `/partitions`). */
+export const TROUBLED_SHOWN = 20
+
+/** The cluster view, from one status read: with the first troubled partitions of each kind. */
 export async function overview(client: ClusterClient) {
   const s = await clusterStatus(client)
+  const first = { offset: 0, limit: TROUBLED_SHOWN }
   return {
     clusterId: s.clusterId,
     controllerId: s.controllerId,
@@ -57,8 +62,8 @@ export async function overview(client: ClusterClient) {
     brokers: s.brokers,
     topics: s.topics,
     partitions: s.partitions,
-    underReplicatedCount: s.underReplicated.length,
-    offlineCount: s.offline.length,
+    underReplicated: paged(s.underReplicated, first),
+    offline: paged(s.offline, first),
   }
 }
 

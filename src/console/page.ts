@@ -134,15 +134,12 @@ function showLogin(reason) {
   view.replaceChildren(h('h1', {}, 'Log in to the cluster'), reason ? notice(reason, 'error') : null, form)
 }
 
-const TROUBLED_SHOWN = 20
 function troubledTitle(kind, r) { return kind + ' partitions (' + r.total + (r.total > r.rows.length ? '; the first ' + r.rows.length : '') + ')' }
 
 async function clusterView() {
   const c = await api('/cluster')
-  const [under, offline] = await Promise.all([
-    c.underReplicatedCount > 0 ? api('/partitions?state=under-replicated&limit=' + TROUBLED_SHOWN) : null,
-    c.offlineCount > 0 ? api('/partitions?state=offline&limit=' + TROUBLED_SHOWN) : null,
-  ])
+  const under = c.underReplicated.total > 0 ? c.underReplicated : null
+  const offline = c.offline.total > 0 ? c.offline : null
   const q = c.quorum
   const troubled = (r) => table(['Topic', 'Partition', 'Leader', 'Replicas', 'ISR'],
     r.rows.map((p) => [link('#/topics/' + enc(p.topic), p.topic), p.partition, p.leader < 0 ? 'none' : p.leader, list(p.replicas), list(p.isr)]), [1])
@@ -152,8 +149,8 @@ async function clusterView() {
       card('brokers', c.brokers.length),
       card('topics', c.topics),
       card('partitions', c.partitions),
-      card('under-replicated', c.underReplicatedCount, c.underReplicatedCount > 0 ? 'bad' : 'ok'),
-      card('offline', c.offlineCount, c.offlineCount > 0 ? 'bad' : 'ok'),
+      card('under-replicated', c.underReplicated.total, c.underReplicated.total > 0 ? 'bad' : 'ok'),
+      card('offline', c.offline.total, c.offline.total > 0 ? 'bad' : 'ok'),
       card('controller', c.controllerId)),
     h('h2', {}, 'Brokers'),
     table(['Id', 'Host', 'Port', 'Rack'], c.brokers.map((b) => [b.nodeId, b.host, b.port, b.rack || '-']), [0, 2]),

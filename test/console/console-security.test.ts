@@ -6,13 +6,13 @@
  * the HTTP bounds (methods, media types, sizes, origins).
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
 import kafkajs from 'kafkajs'
 import type { Browser, Page } from 'playwright-core'
 import { type EmbeddedCluster, startCluster } from 'weir'
 import { launchBrowser } from '../support/browser.ts'
-import { NODE, WEIR, waitFor, writeProperties } from '../support/weir-process.ts'
+import { startWeirConsole } from '../support/weir-console.ts'
+import { writeProperties } from '../support/weir-process.ts'
 
 const ADMIN_PASSWORD = 'admin-pw-7f3e'
 const ALICE_PASSWORD = 'alice-pw-91ac'
@@ -132,15 +132,8 @@ describe('web console of a secured cluster', { timeout: 180_000 }, () => {
     const props = cluster.security!.clientProperties('admin')
     delete props['sasl.jaas.config']
     const config = writeProperties(cluster.dir, 'console-client.properties', props)
-    const child = spawn(NODE, [WEIR, 'console', '--command-config', config, '--listen', '127.0.0.1:0'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const { child, base: url } = await startWeirConsole(['--command-config', config])
     try {
-      let out = ''
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString()
-      })
-      const url = await waitFor('weir console', () => /at (http:\/\/[^/]+)\/console\//.exec(out)?.[1], 30_000)
       assert.equal((await fetch(`${url}/console/api/topics`)).status, 401)
       assert.equal(
         (await fetch(`${url}/console/api/topics`, { headers: { Authorization: basic('alice', 'wrong') } }))

@@ -7,45 +7,26 @@
  * only the Kafka protocol, so this is what proves it serves any Kafka-compatible cluster.
  */
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
 import type { Browser } from 'playwright-core'
 import { launchBrowser } from '../support/browser.ts'
-import { NODE, WEIR, waitFor } from '../support/weir-process.ts'
+import { startWeirConsole } from '../support/weir-console.ts'
 import { Pair, SIDES, type Side } from './harness.ts'
 
 let pair: Pair
-const consoles = new Map<Side, { process: ChildProcess; base: string }>()
-
-async function startConsole(bootstrap: string): Promise<{ process: ChildProcess; base: string }> {
-  const child = spawn(NODE, [WEIR, 'console', '-b', bootstrap, '--listen', '127.0.0.1:0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString()
-  })
-  child.stderr!.on('data', (d: Buffer) => {
-    out += d.toString()
-  })
-  const base = await waitFor(
-    `weir console for ${bootstrap} to listen (printed: ${out})`,
-    () => /at (http:\/\/[^/]+)\/console\//.exec(out)?.[1],
-    30_000,
-  )
-  return { process: child, base }
-}
+const consoles = new Map<Side, { child: ChildProcess; base: string }>()
 
 before(async () => {
   pair = await Pair.start('console')
   for (const side of SIDES) {
     const a = side === 'kafka' ? pair.kafka.address : pair.weir.address
-    consoles.set(side, await startConsole(`${a.host}:${a.port}`))
+    consoles.set(side, await startWeirConsole(['-b', `${a.host}:${a.port}`]))
   }
 })
 
 after(async () => {
-  for (const c of consoles.values()) c.process.kill('SIGTERM')
+  for (const c of consoles.values()) c.child.kill('SIGTERM')
   await pair?.stop()
 })
 
