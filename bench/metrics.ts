@@ -2,9 +2,14 @@
  * What the metrics cost the data path: kcat produce throughput against a real `weir start` with
  * the HTTP listener off (no metrics kept) and on (every request counted and timed, every record
  * counted, a scraper reading /metrics every second, as a Prometheus with scrape_interval 1s would),
- * alternating off and on for each round on fresh brokers. Prints records/s (median and min-max over
- * the rounds) and the on/off ratio, and the broker's CPU time per 100,000 records (the cost itself,
- * which the machine's noise moves less than a rate). Never fails on a time.
+ * alternating off and on for each round on fresh brokers (the order swapped every round, so a drift
+ * of the machine's load falls on both). Each broker is warmed first, alike both ways: WARM_RECORDS
+ * records produced and, with the listener on, one scrape; a broker runs for days, and what its
+ * first Produce requests and its first scrape cost (compiling their code, ~30 ms of CPU for the
+ * first scrape against ~3 ms for the next) is start-up, not the data path's steady cost. Prints
+ * records/s (median and min-max over the rounds) and the on/off ratio, and the broker's CPU time
+ * per 100,000 records (the cost itself, which the machine's noise moves less than a rate). Never
+ * fails on a time.
  *
  *   npm run bench:metrics
  *   BENCH_ROUNDS=5 BENCH_RECORDS=2000000 node bench/metrics.ts
@@ -26,6 +31,7 @@ const records = Number(process.env.BENCH_RECORDS ?? 1_000_000)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const RECORD_BYTES = 100
 const SCRAPE_MS = 1000
+const WARM_RECORDS = 200_000
 
 const ALL_CASES = [
   { name: 'batched', extra: [] as string[] },
@@ -124,14 +130,20 @@ async function produce(
   b: Broker,
   extra: readonly string[],
   file: string,
+  warmFile: string,
 ): Promise<{ rate: number; cpu: number; scrapes: number }> {
+  const scrape = async () => {
+    const res = await fetch(`http://127.0.0.1:${b.httpPort}/metrics`)
+    await res.text()
+    if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`)
+  }
+  await run('kcat', [...kcatProduceArgs(b.bootstrap, 'metered', '1', warmFile), ...extra])
+  if (b.httpPort !== null) await scrape()
   let scrapes = 0
   let scraping = b.httpPort !== null
   const scraper = (async () => {
     while (scraping) {
-      const res = await fetch(`http://127.0.0.1:${b.httpPort}/metrics`)
-      await res.text()
-      if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`)
+      await scrape()
       scrapes++
       await new Promise((r) => setTimeout(r, SCRAPE_MS))
     }
@@ -149,7 +161,11 @@ async function produce(
 async function main(): Promise<void> {
   const file = join(tmpdir(), `weir-bench-records-${RECORD_BYTES}-${records}.txt`)
   writeFileSync(file, `${'r'.repeat(RECORD_BYTES)}\n`.repeat(records))
-  console.log(`bench:metrics: ${records} records of ${RECORD_BYTES} B, 1 partition, acks=1, ${rounds} rounds`)
+  const warmFile = join(tmpdir(), `weir-bench-records-${RECORD_BYTES}-${WARM_RECORDS}.txt`)
+  writeFileSync(warmFile, `${'w'.repeat(RECORD_BYTES)}\n`.repeat(WARM_RECORDS))
+  console.log(
+    `bench:metrics: ${records} records of ${RECORD_BYTES} B, 1 partition, acks=1, ${rounds} rounds, each broker warmed by ${WARM_RECORDS} records`,
+  )
   const rows: string[] = []
   for (const c of CASES) {
     const off: number[] = []
@@ -158,10 +174,10 @@ async function main(): Promise<void> {
     const cpuOn: number[] = []
     let scrapes = 0
     for (let r = 0; r < rounds; r++) {
-      for (const http of [false, true]) {
+      for (const http of r % 2 === 0 ? [false, true] : [true, false]) {
         const b = await startBroker(http)
         try {
-          const p = await produce(b, c.extra, file)
+          const p = await produce(b, c.extra, file, warmFile)
           ;(http ? on : off).push(p.rate)
           ;(http ? cpuOn : cpuOff).push(p.cpu)
           scrapes += p.scrapes
@@ -182,6 +198,7 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|---|---|---|---|')
   for (const r of rows) console.log(r)
   rmSync(file, { force: true })
+  rmSync(warmFile, { force: true })
 }
 
 await main()
