@@ -19,16 +19,7 @@ import type { TopicName } from '../src/model/index.ts'
 import { apis } from '../src/protocol/index.ts'
 import { launchBrowser } from '../test/support/browser.ts'
 import { startWeirConsole } from '../test/support/weir-console.ts'
-import {
-  combinedNodeProperties,
-  freePorts,
-  NODE,
-  tempDir,
-  WEIR,
-  WeirProcess,
-  waitFor,
-  writeProperties,
-} from '../test/support/weir-process.ts'
+import { singleNodeConfig, tempDir, WeirProcess, waitFor } from '../test/support/weir-process.ts'
 import { kafkaVersion, startKafka } from '../tools/kafka/kafka.ts'
 
 const { values: opts } = parseArgs({
@@ -51,16 +42,7 @@ interface Running {
 }
 
 async function weir(): Promise<Running> {
-  const [port, controllerPort] = (await freePorts(2)) as [number, number]
-  const config = writeProperties(
-    dir.path,
-    'weir.properties',
-    combinedNodeProperties(port, controllerPort, {
-      'log.dirs': join(dir.path, 'weir-data'),
-      'metadata.log.dir': join(dir.path, 'weir-metadata'),
-      'offsets.topic.replication.factor': 1,
-    }),
-  )
+  const { port, config } = await singleNodeConfig(dir.path)
   const node = new WeirProcess(['--config', config])
   await node.start(300_000)
   return { bootstrap: `127.0.0.1:${port}`, stop: async () => void (await node.stop()) }

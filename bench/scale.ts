@@ -36,13 +36,7 @@ import type { TopicName } from '../src/model/index.ts'
 import { apis, encodeBatch, encodeRequest } from '../src/protocol/index.ts'
 import { openConnection } from '../test/support/connection.ts'
 import { pythonOf } from '../test/support/security-clients.ts'
-import {
-  combinedNodeProperties,
-  freePorts,
-  tempDir,
-  WeirProcess,
-  writeProperties,
-} from '../test/support/weir-process.ts'
+import { freePorts, singleNodeConfig, tempDir, WeirProcess } from '../test/support/weir-process.ts'
 import { type KafkaBroker, kafkaVersion, startKafka } from '../tools/kafka/kafka.ts'
 
 const { values: opts } = parseArgs({
@@ -78,16 +72,7 @@ interface Broker {
 }
 
 async function weir(): Promise<Broker> {
-  const [port, controllerPort] = (await freePorts(2)) as [number, number]
-  const config = writeProperties(
-    dir.path,
-    'weir.properties',
-    combinedNodeProperties(port, controllerPort, {
-      'log.dirs': join(dir.path, 'weir-data'),
-      'metadata.log.dir': join(dir.path, 'weir-metadata'),
-      'offsets.topic.replication.factor': 1,
-    }),
-  )
+  const { port, config } = await singleNodeConfig(dir.path)
   let node = new WeirProcess(['--config', config])
   await node.start(STEP_TIMEOUT_MS)
   return {

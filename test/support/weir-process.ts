@@ -154,6 +154,24 @@ export function writeProperties(dir: string, name: string, props: Record<string,
   return path
 }
 
+/**
+ * The properties file of one combined node on two free ports, its logs and metadata in `dir`, as the
+ * benches that compare one Weir node with one Kafka broker run it. Returns the client port too.
+ */
+export async function singleNodeConfig(dir: string): Promise<{ port: number; config: string }> {
+  const [port, controllerPort] = (await freePorts(2)) as [number, number]
+  const config = writeProperties(
+    dir,
+    'weir.properties',
+    combinedNodeProperties(port, controllerPort, {
+      'log.dirs': join(dir, 'weir-data'),
+      'metadata.log.dir': join(dir, 'weir-metadata'),
+      'offsets.topic.replication.factor': 1,
+    }),
+  )
+  return { port, config }
+}
+
 /** Waits until `fn` returns something other than undefined, polling. */
 export async function waitFor<T>(
   what: string,
