@@ -1083,6 +1083,7 @@ export class WeirNode {
     await quorum?.close()
     await Promise.all(this.#http.map((h) => h.close()))
     this.#console?.close()
+    this.#metrics?.close()
   }
 }
 
