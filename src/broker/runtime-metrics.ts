@@ -92,10 +92,23 @@ class RuntimeMonitor {
     }
   }
 
-  /** Event-loop delays in nanoseconds, over the last window. */
+  /**
+   * Event-loop delays in nanoseconds, over the last window. Until a window has passed, the current
+   * one's, computed once for the seven gauges of a scrape: the histogram's mean and standard
+   * deviation walk all its buckets (~0.8 ms together; seven times over, a scrape cost ~7 ms).
+   */
   eventLoopDelay(): DelayStats {
-    return this.#lastWindow ?? this.#current()
+    if (this.#lastWindow !== null) return this.#lastWindow
+    if (this.#scraped === null) {
+      this.#scraped = this.#current()
+      setImmediate(() => {
+        this.#scraped = null
+      })
+    }
+    return this.#scraped
   }
+
+  #scraped: DelayStats | null = null
 
   #current(): DelayStats {
     const h = this.#eventLoop
