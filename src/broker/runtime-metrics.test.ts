@@ -35,7 +35,8 @@ test('runtime metrics: GC pauses and event-loop delay are measured, shared by re
   const textA = await a.metrics()
   const textB = await b.metrics()
   assert.ok(sample(textB, minor)! > before, 'minor collections counted')
-  assert.equal(sample(textA, minor), sample(textB, minor), 'one monitor for both registries')
+  // One monitor for both: B, scraped after A, has A's count (more only if a collection fell between).
+  assert.ok(sample(textA, minor)! > before && sample(textB, minor)! >= sample(textA, minor)!, 'one monitor')
   assert.ok(
     sample(textA, 'nodejs_eventloop_lag_max_seconds')! >= 0.055,
     'a blocked iteration is the max delay',
@@ -58,12 +59,15 @@ test('runtime metrics: GC pauses and event-loop delay are measured, shared by re
   releaseA()
   churn()
   await tick()
-  assert.ok(sample(await b.metrics(), minor)! > sample(textB, minor)!, 'still observed for B')
+  const lastB = sample(await b.metrics(), minor)!
+  assert.ok(lastB > sample(textB, minor)!, 'still observed for B')
   releaseB()
   const c = new Registry()
   const releaseC = registerRuntimeMetrics(c)
   try {
-    assert.equal(sample(await c.metrics(), minor), 0, 'a fresh monitor once the last user released it')
+    // A fresh monitor once the last user released it: it counts from nothing (a collection may
+    // have fallen since it started).
+    assert.ok(sample(await c.metrics(), minor)! < Math.min(3, lastB), 'a fresh monitor')
   } finally {
     releaseC()
   }
