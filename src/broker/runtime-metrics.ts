@@ -171,8 +171,8 @@ export function registerRuntimeMetrics(registry: Registry<RegistryContentType>):
   gauge('process_resident_memory_bytes', 'Resident memory size in bytes.', () =>
     one(process.memoryUsage.rss()),
   )
-  gauge('process_open_fds', 'Number of open file descriptors.', () => one(openFds()))
-  gauge('process_max_fds', 'Maximum number of open file descriptors.', () => one(maxFds()))
+  gauge('process_open_fds', 'Number of open file descriptors.', () => one(fdsOpen()))
+  gauge('process_max_fds', 'Maximum number of open file descriptors.', () => one(fdsMax()))
   gauge('nodejs_eventloop_lag_seconds', 'Lag of event loop in seconds.', async () => {
     // The time a callback queued now waits for the loop: the delay a request arriving sees.
     const start = process.hrtime.bigint()
@@ -244,7 +244,7 @@ export function registerRuntimeMetrics(registry: Registry<RegistryContentType>):
   }
 }
 
-function openFds(): number {
+function fdsOpen(): number {
   try {
     return readdirSync('/proc/self/fd').length - 1 // less the directory being read
   } catch {
@@ -252,7 +252,7 @@ function openFds(): number {
   }
 }
 
-function maxFds(): number {
+function fdsMax(): number {
   try {
     const line = readFileSync('/proc/self/limits', 'utf8')
       .split('\n')
