@@ -11,23 +11,25 @@ import { assert } from '../model/index.ts'
  * deletion, log start moves. Waiters re-check their own condition when woken.
  */
 export class Watchers {
-  readonly #waiters = new Set<() => void>()
+  /** Made at the first wait: most partitions of a large node are never waited on (~260 B each). */
+  #waiters: Set<() => void> | null = null
 
   get size(): number {
-    return this.#waiters.size
+    return this.#waiters?.size ?? 0
   }
 
   add(fn: () => void): void {
+    this.#waiters ??= new Set()
     this.#waiters.add(fn)
   }
 
   delete(fn: () => void): void {
-    this.#waiters.delete(fn)
+    this.#waiters?.delete(fn)
   }
 
   /** Wakes every waiter (each removes itself once complete). */
   wake(): void {
-    if (this.#waiters.size === 0) return
+    if (this.#waiters === null || this.#waiters.size === 0) return
     for (const fn of [...this.#waiters]) fn()
   }
 }

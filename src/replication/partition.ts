@@ -188,14 +188,14 @@ export class Partition {
   #highWatermark: bigint
   /** As leader: the log end offset when this leader epoch began (a follower must reach it to rejoin). */
   #leaderEpochStartOffset = -1n
-  /** As leader: each follower's fetch state. */
-  readonly #followers = new Map<BrokerId, FollowerState>()
+  /** As leader: each follower's fetch state (made with the first follower: none with one replica). */
+  #followers: Map<BrokerId, FollowerState> | null = null
   /** As leader: the ISR change waiting for the controller's answer. */
   #pendingIsr: PendingIsrChange | null = null
   /** As leader: elected uncleanly and not yet reported recovered (KIP-704). */
   #recovering = false
-  /** Appends of one idempotent producer run one after another (check, append, record). */
-  readonly #producerTails = new Map<bigint, Promise<unknown>>()
+  /** Appends of one idempotent producer run one after another (check, append, record); made at the first. */
+  #producerTails: Map<bigint, Promise<unknown>> | null = null
 
   constructor(options: {
     topic: TopicName
@@ -325,7 +325,7 @@ export class Partition {
       this.#role = 'follower' // takes no writes while the epoch is being recorded
       await this.state.assignEpochDurably(a.leaderEpoch, this.log.logEndOffset)
       this.#leaderEpochStartOffset = this.log.logEndOffset
-      this.#followers.clear()
+      this.#followers?.clear()
     }
     this.#role = 'leader'
     this.#leaderId = this.#nodeId
@@ -343,9 +343,10 @@ export class Partition {
     this.#recovering = a.leaderRecoveryState === 1
     this.#boundTail(a)
     for (const r of a.replicas) {
-      if (r !== this.#nodeId && !this.#followers.has(r)) {
+      if (r !== this.#nodeId && !this.#followers?.has(r)) {
         // Kafka's resetReplicaState: an ISR member counts as caught up now, so it has a full
         // replica.lag.time.max.ms to fetch from the new leader before it is proposed out.
+        this.#followers ??= new Map()
         this.#followers.set(r, {
           logEndOffset: -1n,
           lastFetchMs: -1,
@@ -355,7 +356,8 @@ export class Partition {
         })
       }
     }
-    for (const id of [...this.#followers.keys()]) if (!a.replicas.includes(id)) this.#followers.delete(id)
+    for (const id of [...(this.#followers?.keys() ?? [])])
+      if (!a.replicas.includes(id)) this.#followers?.delete(id)
     const end = this.log.logEndOffset
     // A leader's high watermark never moves back, and a follower's only where truncation cut below
     // it (which lowered it then): either way it is within the log, and leading takes it as it is.
@@ -390,7 +392,7 @@ export class Partition {
     this.#partitionEpoch = a.partitionEpoch
     this.#replicas = a.replicas
     this.#isr = a.isr
-    this.#followers.clear()
+    this.#followers?.clear()
     this.#boundTail(a)
     // As leader it was at most the (durable) log end; as follower it moves back only on truncation.
     assert(this.#highWatermark <= this.log.logEndOffset, 'a high watermark past the log end at makeFollower')
@@ -414,7 +416,7 @@ export class Partition {
     let hw = this.#localEndOffset
     for (const id of this.maximalIsr) {
       if (id === this.#nodeId) continue
-      const f = this.#followers.get(id)
+      const f = this.#followers?.get(id)
       if (f === undefined) return false
       hw = min(hw, f.logEndOffset)
     }
@@ -434,7 +436,7 @@ export class Partition {
    * Moves the high watermark when the follower counts for it. Returns whether it moved.
    */
   updateFollowerFetchState(replicaId: BrokerId, fetchOffset: bigint, brokerEpoch = -1n): boolean {
-    const f = this.#followers.get(replicaId)
+    const f = this.#followers?.get(replicaId)
     if (f === undefined || this.#role !== 'leader') return false
     const nowMs = this.#clock.monotonicMs()
     const leaderEnd = this.log.logEndOffset
@@ -459,7 +461,7 @@ export class Partition {
     eligible: (id: BrokerId, brokerEpoch: bigint) => boolean,
   ): PendingIsrChange | null {
     if (this.#role !== 'leader' || this.#pendingIsr !== null || this.#isr.includes(replicaId)) return null
-    const f = this.#followers.get(replicaId)
+    const f = this.#followers?.get(replicaId)
     if (f === undefined || f.logEndOffset < 0n) return null
     if (f.logEndOffset < this.#highWatermark || f.logEndOffset < this.#leaderEpochStartOffset) return null
     if (!eligible(replicaId, f.brokerEpoch)) return null
@@ -477,7 +479,7 @@ export class Partition {
     const leaderEnd = this.log.logEndOffset
     const out = this.#isr.filter((id) => {
       if (id === this.#nodeId) return false
-      const f = this.#followers.get(id)
+      const f = this.#followers?.get(id)
       if (f === undefined) return true
       return f.logEndOffset !== leaderEnd && nowMs - f.lastCaughtUpMs > lagMs
     })
@@ -506,7 +508,7 @@ export class Partition {
   #propose(isr: readonly BrokerId[], expand: boolean): PendingIsrChange {
     const members = isr.map((id) => ({
       brokerId: id,
-      brokerEpoch: id === this.#nodeId ? -1n : (this.#followers.get(id)?.brokerEpoch ?? -1n),
+      brokerEpoch: id === this.#nodeId ? -1n : (this.#followers?.get(id)?.brokerEpoch ?? -1n),
     }))
     this.#pendingIsr = {
       isr,
@@ -557,12 +559,12 @@ export class Partition {
 
   /** Followers' end offsets as the leader last saw them (views, tests). */
   followerEndOffsets(): ReadonlyMap<BrokerId, bigint> {
-    return new Map([...this.#followers].map(([id, f]) => [id, f.logEndOffset]))
+    return new Map([...(this.#followers ?? [])].map(([id, f]) => [id, f.logEndOffset]))
   }
 
   /** As leader: each follower's end offset and last fetch time (KIP-392 read-replica selection). */
   followerStates(): ReadonlyMap<BrokerId, { readonly logEndOffset: bigint; readonly lastFetchMs: number }> {
-    return new Map([...this.#followers].map(([id, f]) => [id, { ...f }]))
+    return new Map([...(this.#followers ?? [])].map(([id, f]) => [id, { ...f }]))
   }
 
   // ---------------------------------------------------------------- follower
@@ -725,15 +727,17 @@ export class Partition {
 
   /** One producer's appends are checked and appended in turn, so two never pass the same check. */
   #inProducerOrder(pid: bigint, append: () => Promise<LeaderAppendResult>): Promise<LeaderAppendResult> {
-    const previous = this.#producerTails.get(pid) ?? Promise.resolve()
+    this.#producerTails ??= new Map()
+    const tails = this.#producerTails
+    const previous = tails.get(pid) ?? Promise.resolve()
     const run = previous.then(append)
     const tail = run.then(
       () => undefined,
       () => undefined,
     )
-    this.#producerTails.set(pid, tail)
+    tails.set(pid, tail)
     void tail.then(() => {
-      if (this.#producerTails.get(pid) === tail) this.#producerTails.delete(pid)
+      if (tails.get(pid) === tail) tails.delete(pid)
     })
     return run
   }

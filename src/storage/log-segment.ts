@@ -155,7 +155,8 @@ export class LogSegment {
    * Where recent reads ended: the offset after a read's last batch -> that next batch's position.
    * Cleared by every cut of the file (positions past the cut are gone).
    */
-  readonly #readHints = new Map<bigint, number>()
+  /** Made at the first read that leaves a hint (most segments of a large node are never read). */
+  #readHints: Map<bigint, number> | null = null
 
   private constructor(
     disk: Disk,
@@ -735,7 +736,7 @@ export class LogSegment {
     buffers?: ReadBuffers,
   ): Promise<Buffer | null> {
     await this.ensureIndexes()
-    const hinted = this.#readHints.get(offset)
+    const hinted = this.#readHints?.get(offset)
     const written = this.writtenSize
     let start: number
     let lead: number
@@ -838,6 +839,7 @@ export class LogSegment {
 
   /** Remember where the batch after a read begins, so that reading on from it needs no lookup. */
   #hintRead(nextOffset: bigint, position: number): void {
+    this.#readHints ??= new Map()
     const hints = this.#readHints
     if (hints.size >= READ_HINTS_MAX && !hints.has(nextOffset)) {
       hints.delete(hints.keys().next().value!)
@@ -997,7 +999,7 @@ export class LogSegment {
    * could otherwise record the size before the cut, which appends later reach again unsynced).
    */
   async #truncateFile(size: number): Promise<void> {
-    this.#readHints.clear()
+    this.#readHints = null
     this.#settings.tail?.cut(this)
     this.#truncations++
     this.#syncedSize = -1
