@@ -62,6 +62,8 @@ test('runtime metrics: GC pauses and event-loop delay are measured, shared by re
   const lastB = sample(await b.metrics(), minor)!
   assert.ok(lastB > sample(textB, minor)!, 'still observed for B')
   releaseB()
+  // A scrape racing a node's stop still answers, from the stopped monitor's last counts.
+  assert.equal(sample(await b.metrics(), minor), sample(await b.metrics(), minor))
   const c = new Registry()
   const releaseC = registerRuntimeMetrics(c)
   try {

@@ -82,6 +82,8 @@ class RuntimeMonitor {
   }
 
   #foldGc(): void {
+    // A scrape of a node that has just stopped may still come: a stopped monitor starts nothing.
+    if (this.#stopped) return
     const done = this.#profiler.stop()
     this.#profiler = new GCProfiler()
     this.#profiler.start()
@@ -125,7 +127,10 @@ class RuntimeMonitor {
     }
   }
 
+  #stopped = false
+
   stop(): void {
+    this.#stopped = true
     clearInterval(this.#rotate)
     clearInterval(this.#fold)
     this.#eventLoop.disable()
