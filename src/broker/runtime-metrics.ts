@@ -59,6 +59,8 @@ interface DelayStats {
 class RuntimeMonitor {
   readonly #eventLoop: ELDHistogram = monitorEventLoopDelay({ samplePerIteration: true })
   #lastWindow: DelayStats | null = null
+  /** The current window's statistics while one scrape reads them (`eventLoopDelay`). */
+  #scraped: DelayStats | null = null
   readonly #rotate = setInterval(() => {
     this.#lastWindow = this.#current()
     this.#eventLoop.reset()
@@ -68,6 +70,7 @@ class RuntimeMonitor {
     [...new Set(GC_KINDS.values())].map((kind) => [kind, new PlainHistogram(GC_BUCKETS)]),
   )
   #profiler = new GCProfiler()
+  #stopped = false
   readonly #fold = setInterval(() => this.#foldGc(), GC_FOLD_MS).unref()
 
   constructor() {
@@ -110,8 +113,6 @@ class RuntimeMonitor {
     return this.#scraped
   }
 
-  #scraped: DelayStats | null = null
-
   #current(): DelayStats {
     const h = this.#eventLoop
     if (h.count === 0) return { count: 0, min: 0, max: 0, mean: 0, stddev: 0, p50: 0, p90: 0, p99: 0 }
@@ -126,8 +127,6 @@ class RuntimeMonitor {
       p99: h.percentile(99),
     }
   }
-
-  #stopped = false
 
   stop(): void {
     this.#stopped = true
